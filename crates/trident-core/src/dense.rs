@@ -1,0 +1,287 @@
+//! Dense matrices and the [`DenseGemm`] trait.
+//!
+//! Storage is row-major with a leading dimension: element `(i, j)` of a view lives
+//! at `data[i * ld + j]`, and `ld >= cols`. A view is checked when it is built
+//! ([`MatRef::new`]), so a backend never sees a slice shorter than its shape.
+
+use crate::{Error, Result, Scalar};
+
+/// Whether an operand is used as stored or transposed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `op(X) = X`.
+    #[default]
+    N,
+    /// `op(X) = X^T`.
+    T,
+}
+
+/// Arithmetic a backend may use for a GEMM.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// True fp32/fp64 multiply-adds. The default.
+    #[default]
+    Strict,
+    /// Opt-in: operands rounded to TF32 (10-bit mantissa) on tensor cores where the
+    /// backend has them; backends without them compute `Strict`, which meets the
+    /// looser bound too.
+    Tf32,
+}
+
+fn needed_len(rows: usize, cols: usize, ld: usize) -> Option<usize> {
+    if rows == 0 || cols == 0 {
+        return Some(0);
+    }
+    (rows - 1).checked_mul(ld)?.checked_add(cols)
+}
+
+fn check_view(len: usize, rows: usize, cols: usize, ld: usize) -> Result<()> {
+    if ld < cols {
+        return Err(Error::dim(
+            "ld",
+            format!("leading dimension {ld} is smaller than the row length {cols}"),
+        ));
+    }
+    match needed_len(rows, cols, ld) {
+        None => Err(Error::TooLarge {
+            field: "rows * ld",
+            value: rows as u128 * ld as u128,
+            limit: usize::MAX as u128,
+        }),
+        Some(need) if need > len => Err(Error::dim(
+            "data",
+            format!(
+                "a {rows} x {cols} view with ld {ld} needs {need} elements, the slice has {len}"
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// A read-only row-major matrix view.
+#[derive(Clone, Copy, Debug)]
+pub struct MatRef<'a, T> {
+    data: &'a [T],
+    rows: usize,
+    cols: usize,
+    ld: usize,
+}
+
+impl<'a, T: Copy> MatRef<'a, T> {
+    /// A `rows x cols` view of `data` whose rows start `ld` elements apart.
+    ///
+    /// ```
+    /// # use trident_core::MatRef;
+    /// let a = [1.0f32, 2.0, 9.0, 3.0, 4.0, 9.0];
+    /// let m = MatRef::new(&a, 2, 2, 3).unwrap(); // skips the 9s
+    /// assert_eq!(m.get(1, 0), 3.0);
+    /// ```
+    pub fn new(data: &'a [T], rows: usize, cols: usize, ld: usize) -> Result<Self> {
+        check_view(data.len(), rows, cols, ld)?;
+        Ok(Self {
+            data,
+            rows,
+            cols,
+            ld,
+        })
+    }
+
+    /// A contiguous `rows x cols` view (`ld == cols`); `data.len()` must be exactly
+    /// `rows * cols`.
+    pub fn dense(data: &'a [T], rows: usize, cols: usize) -> Result<Self> {
+        if rows.checked_mul(cols) != Some(data.len()) {
+            return Err(Error::dim(
+                "data",
+                format!(
+                    "{rows} x {cols} needs {} elements, the slice has {}",
+                    rows as u128 * cols as u128,
+                    data.len()
+                ),
+            ));
+        }
+        Self::new(data, rows, cols, cols)
+    }
+
+    /// Number of rows as stored.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Number of columns as stored.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Distance between the starts of two rows, in elements.
+    pub fn ld(&self) -> usize {
+        self.ld
+    }
+    /// The underlying slice (may be longer than the view).
+    pub fn data(&self) -> &'a [T] {
+        self.data
+    }
+    /// Element `(i, j)`. Panics when out of range.
+    pub fn get(&self, i: usize, j: usize) -> T {
+        assert!(i < self.rows && j < self.cols);
+        self.data[i * self.ld + j]
+    }
+    /// Row `i` (its `cols` elements).
+    pub fn row(&self, i: usize) -> &'a [T] {
+        &self.data[i * self.ld..i * self.ld + self.cols]
+    }
+    /// Shape of `op(self)`: `(rows, cols)` for `Op::N`, swapped for `Op::T`.
+    pub fn op_shape(&self, op: Op) -> (usize, usize) {
+        match op {
+            Op::N => (self.rows, self.cols),
+            Op::T => (self.cols, self.rows),
+        }
+    }
+}
+
+/// A mutable row-major matrix view.
+#[derive(Debug)]
+pub struct MatMut<'a, T> {
+    data: &'a mut [T],
+    rows: usize,
+    cols: usize,
+    ld: usize,
+}
+
+impl<'a, T: Copy> MatMut<'a, T> {
+    /// A mutable `rows x cols` view of `data` whose rows start `ld` elements apart.
+    pub fn new(data: &'a mut [T], rows: usize, cols: usize, ld: usize) -> Result<Self> {
+        check_view(data.len(), rows, cols, ld)?;
+        Ok(Self {
+            data,
+            rows,
+            cols,
+            ld,
+        })
+    }
+    /// A contiguous mutable view; `data.len()` must be exactly `rows * cols`.
+    pub fn dense(data: &'a mut [T], rows: usize, cols: usize) -> Result<Self> {
+        if rows.checked_mul(cols) != Some(data.len()) {
+            return Err(Error::dim(
+                "data",
+                format!(
+                    "{rows} x {cols} needs {} elements, the slice has {}",
+                    rows as u128 * cols as u128,
+                    data.len()
+                ),
+            ));
+        }
+        Self::new(data, rows, cols, cols)
+    }
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Number of columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Leading dimension.
+    pub fn ld(&self) -> usize {
+        self.ld
+    }
+    /// The underlying slice.
+    pub fn data(&self) -> &[T] {
+        self.data
+    }
+    /// The underlying slice, mutably. Elements between rows (`cols..ld`) belong to
+    /// the caller: backends must not write them.
+    pub fn data_mut(&mut self) -> &mut [T] {
+        self.data
+    }
+    /// A read-only view of the same matrix.
+    pub fn as_ref(&self) -> MatRef<'_, T> {
+        MatRef {
+            data: self.data,
+            rows: self.rows,
+            cols: self.cols,
+            ld: self.ld,
+        }
+    }
+    /// Row `i`, mutably.
+    pub fn row_mut(&mut self, i: usize) -> &mut [T] {
+        &mut self.data[i * self.ld..i * self.ld + self.cols]
+    }
+    /// Reborrows the view for a shorter lifetime.
+    pub fn rb(&mut self) -> MatMut<'_, T> {
+        MatMut {
+            data: self.data,
+            rows: self.rows,
+            cols: self.cols,
+            ld: self.ld,
+        }
+    }
+}
+
+/// The scalars and flags of one GEMM call: `C <- alpha op(A) op(B) + beta C`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmParams<T> {
+    /// Scales the product.
+    pub alpha: T,
+    /// Scales the old C; `beta == 0` means C is not read at all (NaN in C is
+    /// overwritten), as in BLAS.
+    pub beta: T,
+    /// `op` applied to A.
+    pub op_a: Op,
+    /// `op` applied to B.
+    pub op_b: Op,
+    /// Arithmetic the backend may use.
+    pub precision: Precision,
+}
+
+impl<T: Scalar> Default for GemmParams<T> {
+    /// `C = A B`: alpha 1, beta 0, no transposes, strict precision.
+    fn default() -> Self {
+        Self {
+            alpha: T::ONE,
+            beta: T::ZERO,
+            op_a: Op::N,
+            op_b: Op::N,
+            precision: Precision::Strict,
+        }
+    }
+}
+
+/// m, n, k of a checked GEMM: `op(A)` is m x k, `op(B)` k x n, C m x n.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmDims {
+    /// Rows of C.
+    pub m: usize,
+    /// Columns of C.
+    pub n: usize,
+    /// The contracted dimension.
+    pub k: usize,
+}
+
+/// General dense matrix multiply.
+pub trait DenseGemm<T: Scalar>: Send + Sync {
+    /// `C <- alpha op(A) op(B) + beta C` on host memory.
+    ///
+    /// Errors (C untouched): shapes that do not fit, non-finite alpha/beta/A/B, or
+    /// non-finite C when `beta != 0`.
+    ///
+    /// ```
+    /// use trident_core::{DenseGemm, GemmParams, MatMut, MatRef};
+    /// # fn demo(backend: &dyn DenseGemm<f32>) -> trident_core::Result<()> {
+    /// let a = [1.0f32, 2.0, 3.0, 4.0];
+    /// let b = [1.0f32, 0.0, 0.0, 1.0];
+    /// let mut c = [0.0f32; 4];
+    /// backend.gemm(
+    ///     &GemmParams::default(),
+    ///     MatRef::dense(&a, 2, 2)?,
+    ///     MatRef::dense(&b, 2, 2)?,
+    ///     MatMut::dense(&mut c, 2, 2)?,
+    /// )?;
+    /// assert_eq!(c, a);
+    /// # Ok(()) }
+    /// ```
+    fn gemm(
+        &self,
+        p: &GemmParams<T>,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        c: MatMut<'_, T>,
+    ) -> Result<()>;
+}

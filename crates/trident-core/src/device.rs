@@ -1,0 +1,148 @@
+//! Keeping data on a device between calls.
+//!
+//! The five primitive traits take host data, which is what most callers have and
+//! what `verify` compares. A GPU backend would pay a host round trip per call
+//! that way, so a backend with its own memory also implements
+//! [`DeviceMemory`] (upload, download, allocate) and the `*Device` traits below,
+//! whose operands and results stay in that memory. A chain such as
+//! `C = A * B; E = C * D` then uploads A, B and D once and downloads E once:
+//!
+//! ```text
+//! let a = be.upload_csr(&a)?;            // host -> device
+//! let b = be.upload_csr(&b)?;
+//! let c = be.spgemm_device(&a, &b)?;     // stays on the device
+//! let e = be.spgemm_device(&c, &b)?;
+//! let e = be.download_csr(&e)?;          // device -> host
+//! ```
+//!
+//! Device traits are not object-safe (they have a generic buffer type); code
+//! that picks a backend at run time uses the host traits, code that knows its
+//! backend uses both. Device buffers are checked when they are made from host
+//! data; the device calls check only what relates their arguments (shapes).
+
+use crate::{CsrMatrix, GemmParams, Neighbor, Pair, Point, Result, Scalar};
+
+/// Plain-old-data a device buffer can hold.
+pub trait Element: bytemuck::Pod + Send + Sync {}
+impl<T: bytemuck::Pod + Send + Sync> Element for T {}
+
+/// A backend that owns memory of its own.
+pub trait DeviceMemory: Send + Sync {
+    /// A buffer of `len` elements of `T` in the backend's memory.
+    type Buffer<T: Element>: Send + Sync;
+    /// Copies `host` into a new buffer.
+    fn upload<T: Element>(&self, host: &[T]) -> Result<Self::Buffer<T>>;
+    /// A new zero-filled buffer of `len` elements.
+    fn alloc_zeroed<T: Element>(&self, len: usize) -> Result<Self::Buffer<T>>;
+    /// Copies a buffer back; `host.len()` must equal the buffer's length.
+    fn download<T: Element>(&self, buf: &Self::Buffer<T>, host: &mut [T]) -> Result<()>;
+    /// Number of elements in a buffer.
+    fn buffer_len<T: Element>(&self, buf: &Self::Buffer<T>) -> usize;
+    /// Waits for all queued work (timing, or before reading results elsewhere).
+    fn synchronize(&self) -> Result<()>;
+}
+
+/// A row-major matrix in device memory: `rows x cols` with leading dimension `ld`.
+pub struct DeviceMat<B> {
+    /// The buffer holding it (at least `(rows-1)*ld + cols` elements).
+    pub buf: B,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Leading dimension, `>= cols`.
+    pub ld: usize,
+}
+
+/// A valid CSR matrix in device memory (offsets as `u64`).
+pub struct DeviceCsr<M: DeviceMemory + ?Sized, T: Scalar> {
+    rows: usize,
+    cols: usize,
+    nnz: usize,
+    /// `rows + 1` offsets.
+    pub offsets: M::Buffer<u64>,
+    /// Column indices, sorted and unique per row.
+    pub indices: M::Buffer<u32>,
+    /// Values.
+    pub values: M::Buffer<T>,
+}
+
+impl<M: DeviceMemory + ?Sized, T: Scalar> DeviceCsr<M, T> {
+    /// Wraps buffers a backend produced and knows to be valid CSR.
+    #[doc(hidden)]
+    pub fn from_parts(
+        rows: usize,
+        cols: usize,
+        nnz: usize,
+        offsets: M::Buffer<u64>,
+        indices: M::Buffer<u32>,
+        values: M::Buffer<T>,
+    ) -> Self {
+        Self {
+            rows,
+            cols,
+            nnz,
+            offsets,
+            indices,
+            values,
+        }
+    }
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+}
+
+/// GEMM on device-resident operands.
+pub trait DenseGemmDevice<T: Scalar>: DeviceMemory {
+    /// `C <- alpha op(A) op(B) + beta C` where all three live on the device.
+    /// Values are not re-checked for finiteness (that would need a pass over
+    /// device memory); shapes are.
+    fn gemm_device(
+        &self,
+        p: &GemmParams<T>,
+        a: &DeviceMat<Self::Buffer<T>>,
+        b: &DeviceMat<Self::Buffer<T>>,
+        c: &mut DeviceMat<Self::Buffer<T>>,
+    ) -> Result<()>;
+}
+
+/// SpGEMM on device-resident CSR matrices.
+pub trait SparseGemmDevice<T: Scalar>: DeviceMemory + Sized {
+    /// Uploads a (valid) host matrix.
+    fn upload_csr(&self, m: &CsrMatrix<T>) -> Result<DeviceCsr<Self, T>>;
+    /// Downloads a device matrix.
+    fn download_csr(&self, m: &DeviceCsr<Self, T>) -> Result<CsrMatrix<T>>;
+    /// `C = A * B` with all three on the device.
+    fn spgemm_device(
+        &self,
+        a: &DeviceCsr<Self, T>,
+        b: &DeviceCsr<Self, T>,
+    ) -> Result<DeviceCsr<Self, T>>;
+}
+
+/// Nearest-neighbour queries on device-resident point sets.
+pub trait NearestPairsDevice: DeviceMemory {
+    /// Nearest point of B for each point of A, written to `out` (|A| entries).
+    fn nearest_device(
+        &self,
+        a: &Self::Buffer<Point>,
+        b: &Self::Buffer<Point>,
+        out: &mut Self::Buffer<Neighbor>,
+    ) -> Result<()>;
+    /// The `k` closest (a, nearest b) pairs; the small result comes back to the host.
+    fn closest_pairs_device(
+        &self,
+        a: &Self::Buffer<Point>,
+        b: &Self::Buffer<Point>,
+        k: usize,
+    ) -> Result<Vec<Pair>>;
+}

@@ -1,0 +1,106 @@
+//! # trident-core
+//!
+//! The contract every Trident backend implements: data types, the five
+//! primitive traits, the one [`Error`] enum, and the validation all backends
+//! share. It computes nothing itself; `trident-reference` defines what is
+//! correct and the other backends make it fast.
+//!
+//! ## The five primitives
+//! | trait | computes |
+//! | --- | --- |
+//! | [`DenseGemm`] | `C <- alpha op(A) op(B) + beta C` |
+//! | [`SparseGemm`] | `C = A * B`, CSR x CSR |
+//! | [`NearestPairs`] | nearest / k nearest point of B per point of A, and the k closest such pairs |
+//! | [`SparseCoder`] | sparse codes by (Batch-)OMP |
+//! | [`MaxFlow`] | max flow and canonical min cut, grids and general networks |
+//!
+//! Each trait is object-safe and generic over the scalar where there is one, so
+//! `Box<dyn DenseGemm<f32>>` works and a backend lacking f64 simply answers
+//! [`Error::Unsupported`]. [`Primitives`] bundles all of them.
+//!
+//! ## Rules every backend follows (from SPEC.md)
+//! - Row-major dense storage; `u32` column/point/atom indices; CSR offsets `usize`.
+//! - Bad input is an [`Error`] naming the field and index, checked by
+//!   [`validate`] before any output is written: on error outputs are untouched.
+//! - A backend that cannot run here fails at construction with
+//!   [`Error::BackendUnavailable`], never a panic.
+//! - The same input on the same backend gives bit-identical output.
+//! - Empty inputs are valid wherever the math is defined.
+//!
+//! Choices SPEC leaves open, made here: `knn` with `k > |B|` is an error (the
+//! output has a fixed stride of k); grid capacities pointing off the grid must
+//! be 0 (an error otherwise, so nothing is silently dropped); capacities are
+//! `i64` and their total must fit in `i64`, so no backend can overflow.
+//!
+//! ## Data on the device
+//! See [`device`]: GPU backends also implement [`DeviceMemory`] and the
+//! `*Device` traits, which keep operands and results in device memory across calls.
+#![warn(missing_docs)]
+
+mod coder;
+mod dense;
+pub mod device;
+mod error;
+mod flow;
+mod points;
+mod scalar;
+mod sparse;
+pub mod validate;
+
+pub use coder::{Dictionary, SparseCoder, SparseCodes, StopRule, UNIT_NORM_TOL};
+pub use dense::{DenseGemm, GemmDims, GemmParams, MatMut, MatRef, Op, Precision};
+pub use device::{
+    DenseGemmDevice, DeviceCsr, DeviceMat, DeviceMemory, Element, NearestPairsDevice,
+    SparseGemmDevice,
+};
+pub use error::{Error, Result};
+pub use flow::{Arc, Dir, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
+pub use points::{NearestPairs, Neighbor, Pair, Point, dist2, dist2_f64};
+pub use scalar::Scalar;
+pub use sparse::{CsrMatrix, MAX_DIM, SparseGemm};
+
+/// What every backend handle says about itself.
+pub trait Backend: Send + Sync {
+    /// Short name used by `TRIDENT_BACKEND` and `verify --backend`: `"reference"`,
+    /// `"rayon"`, `"cuda"`, `"wgpu"`.
+    fn name(&self) -> &'static str;
+    /// One line on what it runs on (device name, thread count).
+    fn describe(&self) -> String;
+}
+
+/// All five primitives in both precisions: what `verify` and the facade hold as
+/// `Box<dyn Primitives>`.
+pub trait Primitives:
+    Backend
+    + DenseGemm<f32>
+    + DenseGemm<f64>
+    + SparseGemm<f32>
+    + SparseGemm<f64>
+    + NearestPairs
+    + SparseCoder<f32>
+    + SparseCoder<f64>
+    + MaxFlow
+{
+}
+
+impl<B> Primitives for B where
+    B: Backend
+        + DenseGemm<f32>
+        + DenseGemm<f64>
+        + SparseGemm<f32>
+        + SparseGemm<f64>
+        + NearestPairs
+        + SparseCoder<f32>
+        + SparseCoder<f64>
+        + MaxFlow
+{
+}
+
+/// The primitive names, as `verify --primitive` and reports spell them.
+pub const PRIMITIVES: [&str; 5] = [
+    "dense_gemm",
+    "sparse_gemm",
+    "nearest_pairs",
+    "sparse_coder",
+    "max_flow",
+];

@@ -1,0 +1,21 @@
+//! DenseGemm for [`CudaBackend`]: not implemented yet.
+
+use trident_core::Error;
+use trident_core::{DenseGemm, GemmParams, MatMut, MatRef, Result, Scalar};
+
+use crate::CudaBackend;
+
+impl<T: Scalar> DenseGemm<T> for CudaBackend {
+    fn gemm(
+        &self,
+        p: &GemmParams<T>,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        c: MatMut<'_, T>,
+    ) -> Result<()> {
+        let _ = (p, a, b, c);
+        Err(Error::Unsupported(
+            "DenseGemm is not implemented on this backend yet".into(),
+        ))
+    }
+}

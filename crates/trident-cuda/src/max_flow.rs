@@ -1,0 +1,18 @@
+//! MaxFlow for [`CudaBackend`]: not implemented yet.
+
+use trident_core::{Error, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow, Result};
+
+use crate::CudaBackend;
+
+impl MaxFlow for CudaBackend {
+    fn grid_cut(&self, _g: &GridGraph) -> Result<GridCut> {
+        Err(Error::Unsupported(
+            "MaxFlow is not implemented on this backend yet".into(),
+        ))
+    }
+    fn network_flow(&self, _g: &FlowNetwork) -> Result<NetworkFlow> {
+        Err(Error::Unsupported(
+            "MaxFlow is not implemented on this backend yet".into(),
+        ))
+    }
+}

@@ -1,0 +1,15 @@
+//! SparseGemm for [`RayonBackend`]: not implemented yet.
+
+use trident_core::Error;
+use trident_core::{CsrMatrix, Result, Scalar, SparseGemm};
+
+use crate::RayonBackend;
+
+impl<T: Scalar> SparseGemm<T> for RayonBackend {
+    fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
+        let _ = (a, b);
+        Err(Error::Unsupported(
+            "SparseGemm is not implemented on this backend yet".into(),
+        ))
+    }
+}

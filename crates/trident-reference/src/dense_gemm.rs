@@ -1,0 +1,21 @@
+//! DenseGemm for [`ReferenceBackend`]: not implemented yet.
+
+use trident_core::Error;
+use trident_core::{DenseGemm, GemmParams, MatMut, MatRef, Result, Scalar};
+
+use crate::ReferenceBackend;
+
+impl<T: Scalar> DenseGemm<T> for ReferenceBackend {
+    fn gemm(
+        &self,
+        p: &GemmParams<T>,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        c: MatMut<'_, T>,
+    ) -> Result<()> {
+        let _ = (p, a, b, c);
+        Err(Error::Unsupported(
+            "DenseGemm is not implemented on this backend yet".into(),
+        ))
+    }
+}

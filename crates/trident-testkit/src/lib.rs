@@ -1,0 +1,1 @@
+//! Generators, certificates, the conformance suite and the verify runner
