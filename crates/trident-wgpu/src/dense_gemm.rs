@@ -15,7 +15,7 @@ impl<T: Scalar> DenseGemm<T> for WgpuBackend {
     ) -> Result<()> {
         let _ = (p, a, b, c);
         Err(Error::Unsupported(
-            "DenseGemm is not implemented on this backend yet".into(),
+            "DenseGemm is not implemented on the wgpu backend yet".into(),
         ))
     }
 }

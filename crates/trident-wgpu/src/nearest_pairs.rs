@@ -7,17 +7,17 @@ use crate::WgpuBackend;
 impl NearestPairs for WgpuBackend {
     fn nearest(&self, _a: &[Point], _b: &[Point], _out: &mut [Neighbor]) -> Result<()> {
         Err(Error::Unsupported(
-            "NearestPairs is not implemented on this backend yet".into(),
+            "NearestPairs is not implemented on the wgpu backend yet".into(),
         ))
     }
     fn knn(&self, _a: &[Point], _b: &[Point], _k: usize, _out: &mut [Neighbor]) -> Result<()> {
         Err(Error::Unsupported(
-            "NearestPairs is not implemented on this backend yet".into(),
+            "NearestPairs is not implemented on the wgpu backend yet".into(),
         ))
     }
     fn closest_pairs(&self, _a: &[Point], _b: &[Point], _k: usize) -> Result<Vec<Pair>> {
         Err(Error::Unsupported(
-            "NearestPairs is not implemented on this backend yet".into(),
+            "NearestPairs is not implemented on the wgpu backend yet".into(),
         ))
     }
 }

@@ -14,7 +14,7 @@ impl<T: Scalar> SparseCoder<T> for WgpuBackend {
     ) -> Result<SparseCodes<T>> {
         let _ = (dict, signals, rule);
         Err(Error::Unsupported(
-            "SparseCoder is not implemented on this backend yet".into(),
+            "SparseCoder is not implemented on the wgpu backend yet".into(),
         ))
     }
 }

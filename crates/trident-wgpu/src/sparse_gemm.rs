@@ -9,7 +9,7 @@ impl<T: Scalar> SparseGemm<T> for WgpuBackend {
     fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
         let _ = (a, b);
         Err(Error::Unsupported(
-            "SparseGemm is not implemented on this backend yet".into(),
+            "SparseGemm is not implemented on the wgpu backend yet".into(),
         ))
     }
 }
