@@ -1,30 +1,173 @@
 //! # trident-cuda
 //!
-//! The CUDA backend: kernels from `kernels/*.cu`, compiled at run time by NVRTC.
+//! The CUDA backend of Trident: kernels from the workspace's `kernels/*.cu`,
+//! embedded in the binary and compiled at run time by NVRTC for the device's
+//! own `sm_XX`, launched through `cudarc` (driver API, loaded dynamically).
+//!
+//! What it is: [`CudaBackend`], a handle on one GPU implementing the host
+//! traits of `trident-core` (upload, compute, download) and the device traits
+//! ([`trident_core::DeviceMemory`], [`trident_core::DenseGemmDevice`],
+//! [`trident_core::NearestPairsDevice`]) that keep data on the GPU between
+//! calls. The device layer those build on is documented in [`device`].
+//!
+//! What it is not: a CUDA toolkit wrapper. It needs only the driver
+//! (`libcuda`) and NVRTC (`libnvrtc`) at run time and nothing at build time, so
+//! it builds everywhere; where either library or a device is missing,
+//! [`CudaBackend::new`] answers [`Error::BackendUnavailable`] and never panics.
+//! `SparseCoder` and `MaxFlow` answer [`Error::Unsupported`] for now.
+//!
+//! ## Primitives
+//! | primitive | kernel file | notes |
+//! | --- | --- | --- |
+//! | DenseGemm f32/f64 | `kernels/dense_gemm.cu` | tiled SGEMM (128x128 block, 8x8 per thread, double-buffered); simpler f64 |
+//! | NearestPairs | `kernels/nearest_pairs.cu` | uniform grid on B built on the device, exact ring search per query, device top-k |
+//! | SparseGemm | `kernels/sparse_gemm.cu` | see `sparse_gemm` |
+//!
+//! Results are deterministic: no kernel uses a float reduction whose order
+//! depends on scheduling (atomics only count and place integers).
 #![warn(missing_docs)]
 
 mod dense_gemm;
+pub mod device;
 mod max_flow;
 mod nearest_pairs;
 mod sparse_coder;
 mod sparse_gemm;
 
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{CudaContext, CudaStream};
 use trident_core::{Backend, Error, Result};
 
-/// The CUDA backend (placeholder until the device layer lands).
-#[derive(Debug)]
+pub use device::{CudaBuffer, KernelSource, driver_error};
+
+/// Every kernel source this crate embeds (the tidy test checks each
+/// `kernels/*.cu` of ours is listed here with its entry points).
+pub const KERNELS: &[&KernelSource] = &[];
+
+/// The CUDA backend: one device, one stream, a kernel cache.
 pub struct CudaBackend {
-    _private: (),
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    name: String,
+    cc: (i32, i32),
+    sm_count: u32,
+    max_smem_optin: u32,
+    modules: device::ModuleCache,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaBackend")
+            .field("device", &self.name)
+            .field("ordinal", &self.ctx.ordinal())
+            .field("cc", &self.cc)
+            .field("modules", &self.modules)
+            .finish()
+    }
+}
+
+fn unavailable(what: impl Into<String>) -> Error {
+    Error::BackendUnavailable(what.into())
 }
 
 impl CudaBackend {
     /// Opens device `ordinal`.
+    ///
+    /// Probes, in order and without panicking: the driver library (`libcuda`),
+    /// the device count, NVRTC (`libnvrtc`); each failure is
+    /// [`Error::BackendUnavailable`] saying which. Kernels are compiled later,
+    /// on first use.
     pub fn new(ordinal: usize) -> Result<Self> {
-        let _ = ordinal;
-        Err(Error::BackendUnavailable(
-            "CUDA backend not built yet".into(),
-        ))
+        // SAFETY: only tries to dlopen the library; cudarc's own loader panics
+        // when it is missing, which this check avoids.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(unavailable(
+                "the CUDA driver library (libcuda.so) was not found: no NVIDIA driver installed",
+            ));
+        }
+        let count = CudaContext::device_count()
+            .map_err(|e| unavailable(format!("the CUDA driver did not initialise: {e}")))?;
+        if count <= 0 {
+            return Err(unavailable("the CUDA driver reports no device"));
+        }
+        if ordinal >= count as usize {
+            return Err(unavailable(format!(
+                "CUDA device {ordinal} requested, {count} present"
+            )));
+        }
+        // SAFETY: as above, a dlopen probe.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            return Err(unavailable(
+                "NVRTC (libnvrtc.so) was not found: install the CUDA toolkit's NVRTC \
+                 or add its lib directory to LD_LIBRARY_PATH",
+            ));
+        }
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| unavailable(format!("could not open CUDA device {ordinal}: {e}")))?;
+        // SAFETY: this backend queues all its work on one stream, so the
+        // per-buffer events cudarc would record for cross-stream ordering are
+        // not needed; buffers created from here on carry none.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx
+            .new_stream()
+            .map_err(driver_error("creating the stream"))?;
+        let attr = |a| {
+            ctx.attribute(a)
+                .map_err(driver_error("cuDeviceGetAttribute"))
+        };
+        let cc = ctx
+            .compute_capability()
+            .map_err(driver_error("reading the compute capability"))?;
+        let sm_count = attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let max_smem_optin =
+            attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
+        let name = ctx
+            .name()
+            .map_err(driver_error("reading the device name"))?;
+        keep_pool_memory(&ctx)?;
+        Ok(Self {
+            ctx,
+            stream,
+            name,
+            cc,
+            sm_count,
+            max_smem_optin,
+            modules: Default::default(),
+        })
     }
+
+    /// The device's name as the driver reports it.
+    pub fn device_name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Tells the device's default memory pool to keep freed memory instead of
+/// returning it to the driver at each synchronisation, so that repeated calls
+/// reuse their buffers at no cost (what a caching allocator does).
+fn keep_pool_memory(ctx: &CudaContext) -> Result<()> {
+    use cudarc::driver::sys;
+    if !ctx.has_async_alloc() {
+        return Ok(());
+    }
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let mut threshold: u64 = u64::MAX;
+    // SAFETY: plain driver calls on a valid device with out-pointers to locals.
+    unsafe {
+        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+            .result()
+            .map_err(driver_error("cuDeviceGetDefaultMemPool"))?;
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+        .result()
+        .map_err(driver_error("cuMemPoolSetAttribute(release threshold)"))?;
+    }
+    Ok(())
 }
 
 impl Backend for CudaBackend {
@@ -32,6 +175,9 @@ impl Backend for CudaBackend {
         "cuda"
     }
     fn describe(&self) -> String {
-        "cuda".into()
+        format!(
+            "cuda: {} (sm_{}{}, {} SMs)",
+            self.name, self.cc.0, self.cc.1, self.sm_count
+        )
     }
 }

@@ -1,0 +1,2 @@
+//! Benchmarks of the CUDA backend against cuBLAS / cuSPARSE (placeholder).
+fn main() {}

@@ -1,0 +1,483 @@
+//! The device layer every CUDA primitive builds on: buffers, allocation with
+//! typed out-of-memory errors, host <-> device copies, run-time kernel
+//! compilation with a per-device cache, and the error plumbing.
+//!
+//! # API (stable: other primitives of this crate build on it)
+//!
+//! | item | what it does |
+//! | --- | --- |
+//! | [`CudaBuffer<T>`] | `len` elements of a [`Element`] type in device memory; [`CudaBuffer::ptr`] is the raw `CUdeviceptr` to pass to a kernel as a `u64` argument |
+//! | [`CudaBackend::alloc`] / [`CudaBackend::alloc_zeroed_named`] | new buffer (contents unspecified / zeroed); an allocation failure is [`Error::OutOfMemory`] naming the buffer |
+//! | [`CudaBackend::upload_named`] / [`CudaBackend::download_into`] | host -> device / device -> host copies (the download synchronizes) |
+//! | [`CudaBackend::copy_into`] / [`CudaBackend::memset_zero`] | device -> device copy, zero fill |
+//! | [`CudaBackend::function`] | a kernel entry point of a [`KernelSource`], compiled by NVRTC on first use for this device's `sm_XX` and cached |
+//! | [`CudaBackend::stream`] / [`CudaBackend::context`] | the one stream all work of this backend is queued on, and its context (for cuBLAS/cuSPARSE peers, events) |
+//! | [`driver_error`] | wraps a `cudarc` [`DriverError`] into [`Error::Backend`] with the operation's name |
+//!
+//! Launch pattern (all pointers are passed as `u64` values; sizes as the exact
+//! C type of the kernel parameter):
+//!
+//! ```text
+//! let f = be.function(&KERNEL, "my_kernel_f32")?;
+//! let (a, n) = (buf.ptr(), buf.len() as u32);
+//! let mut l = be.stream().launch_builder(&f);
+//! l.arg(&a).arg(&n);
+//! unsafe { l.launch(LaunchConfig { grid_dim, block_dim, shared_mem_bytes }) }
+//!     .map_err(driver_error("my_kernel_f32"))?;
+//! ```
+//!
+//! # Ordering and lifetimes
+//! Everything runs on one stream ([`CudaBackend::stream`]) in submission order,
+//! and cudarc's per-buffer event tracking is switched off (it only matters with
+//! several streams and costs two events per allocation). Allocation and freeing
+//! are stream-ordered (`cuMemAllocAsync` / `cuMemFreeAsync`) from the device's
+//! default memory pool, which this backend tells to keep freed memory cached,
+//! so a buffer dropped while a kernel still reads it is safe and repeated calls
+//! do not go back to the driver for memory. Code that hands device pointers to
+//! another library must run that library on the same stream.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, RwLock};
+
+use cudarc::driver::result::DriverError;
+use cudarc::driver::sys::cudaError_enum;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
+};
+use cudarc::nvrtc::{CompileError, CompileOptions};
+use trident_core::{DeviceMemory, Element, Error, Result};
+
+use crate::CudaBackend;
+
+/// A CUDA source file of `kernels/`, embedded in the binary.
+#[derive(Debug)]
+pub struct KernelSource {
+    /// Module name (the file's stem), used as the cache key and in errors.
+    pub name: &'static str,
+    /// The CUDA C++ source.
+    pub source: &'static str,
+}
+
+/// `len` elements of `T` in device memory.
+///
+/// Stored as bytes because cudarc's typed slices need its own `DeviceRepr`
+/// trait, while Trident's buffers hold any [`Element`] (`bytemuck::Pod`).
+pub struct CudaBuffer<T: Element> {
+    slice: CudaSlice<u8>,
+    len: usize,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Element> CudaBuffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// `true` when the buffer holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Size in bytes.
+    pub fn num_bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+    /// The raw device address (`CUdeviceptr`), to pass to kernels as a `u64`.
+    ///
+    /// Valid while the buffer lives; work queued on the backend's stream before
+    /// the buffer is dropped may still use it (freeing is stream-ordered).
+    pub fn ptr(&self) -> u64 {
+        let (p, _sync) = self.slice.device_ptr(self.slice.stream());
+        p
+    }
+    /// The same memory reinterpreted as `U` elements (the byte length must
+    /// divide evenly). Used to hand one scratch buffer to kernels of several
+    /// element types.
+    pub fn cast<U: Element>(self) -> Result<CudaBuffer<U>> {
+        let bytes = self.num_bytes();
+        let size = std::mem::size_of::<U>();
+        if size == 0 || bytes % size != 0 {
+            return Err(Error::dim(
+                "buffer",
+                format!("{bytes} bytes is not a whole number of {size}-byte elements"),
+            ));
+        }
+        Ok(CudaBuffer {
+            slice: self.slice,
+            len: bytes / size,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<T: Element> fmt::Debug for CudaBuffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CudaBuffer<{}>[{}] @ {:#x}",
+            std::any::type_name::<T>(),
+            self.len,
+            self.ptr()
+        )
+    }
+}
+
+/// A driver call that failed, with the operation it was part of.
+#[derive(Debug)]
+pub struct DriverFailure {
+    /// What the backend was doing ("launch gemm_f32", "download").
+    pub op: String,
+    /// The driver's error code.
+    pub err: DriverError,
+}
+
+impl fmt::Display for DriverFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CUDA driver error in {}: {}", self.op, self.err)
+    }
+}
+
+impl std::error::Error for DriverFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.err)
+    }
+}
+
+/// A kernel source NVRTC rejected, with its log.
+#[derive(Debug)]
+pub struct KernelCompileFailure {
+    /// The module (`kernels/<name>.cu`).
+    pub module: &'static str,
+    /// The target architecture, `sm_XX`.
+    pub arch: String,
+    /// NVRTC's error and log.
+    pub log: String,
+}
+
+impl fmt::Display for KernelCompileFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "NVRTC could not compile kernels/{}.cu for {}:\n{}",
+            self.module, self.arch, self.log
+        )
+    }
+}
+
+impl std::error::Error for KernelCompileFailure {}
+
+/// Maps a driver error to [`Error::Backend`] naming the operation: use as
+/// `.map_err(driver_error("launch gemm_f32"))`.
+pub fn driver_error(op: &'static str) -> impl Fn(DriverError) -> Error {
+    move |err| {
+        Error::Backend(Box::new(DriverFailure {
+            op: op.to_string(),
+            err,
+        }))
+    }
+}
+
+/// Loaded modules of one backend, keyed by module name.
+#[derive(Default)]
+pub(crate) struct ModuleCache {
+    modules: RwLock<HashMap<&'static str, Arc<CudaModule>>>,
+}
+
+impl fmt::Debug for ModuleCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = match self.modules.read() {
+            Ok(m) => m.keys().copied().collect(),
+            Err(_) => vec!["<poisoned>"],
+        };
+        write!(f, "ModuleCache{names:?}")
+    }
+}
+
+fn is_oom(e: &DriverError) -> bool {
+    e.0 == cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY
+}
+
+impl CudaBackend {
+    /// The stream all work of this backend runs on, in order.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The CUDA context (the device's primary context).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Compute capability `(major, minor)`, e.g. `(9, 0)` on Hopper.
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.cc
+    }
+
+    /// Number of streaming multiprocessors.
+    pub fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+
+    /// Largest dynamic shared memory a block may opt into, in bytes.
+    pub fn max_shared_per_block(&self) -> u32 {
+        self.max_smem_optin
+    }
+
+    fn alloc_bytes(&self, bytes: usize, what: &str) -> Result<CudaSlice<u8>> {
+        // A zero-byte stream-ordered allocation is not portable; one byte keeps
+        // every buffer a real allocation with a valid address.
+        let n = bytes.max(1);
+        // SAFETY: the memory is uninitialised; every caller either fills it
+        // before reading or documents that its contents are unspecified (any
+        // bit pattern is a valid `Element`, which is `Pod`).
+        unsafe { self.stream.alloc::<u8>(n) }.map_err(|e| {
+            if is_oom(&e) {
+                Error::OutOfMemory {
+                    bytes: bytes as u64,
+                    detail: format!("device buffer `{what}` on {}", self.name),
+                }
+            } else {
+                Error::Backend(Box::new(DriverFailure {
+                    op: format!("allocating `{what}` ({bytes} bytes)"),
+                    err: e,
+                }))
+            }
+        })
+    }
+
+    /// A new buffer of `len` elements whose contents are unspecified; `what`
+    /// names it in an out-of-memory error.
+    pub fn alloc<T: Element>(&self, len: usize, what: &str) -> Result<CudaBuffer<T>> {
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or(Error::TooLarge {
+                field: "buffer bytes",
+                value: len as u128 * std::mem::size_of::<T>() as u128,
+                limit: usize::MAX as u128,
+            })?;
+        Ok(CudaBuffer {
+            slice: self.alloc_bytes(bytes, what)?,
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    /// A new zero-filled buffer of `len` elements; `what` names it in errors.
+    pub fn alloc_zeroed_named<T: Element>(&self, len: usize, what: &str) -> Result<CudaBuffer<T>> {
+        let mut b = self.alloc::<T>(len, what)?;
+        self.memset_zero(&mut b)?;
+        Ok(b)
+    }
+
+    /// Fills a buffer with zero bytes (queued on the stream).
+    pub fn memset_zero<T: Element>(&self, buf: &mut CudaBuffer<T>) -> Result<()> {
+        if buf.len == 0 {
+            return Ok(());
+        }
+        self.stream
+            .memset_zeros(&mut buf.slice)
+            .map_err(driver_error("memset"))
+    }
+
+    /// Copies `host` into a new buffer; `what` names it in errors.
+    pub fn upload_named<T: Element>(&self, host: &[T], what: &str) -> Result<CudaBuffer<T>> {
+        let mut b = self.alloc::<T>(host.len(), what)?;
+        if !host.is_empty() {
+            let bytes: &[u8] = bytemuck::cast_slice(host);
+            self.stream
+                .memcpy_htod(bytes, &mut b.slice)
+                .map_err(driver_error("upload (host -> device copy)"))?;
+        }
+        Ok(b)
+    }
+
+    /// Copies `host` into the start of an existing buffer (`host.len() <= buf.len()`).
+    pub fn upload_into<T: Element>(&self, host: &[T], buf: &mut CudaBuffer<T>) -> Result<()> {
+        if host.len() > buf.len {
+            return Err(Error::dim(
+                "buf",
+                format!("{} elements do not fit a buffer of {}", host.len(), buf.len),
+            ));
+        }
+        if host.is_empty() {
+            return Ok(());
+        }
+        let bytes: &[u8] = bytemuck::cast_slice(host);
+        self.stream
+            .memcpy_htod(bytes, &mut buf.slice)
+            .map_err(driver_error("upload (host -> device copy)"))
+    }
+
+    /// Copies the first `host.len()` elements of `buf` to the host and waits
+    /// for it (`host.len() <= buf.len()`). Errors of earlier queued kernels
+    /// surface here.
+    pub fn download_into<T: Element>(&self, buf: &CudaBuffer<T>, host: &mut [T]) -> Result<()> {
+        if host.len() > buf.len {
+            return Err(Error::dim(
+                "host",
+                format!(
+                    "length {} but the device buffer holds {}",
+                    host.len(),
+                    buf.len
+                ),
+            ));
+        }
+        if !host.is_empty() {
+            let n = std::mem::size_of_val(host);
+            let bytes: &mut [u8] = bytemuck::cast_slice_mut(host);
+            let src = buf.slice.slice(0..n);
+            self.stream
+                .memcpy_dtoh(&src, bytes)
+                .map_err(driver_error("download (device -> host copy)"))?;
+        }
+        self.stream
+            .synchronize()
+            .map_err(driver_error("synchronize after download"))
+    }
+
+    /// Downloads a whole buffer into a new `Vec`.
+    pub fn download_vec<T: Element>(&self, buf: &CudaBuffer<T>) -> Result<Vec<T>> {
+        let mut v = vec![T::zeroed(); buf.len];
+        self.download_into(buf, &mut v)?;
+        Ok(v)
+    }
+
+    /// Copies all of `src` into the start of `dst` (`src.len() <= dst.len()`),
+    /// on the stream.
+    pub fn copy_into<T: Element>(
+        &self,
+        src: &CudaBuffer<T>,
+        dst: &mut CudaBuffer<T>,
+    ) -> Result<()> {
+        if src.len > dst.len {
+            return Err(Error::dim(
+                "dst",
+                format!("{} elements do not fit a buffer of {}", src.len, dst.len),
+            ));
+        }
+        if src.len == 0 {
+            return Ok(());
+        }
+        let n = src.num_bytes();
+        let s = src.slice.slice(0..n);
+        let mut d = dst.slice.slice_mut(0..n);
+        let (dp, _g1) = d.device_ptr_mut(&self.stream);
+        let (sp, _g2) = s.device_ptr(&self.stream);
+        // SAFETY: both ranges are inside live allocations of at least n bytes.
+        unsafe { cudarc::driver::result::memcpy_dtod_async(dp, sp, n, self.stream.cu_stream()) }
+            .map_err(driver_error("device -> device copy"))
+    }
+
+    /// The entry point `function` of `src`, compiling the module with NVRTC for
+    /// this device's `sm_XX` on first use. The module is cached per backend
+    /// (one compile per module and device); the cache is re-checked after
+    /// taking the write lock so two threads never compile the same module twice.
+    pub fn function(&self, src: &KernelSource, function: &str) -> Result<CudaFunction> {
+        let module = self.module(src)?;
+        module.load_function(function).map_err(|err| {
+            Error::Backend(Box::new(DriverFailure {
+                op: format!("loading kernel `{function}` from kernels/{}.cu", src.name),
+                err,
+            }))
+        })
+    }
+
+    fn module(&self, src: &KernelSource) -> Result<Arc<CudaModule>> {
+        let poisoned = || Error::Backend("kernel cache lock poisoned by a panic".into());
+        if let Some(m) = self
+            .modules
+            .modules
+            .read()
+            .map_err(|_| poisoned())?
+            .get(src.name)
+        {
+            return Ok(m.clone());
+        }
+        let mut w = self.modules.modules.write().map_err(|_| poisoned())?;
+        if let Some(m) = w.get(src.name) {
+            return Ok(m.clone());
+        }
+        let arch = format!("sm_{}{}", self.cc.0, self.cc.1);
+        let opts = CompileOptions {
+            options: vec![format!("--gpu-architecture={arch}"), "-std=c++17".into()],
+            name: Some(format!("{}.cu", src.name)),
+            ..Default::default()
+        };
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(src.source, opts).map_err(|e| {
+            let log = match e {
+                CompileError::CompileError { nvrtc, log, .. } => {
+                    format!("{nvrtc:?}\n{}", log.to_string_lossy())
+                }
+                other => format!("{other:?}"),
+            };
+            Error::Backend(Box::new(KernelCompileFailure {
+                module: src.name,
+                arch: arch.clone(),
+                log,
+            }))
+        })?;
+        let m = self.ctx.load_module(ptx).map_err(|err| {
+            Error::Backend(Box::new(DriverFailure {
+                op: format!("loading module kernels/{}.cu ({arch})", src.name),
+                err,
+            }))
+        })?;
+        w.insert(src.name, m.clone());
+        Ok(m)
+    }
+
+    /// Lets `f` use up to `bytes` of dynamic shared memory (needed above 48 KiB).
+    pub fn set_dynamic_smem(&self, f: &CudaFunction, bytes: u32) -> Result<()> {
+        use cudarc::driver::sys::CUfunction_attribute_enum as A;
+        if bytes > self.max_smem_optin {
+            return Err(Error::Unsupported(format!(
+                "kernel needs {bytes} bytes of shared memory, the device allows {}",
+                self.max_smem_optin
+            )));
+        }
+        f.set_attribute(
+            A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+        .map_err(driver_error(
+            "cuFuncSetAttribute(max dynamic shared memory)",
+        ))
+    }
+}
+
+impl DeviceMemory for CudaBackend {
+    type Buffer<T: Element> = CudaBuffer<T>;
+
+    fn upload<T: Element>(&self, host: &[T]) -> Result<CudaBuffer<T>> {
+        self.upload_named(host, "upload")
+    }
+
+    fn alloc_zeroed<T: Element>(&self, len: usize) -> Result<CudaBuffer<T>> {
+        self.alloc_zeroed_named(len, "alloc_zeroed")
+    }
+
+    fn download<T: Element>(&self, buf: &CudaBuffer<T>, host: &mut [T]) -> Result<()> {
+        if host.len() != buf.len {
+            return Err(Error::dim(
+                "host",
+                format!(
+                    "length {} but the device buffer holds {}",
+                    host.len(),
+                    buf.len
+                ),
+            ));
+        }
+        self.download_into(buf, host)
+    }
+
+    fn buffer_len<T: Element>(&self, buf: &CudaBuffer<T>) -> usize {
+        buf.len
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(driver_error("stream synchronize"))
+    }
+}
