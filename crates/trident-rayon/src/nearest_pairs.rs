@@ -1,23 +1,183 @@
-//! NearestPairs for [`RayonBackend`]: not implemented yet.
+//! NearestPairs for [`RayonBackend`]: exact nearest / k-nearest / closest-pairs
+//! queries through a kd-tree built over B on every call.
+//!
+//! Design (see `kdtree` for the index itself):
+//! - B goes into a balanced implicit kd-tree (median splits on the widest axis,
+//!   tight boxes per node, leaf buckets of 8), which stays balanced on clustered
+//!   input where a uniform grid would put thousands of points in one cell.
+//! - Queries are processed in Morton-cell order of A for cache locality, in
+//!   parallel on the backend's pool, and written back by original index.
+//! - Search is depth-first branch and bound on the key `(d2, j)`: exact, with
+//!   ties to the smaller `j`, and box pruning that is conservative under f32
+//!   rounding. Results never depend on the thread schedule.
+//! - `closest_pairs` shares a global bound, the smallest k-th best distance any
+//!   worker has seen so far, and searches each query only within it: most
+//!   queries of a large A stop after a glance at one leaf. The result is the
+//!   unique set of the k smallest `(d2, i)`, so it is the same as computing
+//!   every nearest first and selecting.
+//!
+//! What it is not: an index you can keep across calls (each call rebuilds it;
+//! building is a small part of a call of any size), or an approximate search.
 
-use trident_core::{Error, NearestPairs, Neighbor, Pair, Point, Result};
+mod kdtree;
+mod order;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use rayon::prelude::*;
+use trident_core::{NearestPairs, Neighbor, Pair, Point, Result, validate};
 
 use crate::RayonBackend;
+use kdtree::{KdTree, KeyHeap, NO_KEY, bound_at, key, key_d2};
+use order::spatial_order;
+
+/// Queries per parallel task: large enough to amortise task overhead, small
+/// enough to balance uneven (clustered) query costs on a few threads.
+const CHUNK: usize = 512;
+
+fn neighbor(k: u64) -> Neighbor {
+    Neighbor {
+        index: k as u32,
+        d2: key_d2(k),
+    }
+}
 
 impl NearestPairs for RayonBackend {
-    fn nearest(&self, _a: &[Point], _b: &[Point], _out: &mut [Neighbor]) -> Result<()> {
-        Err(Error::Unsupported(
-            "NearestPairs is not implemented on this backend yet".into(),
-        ))
+    fn nearest(&self, a: &[Point], b: &[Point], out: &mut [Neighbor]) -> Result<()> {
+        validate::nearest(a, b, out)?;
+        if a.is_empty() {
+            return Ok(());
+        }
+        self.install(|| {
+            let tree = KdTree::build(b);
+            let order = spatial_order(a);
+            let mut res = vec![Neighbor::default(); a.len()];
+            res.par_chunks_mut(CHUNK)
+                .zip(order.par_chunks(CHUNK))
+                .for_each(|(res, idx)| {
+                    for (r, &i) in res.iter_mut().zip(idx) {
+                        *r = neighbor(tree.nearest(&a[i as usize], NO_KEY));
+                    }
+                });
+            for (r, &i) in res.iter().zip(&order) {
+                out[i as usize] = *r;
+            }
+        });
+        Ok(())
     }
-    fn knn(&self, _a: &[Point], _b: &[Point], _k: usize, _out: &mut [Neighbor]) -> Result<()> {
-        Err(Error::Unsupported(
-            "NearestPairs is not implemented on this backend yet".into(),
-        ))
+
+    fn knn(&self, a: &[Point], b: &[Point], k: usize, out: &mut [Neighbor]) -> Result<()> {
+        validate::knn(a, b, k, out)?;
+        if a.is_empty() || k == 0 {
+            return Ok(());
+        }
+        self.install(|| {
+            let tree = KdTree::build(b);
+            let order = spatial_order(a);
+            let mut res = vec![Neighbor::default(); out.len()];
+            let rows = (CHUNK / k).max(1);
+            res.par_chunks_mut(rows * k)
+                .zip(order.par_chunks(rows))
+                .for_each_init(
+                    || (KeyHeap::default(), vec![0u64; k]),
+                    |(heap, keys), (res, idx)| {
+                        for (row, &i) in res.chunks_mut(k).zip(idx) {
+                            tree.knn(&a[i as usize], heap, keys);
+                            for (r, &kk) in row.iter_mut().zip(keys.iter()) {
+                                *r = neighbor(kk);
+                            }
+                        }
+                    },
+                );
+            for (row, &i) in res.chunks(k).zip(&order) {
+                let i = i as usize;
+                out[i * k..(i + 1) * k].copy_from_slice(row);
+            }
+        });
+        Ok(())
     }
-    fn closest_pairs(&self, _a: &[Point], _b: &[Point], _k: usize) -> Result<Vec<Pair>> {
-        Err(Error::Unsupported(
-            "NearestPairs is not implemented on this backend yet".into(),
-        ))
+
+    fn closest_pairs(&self, a: &[Point], b: &[Point], k: usize) -> Result<Vec<Pair>> {
+        validate::closest_pairs(a, b)?;
+        let k = k.min(a.len());
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        Ok(self.install(|| closest_pairs(a, b, k)))
     }
+}
+
+/// The best `k` pairs one worker has found: a max-heap on `(key(d2, i), j)`.
+struct Top {
+    k: usize,
+    heap: BinaryHeap<(u64, u32)>,
+}
+
+impl Top {
+    /// The k-th best distance held, or +inf while fewer than k are held.
+    fn kth_d2_bits(&self) -> u32 {
+        match self.heap.peek() {
+            Some(&(top, _)) if self.heap.len() == self.k => (top >> 32) as u32,
+            _ => f32::INFINITY.to_bits(),
+        }
+    }
+}
+
+/// `closest_pairs` for `1 <= k <= |A|`, on the current pool.
+fn closest_pairs(a: &[Point], b: &[Point], k: usize) -> Vec<Pair> {
+    let tree = KdTree::build(b);
+    let order = spatial_order(a);
+    // Bits of the smallest k-th best distance of any worker: at least k queries
+    // have d2 <= it, so a query whose nearest is farther cannot be among the
+    // answers (ties at equal d2 are kept: they may win on the index). Non-negative
+    // f32 order like their bits, so fetch_min on u32 works.
+    let global = AtomicU32::new(f32::INFINITY.to_bits());
+    let tops: Vec<Top> = order
+        .par_chunks(CHUNK)
+        .fold(
+            || Top {
+                k,
+                heap: BinaryHeap::with_capacity(k + 1),
+            },
+            |mut top, idx| {
+                let mut local = top.kth_d2_bits();
+                for &i in idx {
+                    let t = global.load(Ordering::Relaxed).min(local);
+                    let bound = bound_at(f32::from_bits(t));
+                    let best = tree.nearest(&a[i as usize], bound);
+                    if best >= bound {
+                        continue;
+                    }
+                    let entry = (key(key_d2(best), i), best as u32);
+                    if top.heap.len() < k {
+                        top.heap.push(entry);
+                    } else if entry.0 < top.heap.peek().map_or(u64::MAX, |e| e.0) {
+                        top.heap.pop();
+                        top.heap.push(entry);
+                    } else {
+                        continue;
+                    }
+                    let kth = top.kth_d2_bits();
+                    if kth < local {
+                        local = kth;
+                        global.fetch_min(kth, Ordering::Relaxed);
+                    }
+                }
+                top
+            },
+        )
+        .collect();
+    let mut all: Vec<(u64, u32)> = tops.into_iter().flat_map(|t| t.heap.into_vec()).collect();
+    all.sort_unstable();
+    all.truncate(k);
+    all.into_iter()
+        .map(|(ki, j)| Pair {
+            a: ki as u32,
+            b: j,
+            d2: key_d2(ki),
+        })
+        .collect()
 }
