@@ -31,12 +31,25 @@ use rayon::prelude::*;
 use trident_core::{NearestPairs, Neighbor, Pair, Point, Result, validate};
 
 use crate::RayonBackend;
-use kdtree::{KdTree, KeyHeap, NO_KEY, bound_at, key, key_d2};
+use kdtree::{BATCH, KdTree, KeyHeap, Located, NO_KEY, bound_at, key, key_d2};
 use order::spatial_order;
 
 /// Queries per parallel task: large enough to amortise task overhead, small
 /// enough to balance uneven (clustered) query costs on a few threads.
 const CHUNK: usize = 512;
+
+/// Calls `f(t, q, at)` for each query `q = qs[t]`, in order, with its location
+/// in the tree, locating [`BATCH`] queries at a time.
+#[inline]
+fn for_each_located(tree: &KdTree, qs: &[Point], mut f: impl FnMut(usize, &Point, Located)) {
+    let mut at = [Located::default(); BATCH];
+    for (b, batch) in qs.chunks(BATCH).enumerate() {
+        tree.locate(batch, &mut at);
+        for (t, q) in batch.iter().enumerate() {
+            f(b * BATCH + t, q, at[t]);
+        }
+    }
+}
 
 fn neighbor(k: u64) -> Neighbor {
     Neighbor {
@@ -53,14 +66,14 @@ impl NearestPairs for RayonBackend {
         }
         self.install(|| {
             let tree = KdTree::build(b);
-            let order = spatial_order(a);
+            let (qa, order) = spatial_order(a);
             let mut res = vec![Neighbor::default(); a.len()];
             res.par_chunks_mut(CHUNK)
-                .zip(order.par_chunks(CHUNK))
-                .for_each(|(res, idx)| {
-                    for (r, &i) in res.iter_mut().zip(idx) {
-                        *r = neighbor(tree.nearest(&a[i as usize], NO_KEY));
-                    }
+                .zip(qa.par_chunks(CHUNK))
+                .for_each(|(res, qs)| {
+                    for_each_located(&tree, qs, |t, q, at| {
+                        res[t] = neighbor(tree.nearest(q, at, NO_KEY));
+                    });
                 });
             for (r, &i) in res.iter().zip(&order) {
                 out[i as usize] = *r;
@@ -76,20 +89,20 @@ impl NearestPairs for RayonBackend {
         }
         self.install(|| {
             let tree = KdTree::build(b);
-            let order = spatial_order(a);
+            let (qa, order) = spatial_order(a);
             let mut res = vec![Neighbor::default(); out.len()];
             let rows = (CHUNK / k).max(1);
             res.par_chunks_mut(rows * k)
-                .zip(order.par_chunks(rows))
+                .zip(qa.par_chunks(rows))
                 .for_each_init(
                     || (KeyHeap::default(), vec![0u64; k]),
-                    |(heap, keys), (res, idx)| {
-                        for (row, &i) in res.chunks_mut(k).zip(idx) {
-                            tree.knn(&a[i as usize], heap, keys);
-                            for (r, &kk) in row.iter_mut().zip(keys.iter()) {
+                    |(heap, keys), (res, qs)| {
+                        for_each_located(&tree, qs, |t, q, at| {
+                            tree.knn(q, at, heap, keys);
+                            for (r, &kk) in res[t * k..(t + 1) * k].iter_mut().zip(keys.iter()) {
                                 *r = neighbor(kk);
                             }
-                        }
+                        });
                     },
                 );
             for (row, &i) in res.chunks(k).zip(&order) {
@@ -129,27 +142,29 @@ impl Top {
 /// `closest_pairs` for `1 <= k <= |A|`, on the current pool.
 fn closest_pairs(a: &[Point], b: &[Point], k: usize) -> Vec<Pair> {
     let tree = KdTree::build(b);
-    let order = spatial_order(a);
+    let (qa, order) = spatial_order(a);
     // Bits of the smallest k-th best distance of any worker: at least k queries
     // have d2 <= it, so a query whose nearest is farther cannot be among the
     // answers (ties at equal d2 are kept: they may win on the index). Non-negative
     // f32 order like their bits, so fetch_min on u32 works.
     let global = AtomicU32::new(f32::INFINITY.to_bits());
-    let tops: Vec<Top> = order
+    let tops: Vec<Top> = qa
         .par_chunks(CHUNK)
+        .zip(order.par_chunks(CHUNK))
         .fold(
             || Top {
                 k,
                 heap: BinaryHeap::with_capacity(k + 1),
             },
-            |mut top, idx| {
+            |mut top, (qs, idx)| {
                 let mut local = top.kth_d2_bits();
-                for &i in idx {
-                    let t = global.load(Ordering::Relaxed).min(local);
-                    let bound = bound_at(f32::from_bits(t));
-                    let best = tree.nearest(&a[i as usize], bound);
+                for_each_located(&tree, qs, |t, q, at| {
+                    let i = idx[t];
+                    let bits = global.load(Ordering::Relaxed).min(local);
+                    let bound = bound_at(f32::from_bits(bits));
+                    let best = tree.nearest(q, at, bound);
                     if best >= bound {
-                        continue;
+                        return;
                     }
                     let entry = (key(key_d2(best), i), best as u32);
                     if top.heap.len() < k {
@@ -158,14 +173,14 @@ fn closest_pairs(a: &[Point], b: &[Point], k: usize) -> Vec<Pair> {
                         top.heap.pop();
                         top.heap.push(entry);
                     } else {
-                        continue;
+                        return;
                     }
                     let kth = top.kth_d2_bits();
                     if kth < local {
                         local = kth;
                         global.fetch_min(kth, Ordering::Relaxed);
                     }
-                }
+                });
                 top
             },
         )

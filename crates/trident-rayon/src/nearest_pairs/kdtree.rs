@@ -14,6 +14,8 @@
 //! order, as [`trident_core::dist2`] on the nearest face: rounding is monotone,
 //! so the bound never exceeds the computed distance of any point inside.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use trident_core::Point;
 
 /// Points per leaf bucket (leaves hold at most this many; unused slots are padding).
@@ -81,9 +83,18 @@ impl Aabb {
     fn lower_bound(&self, q: &Point) -> f32 {
         // For q below lo the gap is fl(lo - q) <= fl(p - q); above hi it is
         // fl(q - hi) <= fl(q - p) = |fl(p - q)|; inside it is 0.
-        let gx = (self.lo[0] - q[0]).max(q[0] - self.hi[0]).max(0.0);
-        let gy = (self.lo[1] - q[1]).max(q[1] - self.hi[1]).max(0.0);
-        let gz = (self.lo[2] - q[2]).max(q[2] - self.hi[2]).max(0.0);
+        // Plain comparisons rather than f32::max: no NaN can occur here, and
+        // they compile to single max instructions.
+        #[inline(always)]
+        fn gap(lo: f32, hi: f32, x: f32) -> f32 {
+            let a = lo - x;
+            let b = x - hi;
+            let g = if a > b { a } else { b };
+            if g > 0.0 { g } else { 0.0 }
+        }
+        let gx = gap(self.lo[0], self.hi[0], q[0]);
+        let gy = gap(self.lo[1], self.hi[1], q[1]);
+        let gz = gap(self.lo[2], self.hi[2], q[2]);
         gx * gx + gy * gy + gz * gz
     }
 }
@@ -130,10 +141,42 @@ struct Item {
     id: u32,
 }
 
+/// The splitting plane of an internal node: its left subtree holds points with
+/// `p[dim] <= v`, its right subtree points with `p[dim] >= v`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Split {
+    v: f32,
+    dim: u32,
+}
+
+/// Queries located together by [`KdTree::locate`].
+pub(super) const BATCH: usize = 8;
+
+/// Where a query's descent ended: its leaf node and `min g^2` over the split
+/// planes passed (every point outside the leaf is at least that far).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Located {
+    node: usize,
+    gmin: f32,
+}
+
+/// Receives the points of the leaves a search visits and says how far to look.
+pub(super) trait Visitor {
+    /// Boxes whose lower bound is strictly greater than this are skipped.
+    fn bound_d2(&self) -> f32;
+    /// Offers every slot of a leaf (padding slots have distance +inf and index
+    /// `u32::MAX`, i.e. the key [`NO_KEY`]); `d` are the slots' distances.
+    fn visit(&mut self, d: &[f32; LEAF], id: &[u32; LEAF]);
+}
+
 /// The kd-tree over B.
 pub(super) struct KdTree {
     /// Number of leaves, a power of two; leaf `l` is node `nleaves + l`.
     nleaves: usize,
+    /// `log2(nleaves)`.
+    depth: u32,
+    /// Split planes of the internal nodes `1..nleaves` (slot 0 unused).
+    splits: Vec<Split>,
     /// Node boxes in 1-based heap order (slot 0 unused).
     boxes: Vec<Aabb>,
     leaves: Vec<Leaf>,
@@ -146,8 +189,11 @@ fn leaf_start(l: usize, n: usize, nleaves: usize) -> usize {
 }
 
 /// Reorders `items` (the items of leaves `l0..l1`) so that each leaf's items are
-/// contiguous, splitting at the median of the widest axis.
-fn partition(items: &mut [Item], l0: usize, l1: usize, n: usize, nleaves: usize) {
+/// contiguous, splitting at the median of the widest axis, and records the
+/// split planes (`splits[node] = dim << 32 | bits`; atomics only so that the
+/// two halves can be built on different threads).
+fn partition(items: &mut [Item], l0: usize, l1: usize, n: usize, splits: &[AtomicU64]) {
+    let nleaves = splits.len();
     if l1 - l0 <= 1 {
         return;
     }
@@ -166,16 +212,37 @@ fn partition(items: &mut [Item], l0: usize, l1: usize, n: usize, nleaves: usize)
     let lm = (l0 + l1) / 2;
     let split = leaf_start(lm, n, nleaves) - leaf_start(l0, n, nleaves);
     items.select_nth_unstable_by(split, |a, b| a.p[dim].total_cmp(&b.p[dim]));
+    // select_nth leaves items[..split] <= pivot <= items[split..] on `dim`.
+    let v = items[split].p[dim];
+    let node = (nleaves + l0) / (l1 - l0);
+    splits[node].store(((dim as u64) << 32) | v.to_bits() as u64, Ordering::Relaxed);
     let (left, right) = items.split_at_mut(split);
     if left.len() + right.len() >= PAR_BUILD {
         rayon::join(
-            || partition(left, l0, lm, n, nleaves),
-            || partition(right, lm, l1, n, nleaves),
+            || partition(left, l0, lm, n, splits),
+            || partition(right, lm, l1, n, splits),
         );
     } else {
-        partition(left, l0, lm, n, nleaves);
-        partition(right, lm, l1, n, nleaves);
+        partition(left, l0, lm, n, splits);
+        partition(right, lm, l1, n, splits);
     }
+}
+
+/// Distance from `q` to the far side of a split plane, as a lower bound on the
+/// f32 distance of every point across it (monotone rounding, as for boxes), and
+/// which child `q` falls in.
+#[inline(always)]
+fn plane(q: &Point, s: Split) -> (f32, usize) {
+    // |fl(x - v)| = fl(v - x) and fl(x - v) >= 0 iff x >= v, so one difference
+    // gives both the gap and the side, without a branch. q goes right iff
+    // x >= v; points across the plane are then <= v <= x (or >= v > x).
+    let x = match s.dim {
+        0 => q[0],
+        1 => q[1],
+        _ => q[2],
+    };
+    let g = x - s.v;
+    (g * g, (x >= s.v) as usize)
 }
 
 impl KdTree {
@@ -186,9 +253,9 @@ impl KdTree {
         assert!(!b.is_empty() && b.len() <= u32::MAX as usize);
         let n = b.len();
         let nleaves = n.div_ceil(LEAF).next_power_of_two();
-        // Leaves hold >= 1 point each (n >= nleaves), and the search stack holds
-        // at most one entry per level: depth = log2(nleaves) <= 29 < STACK.
-        debug_assert!(nleaves.trailing_zeros() < STACK as u32);
+        let depth = nleaves.trailing_zeros();
+        // Leaves hold >= 1 point each (n >= nleaves); depth <= 29 < STACK.
+        debug_assert!((depth as usize) < STACK);
 
         let mut items: Vec<Item> = b
             .par_iter()
@@ -198,7 +265,18 @@ impl KdTree {
                 id: i as u32,
             })
             .collect();
-        partition(&mut items, 0, nleaves, n, nleaves);
+        let splits: Vec<AtomicU64> = (0..nleaves).map(|_| AtomicU64::new(0)).collect();
+        partition(&mut items, 0, nleaves, n, &splits);
+        let splits = splits
+            .into_iter()
+            .map(|s| {
+                let s = s.into_inner();
+                Split {
+                    v: f32::from_bits(s as u32),
+                    dim: (s >> 32) as u32,
+                }
+            })
+            .collect();
 
         let mut leaves = vec![Leaf::PAD; nleaves];
         let mut boxes = vec![Aabb::EMPTY; 2 * nleaves];
@@ -225,37 +303,35 @@ impl KdTree {
         }
         KdTree {
             nleaves,
+            depth,
+            splits,
             boxes,
             leaves,
         }
     }
 
-    /// The smallest key `(dist2(q, b_j), j)` below `bound`, or `bound` itself if
-    /// no point of B has a smaller key.
-    pub(super) fn nearest(&self, q: &Point, bound: u64) -> u64 {
-        let mut best = bound;
-        let mut best_d2 = key_d2(best);
-        if self.boxes[1].lower_bound(q) > best_d2 {
-            return best;
+    #[inline(always)]
+    fn scan<V: Visitor>(&self, node: usize, q: &Point, v: &mut V) {
+        let leaf = &self.leaves[node - self.nleaves];
+        let d = leaf.distances(q);
+        let bound = v.bound_d2();
+        let mut any = false;
+        for s in 0..LEAF {
+            any |= d[s] <= bound;
         }
+        if any {
+            v.visit(&d, &leaf.id);
+        }
+    }
+
+    /// Depth-first branch and bound below `node`, nearer child first.
+    fn descend<V: Visitor>(&self, node: usize, q: &Point, v: &mut V) {
         let mut stack = [(0u32, 0f32); STACK];
         let mut sp = 0usize;
-        let mut node = 1usize;
+        let mut node = node;
         loop {
             if node >= self.nleaves {
-                let leaf = &self.leaves[node - self.nleaves];
-                let d = leaf.distances(q);
-                let mut any = false;
-                for s in 0..LEAF {
-                    any |= d[s] <= best_d2;
-                }
-                if any {
-                    for s in 0..LEAF {
-                        let k = key(d[s], leaf.id[s]);
-                        best = best.min(k);
-                    }
-                    best_d2 = key_d2(best);
-                }
+                self.scan(node, q, v);
             } else {
                 let (c0, c1) = (2 * node, 2 * node + 1);
                 let d0 = self.boxes[c0].lower_bound(q);
@@ -265,22 +341,23 @@ impl KdTree {
                 } else {
                     (c0, d0, c1, d1)
                 };
-                if df <= best_d2 {
+                let bound = v.bound_d2();
+                if df <= bound {
                     stack[sp] = (far as u32, df);
                     sp += 1;
                 }
-                if dn <= best_d2 {
+                if dn <= bound {
                     node = near;
                     continue;
                 }
             }
             loop {
                 if sp == 0 {
-                    return best;
+                    return;
                 }
                 sp -= 1;
                 let (n, d) = stack[sp];
-                if d <= best_d2 {
+                if d <= v.bound_d2() {
                     node = n as usize;
                     break;
                 }
@@ -288,66 +365,107 @@ impl KdTree {
         }
     }
 
-    /// The `heap.capacity_k` smallest keys `(dist2(q, b_j), j)`, via `heap`
-    /// (cleared first), sorted ascending into `out`.
-    pub(super) fn knn(&self, q: &Point, heap: &mut KeyHeap, out: &mut [u64]) {
-        heap.clear(out.len());
-        if out.is_empty() {
-            return;
-        }
-        let mut bound_d2 = key_d2(heap.bound());
-        let mut stack = [(0u32, 0f32); STACK];
-        let mut sp = 0usize;
-        let mut node = 1usize;
-        if self.boxes[1].lower_bound(q) <= bound_d2 {
-            loop {
-                if node >= self.nleaves {
-                    let leaf = &self.leaves[node - self.nleaves];
-                    let d = leaf.distances(q);
-                    let mut any = false;
-                    for s in 0..LEAF {
-                        any |= d[s] <= bound_d2;
-                    }
-                    if any {
-                        for s in 0..LEAF {
-                            heap.offer(key(d[s], leaf.id[s]));
-                        }
-                        bound_d2 = key_d2(heap.bound());
-                    }
-                } else {
-                    let (c0, c1) = (2 * node, 2 * node + 1);
-                    let d0 = self.boxes[c0].lower_bound(q);
-                    let d1 = self.boxes[c1].lower_bound(q);
-                    let (near, dn, far, df) = if d1 < d0 {
-                        (c1, d1, c0, d0)
-                    } else {
-                        (c0, d0, c1, d1)
-                    };
-                    if df <= bound_d2 {
-                        stack[sp] = (far as u32, df);
-                        sp += 1;
-                    }
-                    if dn <= bound_d2 {
-                        node = near;
-                        continue;
-                    }
-                }
-                let mut next = None;
-                while sp > 0 {
-                    sp -= 1;
-                    let (n, d) = stack[sp];
-                    if d <= bound_d2 {
-                        next = Some(n as usize);
-                        break;
-                    }
-                }
-                match next {
-                    Some(n) => node = n,
-                    None => break,
-                }
+    /// For each query of `qs` (at most [`BATCH`]), its leaf node and the
+    /// smallest plane gap crossed on the way down (see [`KdTree::finish`]).
+    ///
+    /// The queries descend in lockstep: one query's descent is a chain of
+    /// dependent loads, a batch's chains are independent and overlap.
+    #[inline]
+    pub(super) fn locate(&self, qs: &[Point], out: &mut [Located; BATCH]) {
+        debug_assert!(qs.len() <= BATCH);
+        let n = qs.len();
+        let mut node = [1usize; BATCH];
+        let mut gmin = [f32::INFINITY; BATCH];
+        for _ in 0..self.depth {
+            for t in 0..n {
+                let (g, side) = plane(&qs[t], self.splits[node[t]]);
+                gmin[t] = if g < gmin[t] { g } else { gmin[t] };
+                node[t] = 2 * node[t] + side;
             }
         }
+        for t in 0..n {
+            out[t] = Located {
+                node: node[t],
+                gmin: gmin[t],
+            };
+        }
+    }
+
+    /// Offers `v` every point of B that can lie within its bound, given `q`'s
+    /// leaf from [`KdTree::locate`]: scans the leaf, then backtracks bottom-up
+    /// through the siblings whose plane and box are within the bound.
+    #[inline]
+    pub(super) fn finish<V: Visitor>(&self, q: &Point, at: Located, v: &mut V) {
+        let mut node = at.node;
+        self.scan(node, q, v);
+        // Every point outside q's leaf lies across one of the planes.
+        if at.gmin > v.bound_d2() {
+            return;
+        }
+        while node > 1 {
+            let (g, _) = plane(q, self.splits[node >> 1]);
+            if g <= v.bound_d2() {
+                let sib = node ^ 1;
+                if self.boxes[sib].lower_bound(q) <= v.bound_d2() {
+                    self.descend(sib, q, v);
+                }
+            }
+            node >>= 1;
+        }
+    }
+
+    /// The smallest key `(dist2(q, b_j), j)` below `bound`, or `bound` itself if
+    /// no point of B has a smaller key; `at` is `q`'s [`KdTree::locate`] result.
+    pub(super) fn nearest(&self, q: &Point, at: Located, bound: u64) -> u64 {
+        let mut v = Best {
+            key: bound,
+            d2: key_d2(bound),
+        };
+        self.finish(q, at, &mut v);
+        v.key
+    }
+
+    /// The `out.len()` smallest keys `(dist2(q, b_j), j)`, ascending, using
+    /// `heap` as scratch; `at` is `q`'s [`KdTree::locate`] result. `out.len()`
+    /// must not exceed |B|.
+    pub(super) fn knn(&self, q: &Point, at: Located, heap: &mut KeyHeap, out: &mut [u64]) {
+        heap.clear(out.len());
+        if !out.is_empty() {
+            self.finish(q, at, heap);
+        }
         heap.drain_sorted(out);
+    }
+}
+
+/// Visitor of [`KdTree::nearest`]: the single best key.
+struct Best {
+    key: u64,
+    d2: f32,
+}
+
+impl Visitor for Best {
+    #[inline(always)]
+    fn bound_d2(&self) -> f32 {
+        self.d2
+    }
+    #[inline(always)]
+    fn visit(&mut self, d: &[f32; LEAF], id: &[u32; LEAF]) {
+        for s in 0..LEAF {
+            self.key = self.key.min(key(d[s], id[s]));
+        }
+        self.d2 = key_d2(self.key);
+    }
+}
+
+impl Visitor for KeyHeap {
+    #[inline(always)]
+    fn bound_d2(&self) -> f32 {
+        key_d2(self.bound())
+    }
+    fn visit(&mut self, d: &[f32; LEAF], id: &[u32; LEAF]) {
+        for s in 0..LEAF {
+            self.offer(key(d[s], id[s]));
+        }
     }
 }
 

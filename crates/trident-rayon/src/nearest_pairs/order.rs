@@ -17,8 +17,17 @@ fn spread(v: u32) -> u32 {
     x
 }
 
+/// The points of `a` in Morton-cell order, and their original indices.
+pub(super) fn spatial_order(a: &[Point]) -> (Vec<Point>, Vec<u32>) {
+    let order = morton_order(a);
+    // A separate gather pass: its loads are independent and overlap, whereas
+    // inside the query loop they would wait behind each query's search.
+    let pts = order.par_iter().map(|&i| a[i as usize]).collect();
+    (pts, order)
+}
+
 /// Indices of `a` in Morton-cell order (a permutation of `0..a.len()`).
-pub(super) fn spatial_order(a: &[Point]) -> Vec<u32> {
+fn morton_order(a: &[Point]) -> Vec<u32> {
     let n = a.len();
     // About 8 queries per cell, at most 2^10 cells per axis.
     let bits = ((n / 8).max(1).ilog2() / 3).min(10);
@@ -76,13 +85,4 @@ pub(super) fn spatial_order(a: &[Point]) -> Vec<u32> {
         *s += 1;
     }
     order
-}
-
-/// The inverse permutation: `rank[order[t]] = t`.
-pub(super) fn inverse(order: &[u32]) -> Vec<u32> {
-    let mut rank = vec![0u32; order.len()];
-    for (t, &i) in order.iter().enumerate() {
-        rank[i as usize] = t as u32;
-    }
-    rank
 }

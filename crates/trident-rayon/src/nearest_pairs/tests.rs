@@ -304,3 +304,32 @@ fn errors_leave_output_untouched() {
     assert_eq!(short, [sentinel; 1]);
     assert_eq!(out8, [sentinel; 8]);
 }
+
+#[test]
+#[ignore]
+fn tmp_profile() {
+    use super::kdtree::*;
+    use super::order::spatial_order;
+    use std::time::Instant;
+    let mut rng = Rng(9);
+    let a = rng.int_points(1_000_000, 1_000_000);
+    let b = rng.int_points(400_000, 1_000_000);
+    let t = Instant::now();
+    let tree = KdTree::build(&b);
+    eprintln!("build {:?}", t.elapsed());
+    let t = Instant::now();
+    let (qa, _order) = spatial_order(&a);
+    eprintln!("order {:?}", t.elapsed());
+    for bound in [140966.0f32, 1e7, f32::INFINITY] {
+        let t = Instant::now();
+        let mut s = 0u64;
+        let mut at = [Located::default(); BATCH];
+        for qs in qa.chunks(BATCH) {
+            tree.locate(qs, &mut at);
+            for t in 0..qs.len() {
+                s = s.wrapping_add(tree.nearest(&qs[t], at[t], bound_at(bound)));
+            }
+        }
+        eprintln!("ordered bound {bound}: {:?} {s}", t.elapsed());
+    }
+}
