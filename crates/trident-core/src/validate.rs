@@ -197,7 +197,7 @@ pub fn encode<T: Scalar>(
         ));
     }
     if let Some(e) = rule.error_target() {
-        if !(e >= 0.0) || e.is_infinite() {
+        if e.is_nan() || e < 0.0 || e.is_infinite() {
             return Err(Error::arg(
                 "rule",
                 format!("error target {e} must be finite and >= 0"),

@@ -7,18 +7,24 @@
 //!
 //! | primitive | how |
 //! | --- | --- |
-//! | DenseGemm | nalgebra `DMatrix<f64>` product |
-//! | SparseGemm | sprs CSR product in f64 |
-//! | NearestPairs | kiddo kd-tree in f64, exact, with SPEC tie rules |
-//! | SparseCoder | plain OMP, least squares by nalgebra on the selected atoms each step |
-//! | MaxFlow | Dinic's algorithm, then residual reachability from s for the cut |
+//! | DenseGemm | nalgebra `DMatrix<f64>` product, `alpha P + beta C` in f64, one rounding; `Precision` ignored |
+//! | SparseGemm | sprs SMMP product (`sprs::smmp::mul_csr_csr`) in f64: symbolic structure first, so explicit zeros and cancellations stay stored |
+//! | NearestPairs | kiddo immutable kd-tree in f64 for candidates, then exact [`trident_core::dist2_f64`] and SPEC tie rules on every point within the best (k-th) distance |
+//! | SparseCoder | plain OMP per signal, least squares by modified Gram-Schmidt on `[D_S x]` afresh each step; [`omp_path`] gives the per-step trace |
+//! | MaxFlow | Dinic's algorithm (iterative DFS), then residual reachability from s for the canonical cut |
+//!
+//! All arithmetic is f64 (i64 for flows); results are rounded to `T` once.
+//! Single threaded and deterministic. [`certify`] holds the independent checks.
 #![warn(missing_docs)]
 
+pub mod certify;
 mod dense_gemm;
 mod max_flow;
 mod nearest_pairs;
 mod sparse_coder;
 mod sparse_gemm;
+
+pub use sparse_coder::{OmpPath, OmpStep, OmpStop, omp_path};
 
 use trident_core::{Backend, Result};
 

@@ -1,0 +1,813 @@
+//! Independent certificates: checks of an answer that do not trust the code
+//! that produced it. They certify the reference backend in its own tests, and
+//! `verify` may run them on any backend's output (on sizes where their naive
+//! cost is affordable).
+//!
+//! Every certificate returns a [`Certificate`]: `Ok(worst)` where `worst` is
+//! the largest error-to-tolerance ratio seen (`<= 1` passes; 0 for exact
+//! checks), or `Err(what)` naming the first structural violation or the worst
+//! tolerance violation with its ratio.
+//!
+//! | certificate | computes independently | checks |
+//! | --- | --- | --- |
+//! | [`gemm`] | naive f64 triple loop | SPEC's relative Frobenius error; C's padding untouched |
+//! | [`spgemm`] | row-wise f64 accumulation in a `BTreeMap` (no sprs) | identical structure (SPEC's rule), values within `1e-5 sum_p abs(A(i,p) B(p,j))` |
+//! | [`nearest`], [`knn`], [`closest_pairs`] | brute force over B in f64 | exact distance of each answer within `1e-6` rel + `1e-6` abs of the optimum |
+//! | [`omp`], [`omp_codes`] | least squares by SVD along the candidate's own path | greedy choices, coefficients, residual, orthogonality, stop rule |
+//! | [`network_flow`] | nothing but sums | capacity, conservation, value == cut capacity, cut == residual reachability |
+//! | [`grid_cut`] | a flow by this crate's Dinic, then checked like a network | the same, on the grid's arrays |
+//!
+//! What they are not: exact-tie referees. Where SPEC accepts either of two
+//! (near-)equal choices, so do these; comparing a backend with the reference
+//! answer bit for bit is `verify`'s business.
+
+use std::collections::BTreeMap;
+
+use nalgebra::DVector;
+use trident_core::{
+    CsrMatrix, Dictionary, FlowNetwork, GemmParams, GridCut, GridGraph, MatRef, Neighbor,
+    NetworkFlow, Op, Pair, Point, Precision, Scalar, SparseCodes, StopRule, dist2_f64,
+};
+
+use crate::max_flow::grid_flows;
+use crate::sparse_coder::{DictF64, dot};
+
+/// `Ok(worst error/tolerance ratio, <= 1)` or `Err(what failed)`.
+pub type Certificate = std::result::Result<f64, String>;
+
+/// Tracks the worst ratio and what it was for.
+struct Worst {
+    ratio: f64,
+    what: String,
+}
+
+impl Worst {
+    fn new() -> Self {
+        Self {
+            ratio: 0.0,
+            what: String::new(),
+        }
+    }
+
+    /// Records `ratio` if it is the worst so far (a NaN is the worst of all).
+    fn see(&mut self, ratio: f64, what: impl FnOnce() -> String) {
+        if self.ratio.is_nan() {
+            return;
+        }
+        if ratio.is_nan() || ratio > self.ratio {
+            self.ratio = ratio;
+            self.what = what();
+        }
+    }
+
+    fn finish(self) -> Certificate {
+        if self.ratio <= 1.0 {
+            Ok(self.ratio)
+        } else {
+            Err(format!(
+                "{} (error / tolerance = {:.3e})",
+                self.what, self.ratio
+            ))
+        }
+    }
+}
+
+fn is_f32<T: Scalar>() -> bool {
+    T::NAME == "f32"
+}
+
+/// `err / tol`, with `0 / 0 = 0` so that exact answers pass a zero tolerance.
+fn ratio(err: f64, tol: f64) -> f64 {
+    if err == 0.0 { 0.0 } else { err / tol }
+}
+
+/// Bit equality (NaN payloads and the sign of zero included); widening to
+/// f64 is injective on f32 bit patterns up to NaN quieting.
+fn same_bits<T: Scalar>(x: T, y: T) -> bool {
+    x.to_f64().to_bits() == y.to_f64().to_bits()
+}
+
+// ---------------------------------------------------------------- DenseGemm
+
+/// SPEC's GEMM tolerance on `||C - C_ref||_F / ||C_ref||_F`: 1e-5 for Strict
+/// f32, 1e-12 for Strict f64, 5e-3 for Tf32 (either scalar).
+pub fn gemm_tol<T: Scalar>(precision: Precision) -> f64 {
+    match precision {
+        Precision::Tf32 => 5e-3,
+        Precision::Strict if is_f32::<T>() => 1e-5,
+        Precision::Strict => 1e-12,
+    }
+}
+
+fn op_get<T: Scalar>(x: &MatRef<'_, T>, op: Op, i: usize, j: usize) -> f64 {
+    match op {
+        Op::N => x.get(i, j).to_f64(),
+        Op::T => x.get(j, i).to_f64(),
+    }
+}
+
+/// Certifies `c_after = alpha op(A) op(B) + beta c_before` against a naive f64
+/// triple loop (O(mnk): small sizes). Also checks that every element of
+/// `c_after`'s slice outside the `m x n` view (row padding, trailing elements)
+/// is bit-identical to `c_before`'s, and that `beta == 0` ignored C.
+pub fn gemm<T: Scalar>(
+    p: &GemmParams<T>,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c_before: MatRef<'_, T>,
+    c_after: MatRef<'_, T>,
+) -> Certificate {
+    let (m, k) = a.op_shape(p.op_a);
+    let (kb, n) = b.op_shape(p.op_b);
+    if k != kb {
+        return Err(format!("op(A) is {m} x {k} but op(B) is {kb} x {n}"));
+    }
+    for (name, c) in [("c_before", &c_before), ("c_after", &c_after)] {
+        if (c.rows(), c.cols()) != (m, n) {
+            return Err(format!(
+                "{name} is {} x {}, expected {m} x {n}",
+                c.rows(),
+                c.cols()
+            ));
+        }
+    }
+    if c_before.ld() != c_after.ld() || c_before.data().len() != c_after.data().len() {
+        return Err("c_before and c_after have different layouts".into());
+    }
+    let ld = c_after.ld();
+    for (idx, (&x, &y)) in c_before.data().iter().zip(c_after.data()).enumerate() {
+        let inside = idx / ld.max(1) < m && idx % ld.max(1) < n;
+        if !inside && !same_bits(x, y) {
+            return Err(format!(
+                "c.data[{idx}] lies outside the {m} x {n} view (ld {ld}) but changed from {x} to {y}"
+            ));
+        }
+    }
+    let (alpha, beta) = (p.alpha.to_f64(), p.beta.to_f64());
+    let (mut err2, mut norm2) = (0.0f64, 0.0f64);
+    for i in 0..m {
+        for j in 0..n {
+            let s: f64 = (0..k)
+                .map(|q| op_get(&a, p.op_a, i, q) * op_get(&b, p.op_b, q, j))
+                .sum();
+            let mut want = alpha * s;
+            if p.beta != T::ZERO {
+                want += beta * c_before.get(i, j).to_f64();
+            }
+            let got = c_after.get(i, j);
+            if !got.is_finite() {
+                return Err(format!(
+                    "C({i}, {j}) = {got} is not finite (expected {want})"
+                ));
+            }
+            err2 += (got.to_f64() - want).powi(2);
+            norm2 += want * want;
+        }
+    }
+    let mut w = Worst::new();
+    let tol = gemm_tol::<T>(p.precision);
+    w.see(ratio(err2.sqrt(), tol * norm2.sqrt()), || {
+        format!(
+            "||C - C_ref||_F = {:.3e} against ||C_ref||_F = {:.3e} ({m} x {n} x {k}, {:?})",
+            err2.sqrt(),
+            norm2.sqrt(),
+            p.precision
+        )
+    });
+    w.finish()
+}
+
+// ---------------------------------------------------------------- SparseGemm
+
+/// SPEC's SpGEMM tolerance: each value within `SPGEMM_REL * sum_p |A(i,p)| |B(p,j)|`.
+pub const SPGEMM_REL: f64 = 1e-5;
+
+/// Certifies `c = a * b`: the stored structure must be exactly the set of
+/// `(i, j)` with at least one product `A(i,p) B(p,j)` (explicit zeros and
+/// cancellation included), and each value within [`SPGEMM_REL`] times the sum of
+/// the products' magnitudes of an f64 accumulation (exact where that sum is 0).
+pub fn spgemm<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, c: &CsrMatrix<T>) -> Certificate {
+    if a.cols() != b.rows() {
+        return Err(format!(
+            "A is {} x {}, B is {} x {}",
+            a.rows(),
+            a.cols(),
+            b.rows(),
+            b.cols()
+        ));
+    }
+    if (c.rows(), c.cols()) != (a.rows(), b.cols()) {
+        return Err(format!(
+            "C is {} x {}, expected {} x {}",
+            c.rows(),
+            c.cols(),
+            a.rows(),
+            b.cols()
+        ));
+    }
+    let mut w = Worst::new();
+    for i in 0..a.rows() {
+        // column -> (sum of products, sum of |products|)
+        let mut row: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
+        let (ai, av) = a.row(i);
+        for (&p, &apv) in ai.iter().zip(av) {
+            let (bi, bv) = b.row(p as usize);
+            for (&j, &bpv) in bi.iter().zip(bv) {
+                let prod = apv.to_f64() * bpv.to_f64();
+                let e = row.entry(j).or_insert((0.0, 0.0));
+                e.0 += prod;
+                e.1 += prod.abs();
+            }
+        }
+        let (ci, cv) = c.row(i);
+        if ci.len() != row.len() || !ci.iter().zip(row.keys()).all(|(x, y)| x == y) {
+            let want: Vec<u32> = row.keys().copied().collect();
+            let at = ci.iter().zip(&want).position(|(x, y)| x != y);
+            return Err(format!(
+                "row {i}: structure differs: {} entries stored, {} expected; first difference at position {}",
+                ci.len(),
+                want.len(),
+                at.map_or_else(|| ci.len().min(want.len()).to_string(), |p| p.to_string())
+            ));
+        }
+        for ((&j, &(want, mag)), &got) in row.iter().zip(cv) {
+            let got = got.to_f64();
+            w.see(ratio((got - want).abs(), SPGEMM_REL * mag), || {
+                format!("C({i}, {j}) = {got:e}, expected {want:e} (sum of |products| {mag:e})")
+            });
+        }
+    }
+    w.finish()
+}
+
+// ---------------------------------------------------------------- NearestPairs
+
+/// SPEC's neighbour tolerance: relative part.
+pub const NEAREST_REL: f64 = 1e-6;
+/// SPEC's neighbour tolerance: absolute part.
+pub const NEAREST_ABS: f64 = 1e-6;
+
+fn near_tol(d: f64) -> f64 {
+    NEAREST_REL * d + NEAREST_ABS
+}
+
+/// All distances from `q` to B, sorted by `(d2, j)`.
+fn brute_sorted(q: &Point, b: &[Point]) -> Vec<(f64, u32)> {
+    let mut d: Vec<(f64, u32)> = b
+        .iter()
+        .enumerate()
+        .map(|(j, p)| (dist2_f64(q, p), j as u32))
+        .collect();
+    d.sort_unstable_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+    d
+}
+
+fn brute_nearest(q: &Point, b: &[Point]) -> (f64, u32) {
+    let mut best = (f64::INFINITY, u32::MAX);
+    for (j, p) in b.iter().enumerate() {
+        let d = dist2_f64(q, p);
+        if d < best.0 {
+            best = (d, j as u32);
+        }
+    }
+    best
+}
+
+/// Checks one returned neighbour: index in range, its exact distance within
+/// tolerance of `want`, its reported `d2` within tolerance of its exact distance.
+fn check_neighbor(
+    w: &mut Worst,
+    what: &str,
+    q: &Point,
+    b: &[Point],
+    index: u32,
+    d2: f32,
+    want: f64,
+) -> Result<f64, String> {
+    let Some(p) = b.get(index as usize) else {
+        return Err(format!(
+            "{what}: index {index} out of range for |B| = {}",
+            b.len()
+        ));
+    };
+    let exact = dist2_f64(q, p);
+    w.see(ratio((exact - want).abs(), near_tol(want)), || {
+        format!("{what}: B[{index}] is at d2 = {exact:e}, the optimum is {want:e}")
+    });
+    w.see(ratio((d2 as f64 - exact).abs(), near_tol(exact)), || {
+        format!("{what}: reported d2 = {d2:e}, exact distance to B[{index}] is {exact:e}")
+    });
+    Ok(exact)
+}
+
+/// Certifies `nearest(a, b, out)` by brute force (O(|A| |B|)).
+pub fn nearest(a: &[Point], b: &[Point], out: &[Neighbor]) -> Certificate {
+    if out.len() != a.len() {
+        return Err(format!(
+            "out has {} entries for |A| = {}",
+            out.len(),
+            a.len()
+        ));
+    }
+    let mut w = Worst::new();
+    for (i, (q, nb)) in a.iter().zip(out).enumerate() {
+        let (want, _) = brute_nearest(q, b);
+        check_neighbor(&mut w, &format!("a[{i}]"), q, b, nb.index, nb.d2, want)?;
+    }
+    w.finish()
+}
+
+/// Certifies `knn(a, b, k, out)` by brute force: per query, k distinct
+/// indices whose exact distances match the true k smallest, rank by rank.
+pub fn knn(a: &[Point], b: &[Point], k: usize, out: &[Neighbor]) -> Certificate {
+    if Some(out.len()) != a.len().checked_mul(k) {
+        return Err(format!(
+            "out has {} entries for |A| = {} and k = {k}",
+            out.len(),
+            a.len()
+        ));
+    }
+    if k > b.len() {
+        return Err(format!("k = {k} exceeds |B| = {}", b.len()));
+    }
+    let mut w = Worst::new();
+    for (i, q) in a.iter().enumerate() {
+        let truth = brute_sorted(q, b);
+        let got = &out[i * k..(i + 1) * k];
+        let mut idx: Vec<u32> = got.iter().map(|n| n.index).collect();
+        idx.sort_unstable();
+        if let Some(d) = idx.windows(2).find(|p| p[0] == p[1]) {
+            return Err(format!("a[{i}]: B[{}] returned twice", d[0]));
+        }
+        for (r, nb) in got.iter().enumerate() {
+            check_neighbor(
+                &mut w,
+                &format!("a[{i}] rank {r}"),
+                q,
+                b,
+                nb.index,
+                nb.d2,
+                truth[r].0,
+            )?;
+        }
+    }
+    w.finish()
+}
+
+/// Certifies `closest_pairs(a, b, k)`: `min(k, |A|)` pairs with distinct A
+/// indices, each B its A point's nearest (within tolerance), and the r-th
+/// pair's distance matching the r-th smallest nearest-neighbour distance.
+pub fn closest_pairs(a: &[Point], b: &[Point], k: usize, pairs: &[Pair]) -> Certificate {
+    let want_len = k.min(a.len());
+    if pairs.len() != want_len {
+        return Err(format!(
+            "{} pairs, expected min(k, |A|) = {want_len}",
+            pairs.len()
+        ));
+    }
+    let nn: Vec<f64> = a.iter().map(|q| brute_nearest(q, b).0).collect();
+    let mut sorted = nn.clone();
+    sorted.sort_unstable_by(f64::total_cmp);
+    let mut seen = vec![false; a.len()];
+    let mut w = Worst::new();
+    for (r, p) in pairs.iter().enumerate() {
+        let Some(q) = a.get(p.a as usize) else {
+            return Err(format!(
+                "pair {r}: a = {} out of range for |A| = {}",
+                p.a,
+                a.len()
+            ));
+        };
+        if std::mem::replace(&mut seen[p.a as usize], true) {
+            return Err(format!("pair {r}: a = {} appears twice", p.a));
+        }
+        let what = format!("pair {r} (a = {})", p.a);
+        let exact = check_neighbor(&mut w, &what, q, b, p.b, p.d2, nn[p.a as usize])?;
+        w.see(
+            ratio((exact - sorted[r]).abs(), near_tol(sorted[r])),
+            || {
+                format!(
+                    "{what}: d2 = {exact:e}, the rank-{r} nearest distance is {:e}",
+                    sorted[r]
+                )
+            },
+        );
+    }
+    w.finish()
+}
+
+// ---------------------------------------------------------------- SparseCoder
+
+/// Tolerances of the OMP certificate. SPEC fixes `tie_rel`, `coef_rel` and
+/// `res_rel`; the absolute floors (relative to `||x||` or `||x||^2`) are ours,
+/// so that rounding-level quantities (a correlation or residual that is zero in
+/// exact arithmetic) are not judged relatively.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OmpTol {
+    /// Two correlations within this relative distance are a tie (SPEC: 1e-4
+    /// f32, 1e-10 f64).
+    pub tie_rel: f64,
+    /// Correlation floor, times `||x||` (1e-5 f32, 1e-12 f64).
+    pub corr_abs: f64,
+    /// `||g - g_ls|| <= coef_rel ||g_ls||` (SPEC: 1e-3 f32, 1e-8 f64).
+    pub coef_rel: f64,
+    /// Final residual within `res_rel` relative (SPEC: 1e-3).
+    pub res_rel: f64,
+    /// Residual floor, times `||x||^2` (1e-5 f32, 1e-12 f64).
+    pub res_abs: f64,
+    /// `|<d_j, r>| <= ortho_rel max(||x||, ||g||)` for selected j (1e-3 f32,
+    /// 1e-8 f64: what `coef_rel` implies).
+    pub ortho_rel: f64,
+}
+
+impl OmpTol {
+    /// The preset for scalar `T`.
+    pub fn of<T: Scalar>() -> Self {
+        if is_f32::<T>() {
+            Self {
+                tie_rel: 1e-4,
+                corr_abs: 1e-5,
+                coef_rel: 1e-3,
+                res_rel: 1e-3,
+                res_abs: 1e-5,
+                ortho_rel: 1e-3,
+            }
+        } else {
+            Self {
+                tie_rel: 1e-10,
+                corr_abs: 1e-12,
+                coef_rel: 1e-8,
+                res_rel: 1e-3,
+                res_abs: 1e-12,
+                ortho_rel: 1e-8,
+            }
+        }
+    }
+}
+
+/// SPEC's near-tie threshold for scalar `T` (1e-4 for f32, 1e-10 for f64), for
+/// [`crate::OmpStep::is_near_tie`].
+pub fn omp_tie_rel<T: Scalar>() -> f64 {
+    OmpTol::of::<T>().tie_rel
+}
+
+/// Least squares by SVD (a different algorithm from the reference's
+/// Gram-Schmidt), with
+/// the usual pseudo-inverse cutoff for singular values.
+fn ls_svd(d: &DictF64, sel: &[u32], x: &[f64]) -> Vec<f64> {
+    if sel.is_empty() {
+        return Vec::new();
+    }
+    let svd = d.sub(sel).svd(true, true);
+    let smax = svd.singular_values.max();
+    let cut = smax * d.n.max(sel.len()) as f64 * f64::EPSILON;
+    let g: DVector<f64> = svd
+        .solve(&DVector::from_column_slice(x), cut)
+        .expect("U and V^T were computed");
+    g.iter().copied().collect()
+}
+
+fn norm(v: &[f64]) -> f64 {
+    dot(v, v).sqrt()
+}
+
+/// Certifies one signal's OMP answer (`atoms` in selection order, `coefs`,
+/// `residual_norm2`) under `rule`, without trusting the reference: along the
+/// answer's own path, each pick's `|<d_j, r>|` must be the maximum over the
+/// unselected atoms up to a tie (`tie_rel`); the coefficients must be the least
+/// squares fit (SVD); the residual they leave must be orthogonal to the
+/// selected atoms and have the reported norm; and the stop must be justified
+/// (budget reached, error target met, or residual / correlations zero to
+/// within the floors) and not late (no earlier prefix already met the target).
+pub fn omp<T: Scalar>(
+    dict: &Dictionary<T>,
+    x: &[T],
+    rule: StopRule,
+    atoms: &[u32],
+    coefs: &[T],
+    residual_norm2: T,
+    tol: &OmpTol,
+) -> Certificate {
+    if x.len() != dict.n() {
+        return Err(format!(
+            "signal length {} for atoms of length {}",
+            x.len(),
+            dict.n()
+        ));
+    }
+    if atoms.len() != coefs.len() {
+        return Err(format!(
+            "{} atoms but {} coefficients",
+            atoms.len(),
+            coefs.len()
+        ));
+    }
+    let d = DictF64::new(dict);
+    let max_atoms = rule.max_atoms(d.n, d.atoms);
+    if atoms.len() > max_atoms {
+        return Err(format!(
+            "{} atoms, the rule allows {max_atoms}",
+            atoms.len()
+        ));
+    }
+    let mut chosen = vec![false; d.atoms];
+    for (t, &j) in atoms.iter().enumerate() {
+        if j as usize >= d.atoms {
+            return Err(format!(
+                "step {t}: atom {j} out of range for {} atoms",
+                d.atoms
+            ));
+        }
+        if std::mem::replace(&mut chosen[j as usize], true) {
+            return Err(format!("step {t}: atom {j} selected twice"));
+        }
+    }
+    chosen.fill(false);
+    let xf: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+    let xn = norm(&xf);
+    let eps = rule.error_target();
+    let band = |e: f64| tol.res_rel * e + tol.res_abs * xn * xn;
+    let mut w = Worst::new();
+
+    // Walk the answer's own prefixes: S_0 = {}, S_1 = {atoms[0]}, ...
+    let mut r = xf.clone();
+    let mut best_remaining = 0.0;
+    for t in 0..=atoms.len() {
+        let r2 = dot(&r, &r);
+        if t < atoms.len() {
+            if let Some(e) = eps {
+                if r2 <= e - band(e) {
+                    return Err(format!(
+                        "step {t}: ||r||^2 = {r2:e} already met the target {e:e}; OMP should have stopped"
+                    ));
+                }
+            }
+        }
+        let best = (0..d.atoms)
+            .filter(|&j| !chosen[j])
+            .map(|j| dot(d.atom(j), &r).abs())
+            .fold(0.0f64, f64::max);
+        if t == atoms.len() {
+            best_remaining = best;
+            break;
+        }
+        let j = atoms[t] as usize;
+        let c = dot(d.atom(j), &r).abs();
+        w.see(ratio(best - c, tol.tie_rel * best + tol.corr_abs * xn), || {
+            format!("step {t}: picked atom {j} with |<d_j, r>| = {c:e}, the best unselected has {best:e}")
+        });
+        chosen[j] = true;
+        let g = ls_svd(&d, &atoms[..=t], &xf);
+        r = d.residual(&xf, &atoms[..=t], &g);
+    }
+
+    // Coefficients against the least-squares fit on the same atoms.
+    let g_ls = ls_svd(&d, atoms, &xf);
+    let g: Vec<f64> = coefs.iter().map(|v| v.to_f64()).collect();
+    let diff: Vec<f64> = g.iter().zip(&g_ls).map(|(a, b)| a - b).collect();
+    let gn = norm(&g_ls);
+    w.see(ratio(norm(&diff), tol.coef_rel * gn), || {
+        format!("||g - g_ls|| = {:e} against ||g_ls|| = {gn:e}", norm(&diff))
+    });
+
+    // The residual the answer's own coefficients leave.
+    let r_own = d.residual(&xf, atoms, &g);
+    for &j in atoms {
+        let c = dot(d.atom(j as usize), &r_own).abs();
+        w.see(ratio(c, tol.ortho_rel * xn.max(gn)), || {
+            format!("residual not orthogonal to selected atom {j}: |<d_j, r>| = {c:e}")
+        });
+    }
+    let r2_ls = dot(&r, &r);
+    let r2 = residual_norm2.to_f64();
+    w.see(ratio((r2 - r2_ls).abs(), band(r2_ls)), || {
+        format!("reported ||r||^2 = {r2:e}, the least-squares residual has {r2_ls:e}")
+    });
+
+    // An early stop needs a reason.
+    if atoms.len() < max_atoms {
+        let target_met = eps.is_some_and(|e| r2_ls <= e + band(e));
+        let zero_res = r2_ls <= tol.res_abs * xn * xn;
+        let zero_corr = best_remaining <= tol.corr_abs * xn;
+        if !(target_met || zero_res || zero_corr) {
+            return Err(format!(
+                "stopped after {} of up to {max_atoms} atoms with ||r||^2 = {r2_ls:e} and a remaining correlation {best_remaining:e}",
+                atoms.len()
+            ));
+        }
+    }
+    w.finish()
+}
+
+/// [`omp`] for every signal (row of `signals`) of an `encode` answer, with
+/// [`OmpTol::of`]; the worst ratio over all signals. O(L T K n) plus the SVDs:
+/// run it on a sample of a large batch.
+pub fn omp_codes<T: Scalar>(
+    dict: &Dictionary<T>,
+    signals: MatRef<'_, T>,
+    rule: StopRule,
+    codes: &SparseCodes<T>,
+) -> Certificate {
+    trident_core::validate::sparse_codes(codes, signals.rows(), dict.atoms())
+        .map_err(|e| e.to_string())?;
+    let tol = OmpTol::of::<T>();
+    let mut worst = 0.0f64;
+    for i in 0..signals.rows() {
+        let (atoms, coefs) = codes.signal(i);
+        let r = omp(
+            dict,
+            signals.row(i),
+            rule,
+            atoms,
+            coefs,
+            codes.residual_norm2[i],
+            &tol,
+        )
+        .map_err(|e| format!("signal {i}: {e}"))?;
+        worst = worst.max(r);
+    }
+    Ok(worst)
+}
+
+// ---------------------------------------------------------------- MaxFlow
+
+/// Certifies a network answer exactly: `arc_flow` within `[0, cap]` and
+/// conserved at every node but s and t, net outflow of s equal to `flow`,
+/// `source_side` containing s and not t with cut capacity equal to `flow` (so
+/// flow and cut are both optimal, by weak duality), and `source_side` equal to
+/// the set reachable from s in the residual graph of `arc_flow` (the canonical
+/// cut: the same for every maximum flow). `Ok(0.0)` or `Err`.
+pub fn network_flow(g: &FlowNetwork, r: &NetworkFlow) -> Certificate {
+    let n = g.nodes();
+    let arcs = g.arcs();
+    if r.arc_flow.len() != arcs.len() || r.source_side.len() != n {
+        return Err(format!(
+            "{} arc flows and {} labels for {} arcs and {n} nodes",
+            r.arc_flow.len(),
+            r.source_side.len(),
+            arcs.len()
+        ));
+    }
+    let mut excess = vec![0i128; n];
+    for (i, (a, &f)) in arcs.iter().zip(&r.arc_flow).enumerate() {
+        if f < 0 || f > a.cap {
+            return Err(format!(
+                "arc {i} ({} -> {}): flow {f} outside [0, {}]",
+                a.from, a.to, a.cap
+            ));
+        }
+        excess[a.from as usize] -= f as i128;
+        excess[a.to as usize] += f as i128;
+    }
+    let (s, t) = (g.source() as usize, g.sink() as usize);
+    if let Some(v) = (0..n).find(|&v| v != s && v != t && excess[v] != 0) {
+        return Err(format!(
+            "node {v}: flow not conserved (excess {})",
+            excess[v]
+        ));
+    }
+    if -excess[s] != r.flow as i128 {
+        return Err(format!(
+            "net outflow of s is {}, reported flow {}",
+            -excess[s], r.flow
+        ));
+    }
+    if !r.source_side[s] || r.source_side[t] {
+        return Err("the cut must put s on the source side and t on the other".into());
+    }
+    let cut = g.cut_capacity(&r.source_side);
+    if cut != r.flow {
+        return Err(format!("cut capacity {cut} != flow {}", r.flow));
+    }
+    // Residual reachability from the answer's own flows.
+    let mut out: Vec<Vec<(usize, bool)>> = vec![Vec::new(); n];
+    for (i, a) in arcs.iter().enumerate() {
+        out[a.from as usize].push((i, true));
+        out[a.to as usize].push((i, false));
+    }
+    let mut seen = vec![false; n];
+    seen[s] = true;
+    let mut stack = vec![s];
+    while let Some(v) = stack.pop() {
+        for &(i, fwd) in &out[v] {
+            let a = arcs[i];
+            let (w, res) = if fwd {
+                (a.to as usize, a.cap - r.arc_flow[i])
+            } else {
+                (a.from as usize, r.arc_flow[i])
+            };
+            if res > 0 && !seen[w] {
+                seen[w] = true;
+                stack.push(w);
+            }
+        }
+    }
+    if let Some(v) = (0..n).find(|&v| seen[v] != r.source_side[v]) {
+        return Err(format!(
+            "node {v}: labelled {} but {} from s in the residual graph",
+            if r.source_side[v] {
+                "source side"
+            } else {
+                "sink side"
+            },
+            if seen[v] { "reachable" } else { "unreachable" }
+        ));
+    }
+    Ok(0.0)
+}
+
+/// Certifies a grid answer exactly. A grid answer carries no flow, so one is
+/// computed (this crate's Dinic) and then checked on the grid's own arrays,
+/// not trusted: capacities and conservation, value == `r.flow` ==
+/// `cut_capacity(r.source_side)`, and `r.source_side` == the nodes reachable
+/// from s in that flow's residual graph (t unreachable). `Ok(0.0)` or `Err`.
+pub fn grid_cut(g: &GridGraph, r: &GridCut) -> Certificate {
+    let n = g.nodes();
+    if r.source_side.len() != n {
+        return Err(format!("{} labels for {n} nodes", r.source_side.len()));
+    }
+    let f = grid_flows(g);
+    let dirs = g.dirs();
+    let mut excess = vec![0i128; n];
+    let mut value = 0i128;
+    for v in 0..n {
+        for (what, fl, cap) in [
+            ("source", f.source[v], g.source()[v]),
+            ("sink", f.sink[v], g.sink()[v]),
+        ] {
+            if fl < 0 || fl > cap {
+                return Err(format!(
+                    "certificate flow: {what}[{v}] = {fl} outside [0, {cap}]"
+                ));
+            }
+        }
+        excess[v] += f.source[v] as i128 - f.sink[v] as i128;
+        value += f.source[v] as i128;
+    }
+    for &dir in dirs {
+        for v in 0..n {
+            let idx = dir as usize * n + v;
+            let (fl, cap) = (f.caps[idx], g.caps()[idx]);
+            if fl < 0 || fl > cap {
+                return Err(format!(
+                    "certificate flow: caps[{idx}] = {fl} outside [0, {cap}]"
+                ));
+            }
+            if fl > 0 {
+                let u = g
+                    .neighbor(v, dir)
+                    .expect("positive capacity has a neighbour");
+                excess[v] -= fl as i128;
+                excess[u] += fl as i128;
+            }
+        }
+    }
+    if let Some(v) = (0..n).find(|&v| excess[v] != 0) {
+        return Err(format!("certificate flow not conserved at node {v}"));
+    }
+    if value != r.flow as i128 {
+        return Err(format!("max flow is {value}, reported {}", r.flow));
+    }
+    let cut = g.cut_capacity(&r.source_side);
+    if cut != r.flow {
+        return Err(format!("cut capacity {cut} != flow {}", r.flow));
+    }
+    // Residual BFS on the grid arrays: s -> v while source arc unsaturated;
+    // v -> u over v -> u's leftover plus u -> v's flow (cancellable).
+    let mut seen = vec![false; n];
+    let mut stack: Vec<usize> = (0..n).filter(|&v| f.source[v] < g.source()[v]).collect();
+    for &v in &stack {
+        seen[v] = true;
+    }
+    while let Some(v) = stack.pop() {
+        if f.sink[v] < g.sink()[v] {
+            return Err(format!(
+                "t is reachable through node {v}: the flow is not maximum"
+            ));
+        }
+        for &dir in dirs {
+            let Some(u) = g.neighbor(v, dir) else {
+                continue;
+            };
+            let fwd = dir as usize * n + v;
+            let back = dir.opposite() as usize * n + u;
+            let res = (g.caps()[fwd] - f.caps[fwd]) + f.caps[back];
+            if res > 0 && !seen[u] {
+                seen[u] = true;
+                stack.push(u);
+            }
+        }
+    }
+    if let Some(v) = (0..n).find(|&v| seen[v] != r.source_side[v]) {
+        return Err(format!(
+            "node {v}: labelled {} but {} from s in the residual graph",
+            if r.source_side[v] {
+                "source side"
+            } else {
+                "sink side"
+            },
+            if seen[v] { "reachable" } else { "unreachable" }
+        ));
+    }
+    Ok(0.0)
+}
