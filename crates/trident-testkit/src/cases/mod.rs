@@ -1,0 +1,186 @@
+//! Deterministic input generators for every SPEC benchmark case, small and
+//! large versions of them, and named edge cases.
+//!
+//! Everything here is a pure function of its parameters and a `u64` seed
+//! (ChaCha8 streams), so a failing case is reproduced by its name and seed
+//! alone. The [`Case`] catalog ([`cases`], [`spec_cases`], [`find_case`]) is
+//! what `verify`, the conformance suite and the benches iterate over; the
+//! generator functions ([`gemm`], [`poisson2d`], [`rmat`], [`pairs_uniform`],
+//! [`omp_dct`], [`cut`], [`genrmf`], ...) build one input directly. [`io`]
+//! writes inputs to files that the Python peer scripts read.
+//!
+//! This module makes inputs only; what a correct answer is lives in the
+//! reference backend and the checks in [`crate::check`].
+
+mod catalog;
+mod coder;
+mod dense;
+mod flow;
+pub mod io;
+mod points;
+mod sparse;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use trident_core::{FlowNetwork, GridGraph};
+
+pub use catalog::{Case, all_cases, cases, find_case, spec_cases};
+pub use coder::{
+    OmpCase, dct_dictionary, dense_signals, omp_dct, omp_random, random_dictionary, sparse_signals,
+};
+pub use dense::{GemmCase, PAD_MARKER, Shape, gemm, gemm_general, uniform_matrix};
+pub use flow::{
+    SegmentationParams, cut, genrmf, random_grid, random_network, segmentation_grid,
+    synthetic_image,
+};
+pub use points::{
+    CLUSTER_SIGMA, CLUSTERS, COORD_RANGE, PairsCase, cluster_centers, clustered_points,
+    lattice_points, pairs_clustered, pairs_uniform, uniform_points,
+};
+pub use sparse::{
+    RMAT_ABC, SpgemmCase, convert, poisson2d, power_law_row, random_csr, rmat, uniform_rows,
+};
+
+/// Which version of the cases to run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Size {
+    /// Seconds in a debug build on two cores, on every backend including the
+    /// reference: what CI runs (`verify --size small`) and the tests use.
+    #[default]
+    Small,
+    /// Meaningful sizes (gemm 1024, poisson 512, rmat scale 14, pairs 200K x
+    /// 80K, omp 20K signals, cut-512, rmf 20 x 20 x 20): minutes on the
+    /// reference in release.
+    Large,
+}
+
+impl std::str::FromStr for Size {
+    type Err = trident_core::Error;
+    fn from_str(s: &str) -> trident_core::Result<Self> {
+        match s {
+            "small" => Ok(Size::Small),
+            "large" => Ok(Size::Large),
+            other => Err(trident_core::Error::arg(
+                "size",
+                format!("unknown size {other:?}; expected \"small\" or \"large\""),
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Size {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Size::Small => "small",
+            Size::Large => "large",
+        })
+    }
+}
+
+/// The random stream every generator draws from.
+pub fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+/// The seed a named case is generated from under a base seed: the case name is
+/// hashed in, so each case's input depends only on `(seed, name)` and not on
+/// which other cases run.
+pub fn case_seed(seed: u64, name: &str) -> u64 {
+    // FNV-1a, then a splitmix64 finaliser so nearby seeds give unrelated streams.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let mut z = seed ^ h;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A generated input, one variant per primitive and scalar.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// DenseGemm in f32.
+    Gemm32(GemmCase<f32>),
+    /// DenseGemm in f64.
+    Gemm64(GemmCase<f64>),
+    /// SparseGemm in f32.
+    Spgemm32(SpgemmCase<f32>),
+    /// SparseGemm in f64.
+    Spgemm64(SpgemmCase<f64>),
+    /// NearestPairs (nearest, knn and closest_pairs on the same sets).
+    Pairs(PairsCase),
+    /// SparseCoder in f32.
+    Omp32(OmpCase<f32>),
+    /// SparseCoder in f64.
+    Omp64(OmpCase<f64>),
+    /// MaxFlow on a grid.
+    Grid(GridGraph),
+    /// MaxFlow on a general network.
+    Network(FlowNetwork),
+}
+
+impl Input {
+    /// The primitive it exercises, as in [`trident_core::PRIMITIVES`].
+    pub fn primitive(&self) -> &'static str {
+        match self {
+            Input::Gemm32(_) | Input::Gemm64(_) => "dense_gemm",
+            Input::Spgemm32(_) | Input::Spgemm64(_) => "sparse_gemm",
+            Input::Pairs(_) => "nearest_pairs",
+            Input::Omp32(_) | Input::Omp64(_) => "sparse_coder",
+            Input::Grid(_) | Input::Network(_) => "max_flow",
+        }
+    }
+
+    /// A one-line size summary, e.g. `"f32 m=64 n=64 k=64"`.
+    pub fn describe(&self) -> String {
+        fn g<T>(c: &GemmCase<T>, t: &str) -> String {
+            format!(
+                "{t} m={} n={} k={} {:?}{:?} {:?}",
+                c.m, c.n, c.k, c.params.op_a, c.params.op_b, c.params.precision
+            )
+        }
+        fn s<T: trident_core::Scalar>(c: &SpgemmCase<T>, t: &str) -> String {
+            format!(
+                "{t} A {}x{} nnz {}, B {}x{} nnz {}",
+                c.a.rows(),
+                c.a.cols(),
+                c.a.nnz(),
+                c.b.rows(),
+                c.b.cols(),
+                c.b.nnz()
+            )
+        }
+        fn o<T: trident_core::Scalar>(c: &OmpCase<T>, t: &str) -> String {
+            format!(
+                "{t} D {}x{}, {} signals, {:?}",
+                c.dict.n(),
+                c.dict.atoms(),
+                c.count,
+                c.rule
+            )
+        }
+        match self {
+            Input::Gemm32(c) => g(c, "f32"),
+            Input::Gemm64(c) => g(c, "f64"),
+            Input::Spgemm32(c) => s(c, "f32"),
+            Input::Spgemm64(c) => s(c, "f64"),
+            Input::Pairs(c) => format!(
+                "|A|={} |B|={} knn k={} pairs k={}",
+                c.a.len(),
+                c.b.len(),
+                c.knn_k,
+                c.pairs_k
+            ),
+            Input::Omp32(c) => o(c, "f32"),
+            Input::Omp64(c) => o(c, "f64"),
+            Input::Grid(g) => format!(
+                "grid {:?} {}",
+                g.shape(),
+                if g.is_3d() { "3-D" } else { "2-D" }
+            ),
+            Input::Network(n) => format!("network {} nodes {} arcs", n.nodes(), n.arcs().len()),
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Sparse matrix inputs for SpGEMM.
+
+use rand::Rng;
+use rand::seq::SliceRandom;
+use trident_core::{CsrMatrix, Scalar};
+
+use super::rng;
+
+/// R-MAT quadrant probabilities `(a, b, c)`; `d = 1 - a - b - c` (Graph500's).
+pub const RMAT_ABC: (f64, f64, f64) = (0.57, 0.19, 0.19);
+
+/// One SpGEMM call `C = A * B`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpgemmCase<T> {
+    /// Left operand (m x k).
+    pub a: CsrMatrix<T>,
+    /// Right operand (k x n); a copy of `a` for the SPEC `A*A` cases.
+    pub b: CsrMatrix<T>,
+}
+
+impl<T: Scalar> SpgemmCase<T> {
+    /// `A * A`.
+    pub fn square(a: CsrMatrix<T>) -> Self {
+        Self { b: a.clone(), a }
+    }
+}
+
+/// Converts a matrix's values to another scalar type (same structure).
+pub fn convert<S: Scalar, T: Scalar>(m: &CsrMatrix<S>) -> CsrMatrix<T> {
+    CsrMatrix::new(
+        m.rows(),
+        m.cols(),
+        m.offsets().to_vec(),
+        m.indices().to_vec(),
+        m.values().iter().map(|v| T::from_f64(v.to_f64())).collect(),
+    )
+    .expect("same structure as a valid matrix")
+}
+
+/// The 5-point Laplacian on an `n x n` grid: `n^2` rows, 4 on the diagonal, -1
+/// for each grid neighbour, `5 n^2 - 4 n` entries. Row `i * n + j` is node
+/// `(i, j)`. `spgemm-poisson2d-N` squares it.
+pub fn poisson2d<T: Scalar>(n: usize) -> CsrMatrix<T> {
+    let rows = n * n;
+    let mut offsets = Vec::with_capacity(rows + 1);
+    let mut indices = Vec::with_capacity(5 * rows);
+    let mut values = Vec::with_capacity(5 * rows);
+    offsets.push(0);
+    let m1 = T::from_f64(-1.0);
+    for i in 0..n {
+        for j in 0..n {
+            let v = i * n + j;
+            if i > 0 {
+                indices.push((v - n) as u32);
+                values.push(m1);
+            }
+            if j > 0 {
+                indices.push((v - 1) as u32);
+                values.push(m1);
+            }
+            indices.push(v as u32);
+            values.push(T::from_f64(4.0));
+            if j + 1 < n {
+                indices.push((v + 1) as u32);
+                values.push(m1);
+            }
+            if i + 1 < n {
+                indices.push((v + n) as u32);
+                values.push(m1);
+            }
+            offsets.push(indices.len());
+        }
+    }
+    CsrMatrix::new(rows, rows, offsets, indices, values).expect("poisson2d is valid CSR")
+}
+
+/// An R-MAT matrix (Chakrabarti, Zhan and Faloutsos 2004): `2^scale` rows and
+/// columns, `edge_factor * 2^scale` edges drawn by recursive quadrant choice
+/// with probabilities [`RMAT_ABC`], duplicates summed (so nnz is somewhat below
+/// the edge count), vertices relabelled by one random permutation (rows and
+/// columns alike, as Graph500 does, so the skew is not concentrated in low
+/// indices), values U[0.5, 1.5).
+pub fn rmat<T: Scalar>(scale: u32, edge_factor: usize, seed: u64) -> CsrMatrix<T> {
+    let n = 1usize << scale;
+    let edges = edge_factor * n;
+    let mut r = rng(seed);
+    let (a, b, c) = RMAT_ABC;
+    let mut trip = Vec::with_capacity(edges);
+    for _ in 0..edges {
+        let (mut i, mut j) = (0usize, 0usize);
+        for level in (0..scale).rev() {
+            let p: f64 = r.random();
+            let (di, dj) = if p < a {
+                (0, 0)
+            } else if p < a + b {
+                (0, 1)
+            } else if p < a + b + c {
+                (1, 0)
+            } else {
+                (1, 1)
+            };
+            i |= di << level;
+            j |= dj << level;
+        }
+        trip.push((i, j, r.random_range(0.5..1.5)));
+    }
+    let mut perm: Vec<u32> = (0..n as u32).collect();
+    perm.shuffle(&mut r);
+    let trip: Vec<(u32, u32, T)> = trip
+        .into_iter()
+        .map(|(i, j, v)| (perm[i], perm[j], T::from_f64(v)))
+        .collect();
+    CsrMatrix::from_triplets(n, n, &trip).expect("rmat triplets are in range")
+}
+
+/// `rows x cols` with exactly `per_row` distinct uniformly random columns per
+/// row (fewer if `cols < per_row`), values U[0.5, 1.5). `spgemm-uniform-R-8`
+/// is `uniform_rows(R, R, 8)` squared.
+pub fn uniform_rows<T: Scalar>(
+    rows: usize,
+    cols: usize,
+    per_row: usize,
+    seed: u64,
+) -> CsrMatrix<T> {
+    let mut r = rng(seed);
+    let per = per_row.min(cols);
+    let mut offsets = Vec::with_capacity(rows + 1);
+    let mut indices = Vec::with_capacity(rows * per);
+    let mut values = Vec::with_capacity(rows * per);
+    offsets.push(0);
+    let mut row: Vec<u32> = Vec::with_capacity(per);
+    for _ in 0..rows {
+        row.clear();
+        if per * 4 >= cols {
+            // Dense-ish rows: sample without replacement from all columns.
+            row.extend(
+                rand::seq::index::sample(&mut r, cols, per)
+                    .into_iter()
+                    .map(|c| c as u32),
+            );
+        } else {
+            // Sparse rows: rejection sampling is cheaper than an O(cols) sampler.
+            while row.len() < per {
+                let c = r.random_range(0..cols) as u32;
+                if !row.contains(&c) {
+                    row.push(c);
+                }
+            }
+        }
+        row.sort_unstable();
+        for &c in &row {
+            indices.push(c);
+            values.push(T::from_f64(r.random_range(0.5..1.5)));
+        }
+        offsets.push(indices.len());
+    }
+    CsrMatrix::new(rows, cols, offsets, indices, values).expect("uniform rows are valid CSR")
+}
+
+/// A random `rows x cols` matrix where each entry is present with probability
+/// `density`, values U[-1, 1) (about a fifth of them explicit zeros when
+/// `explicit_zeros` is set): the building block of the randomized tests.
+pub fn random_csr<T: Scalar>(
+    rows: usize,
+    cols: usize,
+    density: f64,
+    explicit_zeros: bool,
+    seed: u64,
+) -> CsrMatrix<T> {
+    let mut r = rng(seed);
+    let mut offsets = vec![0];
+    let mut indices = Vec::new();
+    let mut values = Vec::new();
+    for _ in 0..rows {
+        for c in 0..cols {
+            if r.random_bool(density.clamp(0.0, 1.0)) {
+                indices.push(c as u32);
+                let v = if explicit_zeros && r.random_bool(0.2) {
+                    0.0
+                } else {
+                    r.random_range(-1.0..1.0)
+                };
+                values.push(T::from_f64(v));
+            }
+        }
+        offsets.push(indices.len());
+    }
+    CsrMatrix::new(rows, cols, offsets, indices, values).expect("random CSR is valid")
+}
+
+/// A `rows x cols` matrix whose row `dense_row` is full and whose other rows
+/// hold one entry each: a power-law row that defeats fixed per-row work limits.
+pub fn power_law_row<T: Scalar>(
+    rows: usize,
+    cols: usize,
+    dense_row: usize,
+    seed: u64,
+) -> CsrMatrix<T> {
+    let mut r = rng(seed);
+    let mut trip = Vec::new();
+    for i in 0..rows {
+        if i == dense_row {
+            for c in 0..cols {
+                trip.push((i as u32, c as u32, T::from_f64(r.random_range(0.5..1.5))));
+            }
+        } else if cols > 0 {
+            let c = r.random_range(0..cols);
+            trip.push((i as u32, c as u32, T::from_f64(r.random_range(0.5..1.5))));
+        }
+    }
+    CsrMatrix::from_triplets(rows, cols, &trip).expect("in range")
+}
