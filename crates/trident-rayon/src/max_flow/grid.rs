@@ -1,0 +1,655 @@
+//! Boykov-Kolmogorov max flow specialised to 4- and 6-connected grids.
+//!
+//! The algorithm is the one of Boykov and Kolmogorov, "An experimental comparison
+//! of min-cut/max-flow algorithms for energy minimization in vision" (PAMI 2004),
+//! with the timestamp/distance heuristics of Kolmogorov's maxflow v3 (the code
+//! behind PyMaxflow): two search trees grown from the terminals, FIFO active
+//! queue, augment on the first source-sink contact, then adopt orphans.
+//!
+//! What differs from the pointer-based original is the graph: neighbours are
+//! implicit (`v ± 1`, `v ± width`, `v ± width * height`), so a node is one
+//! 32-byte record (for `i32` capacities on a 2-D grid) holding its outgoing
+//! residuals, its terminal residual and the tree state. A tree link is the
+//! direction to the parent (one byte). The reverse of arc `(v, d)` is
+//! `(v + off[d], d ^ 1)`. A per-node mask marks the directions whose arc pair
+//! has any capacity at all; the pair's residual sum is invariant, so pairs
+//! outside the mask are never looked at, and off-grid neighbours (whose planes
+//! validation forces to 0) are never dereferenced.
+//!
+//! It is single-threaded: BK's trees are inherently sequential, and on two
+//! cores a serial BK on this layout beat what splitting would buy back.
+//! Building the node array runs on the pool.
+
+use std::collections::VecDeque;
+
+use rayon::prelude::*;
+use trident_core::{GridCut, GridGraph};
+
+use super::alloc;
+use super::cap::Cap;
+
+/// `parent` of a node in no tree.
+const FREE: u8 = 0xFF;
+/// `parent` of a node linked straight to its terminal.
+const TERMINAL: u8 = 0xFE;
+/// `parent` of a node that lost its tree link and awaits adoption.
+const ORPHAN: u8 = 0xFD;
+/// `flags`: the node is in the sink tree (meaningful only with a parent).
+const SINK: u8 = 1;
+/// `flags`: the node is in the active queue, or is the current node.
+const ACTIVE: u8 = 2;
+/// A distance that means "not rooted at a terminal".
+const INF_DIST: u32 = u32::MAX;
+
+/// One grid node: residuals and BK tree state, kept together so that touching
+/// a neighbour costs one cache line.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+struct Node<C, const D: usize> {
+    /// Residual capacity of `v -> v + off[d]`.
+    rc: [C; D],
+    /// Terminal residual: `> 0` from the source, `< 0` to the sink (the smaller
+    /// of the two terminal capacities is pushed through at build time).
+    tr: C,
+    /// Time at which `dist` was last known right.
+    ts: u32,
+    /// Heuristic distance to the tree's terminal.
+    dist: u32,
+    /// Direction to the parent, or FREE / TERMINAL / ORPHAN.
+    parent: u8,
+    /// SINK | ACTIVE.
+    flags: u8,
+    /// Bit `d` set iff the arc pair `(v, d)` has non-zero total capacity.
+    mask: u8,
+}
+
+/// Iterates the set bits of a direction mask.
+#[inline(always)]
+fn bits(mut m: u8) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if m == 0 {
+            None
+        } else {
+            let d = m.trailing_zeros() as usize;
+            m &= m - 1;
+            Some(d)
+        }
+    })
+}
+
+/// Solves `g` with `D` directions (4 or 6): `i32` residuals when they provably
+/// fit, else `i64`. Runs the build on the current rayon pool.
+pub(crate) fn solve<const D: usize>(g: &GridGraph) -> GridCut {
+    let t0 = std::time::Instant::now();
+    let c0 = cpu_now();
+    let s = Solver::<i32, D>::build(g);
+    if std::env::var_os("TRIDENT_MF_TRACE").is_some() {
+        eprint!(
+            "build {:?} (cpu {:.1} ms) ",
+            t0.elapsed(),
+            (cpu_now() - c0) * 1e3
+        );
+    }
+    match s {
+        Some(s) => s.finish(),
+        None => Solver::<i64, D>::build(g)
+            .expect("i64 holds every residual of a valid GridGraph")
+            .finish(),
+    }
+}
+
+struct Solver<C, const D: usize> {
+    nodes: Vec<Node<C, D>>,
+    /// Index offset of each direction's neighbour, as a wrapping `usize`.
+    off: [usize; D],
+    /// The initial active queue is every terminal-linked node in index order;
+    /// it is kept implicit (flag INIT) and scanned with this cursor before
+    /// `active`, which saves a queue of `n` entries.
+    cursor: usize,
+    active: VecDeque<u32>,
+    /// Orphans made by one augmentation, processed last-found first.
+    new_orphans: Vec<u32>,
+    /// Orphans made while adopting (FIFO).
+    orphans: VecDeque<u32>,
+    time: u32,
+    flow: i64,
+}
+
+/// Nodes per parallel task when building.
+const BUILD_CHUNK: usize = 1 << 14;
+
+/// `flags`: the node is still in the implicit initial active queue.
+const INIT: u8 = 4;
+
+impl<C: Cap, const D: usize> Solver<C, D> {
+    /// The residual graph with every terminal-linked node active, or `None`
+    /// when some residual might not fit `C`.
+    fn build(g: &GridGraph) -> Option<Self> {
+        assert_eq!(g.dirs().len(), D);
+        let n = g.nodes();
+        let (_, h, w) = g.shape();
+        let mut off = [0usize; D];
+        let steps = [
+            1isize,
+            -1,
+            w as isize,
+            -(w as isize),
+            (w * h) as isize,
+            -((w * h) as isize),
+        ];
+        for d in 0..D {
+            off[d] = steps[d] as usize;
+        }
+        let (src, snk, caps) = (g.source(), g.sink(), g.caps());
+        let planes: [&[i64]; D] = std::array::from_fn(|d| &caps[d * n..(d + 1) * n]);
+        let limit = C::MAX.to_i64();
+        let mut nodes: Vec<Node<C, D>> = Vec::with_capacity(n);
+        alloc::advise_huge(&mut nodes);
+        // Row by row, so that every neighbour's plane entry is a slice read
+        // (a missing neighbour row reads zeros). Per chunk: the flow pushed
+        // straight from s to t, and whether some residual might not fit C.
+        let (depth, h, w) = g.shape();
+        let rows_per_chunk = BUILD_CHUNK.div_ceil(w.max(1));
+        let zeros = vec![0i64; w];
+        let parts: Vec<(i64, bool)> = nodes.spare_capacity_mut()[..n]
+            .par_chunks_mut(rows_per_chunk * w.max(1))
+            .enumerate()
+            .map(|(ci, out)| {
+                let mut flow = 0i64;
+                let mut big = false;
+                for (ri, out) in out.chunks_mut(w).enumerate() {
+                    let r = ci * rows_per_chunk + ri;
+                    let (y, z) = (r % h, r / h);
+                    let base = r * w;
+                    let row = |d: usize, start: usize| &planes[d][start..start + w];
+                    let cur: [&[i64]; D] = std::array::from_fn(|d| row(d, base));
+                    // The reverse plane of each direction, shifted to the
+                    // neighbour's row (x directions are handled in the loop).
+                    let back: [&[i64]; D] = std::array::from_fn(|d| match d {
+                        2 if y + 1 < h => row(3, base + w),
+                        3 if y > 0 => row(2, base - w),
+                        4 if z + 1 < depth => row(5, base + w * h),
+                        5 if z > 0 => row(4, base - w * h),
+                        _ => &zeros[..],
+                    });
+                    let (srow, trow) = (&src[base..base + w], &snk[base..base + w]);
+                    for x in 0..w {
+                        let mut rc = [C::ZERO; D];
+                        let mut mask = 0u8;
+                        for d in 0..D {
+                            let c = cur[d][x];
+                            let back = match d {
+                                0 => cur[1].get(x + 1).copied().unwrap_or(0),
+                                1 if x > 0 => cur[0][x - 1],
+                                1 => 0,
+                                _ => back[d][x],
+                            };
+                            // A residual never exceeds its pair's capacity.
+                            big |= c + back > limit;
+                            rc[d] = C::from_i64(c.min(limit));
+                            mask |= u8::from((c | back) != 0) << d;
+                        }
+                        let (s, t) = (srow[x], trow[x]);
+                        big |= s.max(t) > limit;
+                        flow += s.min(t);
+                        out[x].write(Node {
+                            rc,
+                            tr: C::from_i64(s.min(limit) - t.min(limit)),
+                            ts: 0,
+                            dist: 1,
+                            parent: if s != t { TERMINAL } else { FREE },
+                            flags: match s.cmp(&t) {
+                                std::cmp::Ordering::Less => SINK | ACTIVE | INIT,
+                                std::cmp::Ordering::Greater => ACTIVE | INIT,
+                                std::cmp::Ordering::Equal => 0,
+                            },
+                            mask,
+                        });
+                    }
+                }
+                (flow, big)
+            })
+            .collect();
+        // SAFETY: the chunks above cover all n slots and wrote every one.
+        unsafe { nodes.set_len(n) };
+        if parts.iter().any(|p| p.1) {
+            return None;
+        }
+        let flow = parts.iter().map(|p| p.0).sum();
+        Some(Self {
+            nodes,
+            off,
+            cursor: 0,
+            active: VecDeque::new(),
+            new_orphans: Vec::new(),
+            orphans: VecDeque::new(),
+            time: 0,
+            flow,
+        })
+    }
+
+    fn finish(mut self) -> GridCut {
+        let trace = std::env::var_os("TRIDENT_MF_TRACE").is_some();
+        let t1 = std::time::Instant::now();
+        let c1 = cpu_now();
+        self.run();
+        let c2 = cpu_now();
+        let t2 = std::time::Instant::now();
+        let source_side = self.labels();
+        let t3 = std::time::Instant::now();
+        if trace {
+            let bfs = self.reachable_from_source();
+            let t4 = std::time::Instant::now();
+            eprintln!(
+                "run {:?} (cpu {:.1} ms) labels {:?} bfs {:?} same {}",
+                t2 - t1,
+                (c2 - c1) * 1e3,
+                t3 - t2,
+                t4 - t3,
+                bfs == source_side
+            );
+        }
+        debug_assert!(source_side == self.reachable_from_source());
+        GridCut {
+            flow: self.flow,
+            source_side,
+        }
+    }
+
+    #[inline(always)]
+    fn at(&self, v: usize) -> &Node<C, D> {
+        debug_assert!(v < self.nodes.len());
+        unsafe { self.nodes.get_unchecked(v) }
+    }
+
+    #[inline(always)]
+    fn at_mut(&mut self, v: usize) -> &mut Node<C, D> {
+        debug_assert!(v < self.nodes.len());
+        unsafe { self.nodes.get_unchecked_mut(v) }
+    }
+
+    #[inline(always)]
+    fn nb(&self, v: usize, d: usize) -> usize {
+        v.wrapping_add(self.off[d])
+    }
+
+    #[inline(always)]
+    fn set_active(&mut self, v: usize) {
+        let n = self.at_mut(v);
+        if n.flags & ACTIVE == 0 {
+            n.flags |= ACTIVE;
+            self.active.push_back(v as u32);
+        }
+    }
+
+    fn next_active(&mut self) -> Option<usize> {
+        while self.cursor < self.nodes.len() {
+            let v = self.cursor;
+            self.cursor += 1;
+            let n = self.at_mut(v);
+            if n.flags & INIT != 0 {
+                n.flags &= !(INIT | ACTIVE);
+                if n.parent != FREE {
+                    return Some(v);
+                }
+            }
+        }
+        while let Some(v) = self.active.pop_front() {
+            if let Some(&u) = self.active.get(PREFETCH) {
+                prefetch(self.at(u as usize));
+            }
+            let n = self.at_mut(v as usize);
+            n.flags &= !ACTIVE;
+            if n.parent != FREE {
+                return Some(v as usize);
+            }
+        }
+        None
+    }
+
+    fn run(&mut self) {
+        let mut current: Option<usize> = None;
+        loop {
+            let i = match current.take() {
+                Some(i)
+                    if {
+                        let n = self.at_mut(i);
+                        n.flags &= !ACTIVE;
+                        n.parent != FREE
+                    } =>
+                {
+                    i
+                }
+                _ => match self.next_active() {
+                    Some(i) => i,
+                    None => break,
+                },
+            };
+            let middle = if self.at(i).flags & SINK == 0 {
+                self.grow::<false>(i)
+            } else {
+                self.grow::<true>(i)
+            };
+            self.tick();
+            if let Some((p, d)) = middle {
+                // Keep growing from i after the augmentation: it likely has
+                // more contacts with the other tree.
+                self.at_mut(i).flags |= ACTIVE;
+                current = Some(i);
+                self.augment(p, d);
+                self.adopt();
+            }
+        }
+    }
+
+    /// Advances the clock. Timestamps must never repeat while a stale stamp
+    /// survives (an equal stamp is trusted as "rooted this round"), so on
+    /// wrap-around every stamp is reset.
+    fn tick(&mut self) {
+        if self.time == u32::MAX {
+            for n in &mut self.nodes {
+                n.ts = 0;
+            }
+            self.time = 0;
+        }
+        self.time += 1;
+    }
+
+    /// Grows the tree of `i` (the sink tree iff `SNK`) by its neighbourhood;
+    /// returns the middle arc `(p, d)` (p in the source tree, `p + off[d]` in
+    /// the sink tree) on contact with the other tree.
+    #[inline(always)]
+    fn grow<const SNK: bool>(&mut self, i: usize) -> Option<(usize, usize)> {
+        let ni = *self.at(i);
+        let (ts, dist) = (ni.ts, ni.dist);
+        let sink = if SNK { SINK } else { 0 };
+        for d in bits(ni.mask) {
+            let j = self.nb(i, d);
+            // The arc that would carry flow away from the source.
+            let open = if SNK {
+                self.at(j).rc[d ^ 1] > C::ZERO
+            } else {
+                ni.rc[d] > C::ZERO
+            };
+            if !open {
+                continue;
+            }
+            let nj = self.at_mut(j);
+            if nj.parent == FREE {
+                nj.flags = (nj.flags & !SINK) | sink;
+                nj.parent = (d ^ 1) as u8;
+                nj.ts = ts;
+                nj.dist = dist + 1;
+                self.set_active(j);
+            } else if nj.flags & SINK != sink {
+                return Some(if SNK { (j, d ^ 1) } else { (i, d) });
+            } else if nj.ts <= ts && nj.dist > dist {
+                // A shorter path to the terminal through i.
+                nj.parent = (d ^ 1) as u8;
+                nj.ts = ts;
+                nj.dist = dist + 1;
+            }
+        }
+        None
+    }
+
+    /// Pushes the bottleneck along source path -> (p, d) -> sink path.
+    fn augment(&mut self, p: usize, d: usize) {
+        let q = self.nb(p, d);
+        let mut b = self.at(p).rc[d];
+        let mut v = p;
+        loop {
+            let pd = self.at(v).parent;
+            if pd == TERMINAL {
+                break;
+            }
+            let u = self.nb(v, pd as usize);
+            b = b.min(self.at(u).rc[pd as usize ^ 1]);
+            v = u;
+        }
+        b = b.min(self.at(v).tr);
+        let mut v = q;
+        loop {
+            let pd = self.at(v).parent;
+            if pd == TERMINAL {
+                break;
+            }
+            b = b.min(self.at(v).rc[pd as usize]);
+            v = self.nb(v, pd as usize);
+        }
+        b = b.min(-self.at(v).tr);
+        debug_assert!(b > C::ZERO);
+
+        self.at_mut(p).rc[d] -= b;
+        self.at_mut(q).rc[d ^ 1] += b;
+        let mut v = p;
+        loop {
+            let pd = self.at(v).parent;
+            if pd == TERMINAL {
+                break;
+            }
+            let pd = pd as usize;
+            let u = self.nb(v, pd);
+            self.at_mut(v).rc[pd] += b;
+            let r = &mut self.at_mut(u).rc[pd ^ 1];
+            *r -= b;
+            if *r == C::ZERO {
+                self.orphan_now(v);
+            }
+            v = u;
+        }
+        let t = &mut self.at_mut(v).tr;
+        *t -= b;
+        if *t == C::ZERO {
+            self.orphan_now(v);
+        }
+        let mut v = q;
+        loop {
+            let pd = self.at(v).parent;
+            if pd == TERMINAL {
+                break;
+            }
+            let pd = pd as usize;
+            let u = self.nb(v, pd);
+            self.at_mut(u).rc[pd ^ 1] += b;
+            let r = &mut self.at_mut(v).rc[pd];
+            *r -= b;
+            if *r == C::ZERO {
+                self.orphan_now(v);
+            }
+            v = u;
+        }
+        let t = &mut self.at_mut(v).tr;
+        *t += b;
+        if *t == C::ZERO {
+            self.orphan_now(v);
+        }
+        self.flow += b.to_i64();
+    }
+
+    #[inline(always)]
+    fn orphan_now(&mut self, v: usize) {
+        self.at_mut(v).parent = ORPHAN;
+        self.new_orphans.push(v as u32);
+    }
+
+    /// Processes the orphans of the last augmentation: each one's cascade runs
+    /// to completion before the next (maxflow v3's order).
+    fn adopt(&mut self) {
+        while let Some(o) = self.new_orphans.pop() {
+            self.process_orphan(o as usize);
+            while let Some(o) = self.orphans.pop_front() {
+                self.process_orphan(o as usize);
+            }
+        }
+    }
+
+    fn process_orphan(&mut self, i: usize) {
+        if self.at(i).flags & SINK == 0 {
+            self.adopt_one::<false>(i)
+        } else {
+            self.adopt_one::<true>(i)
+        }
+    }
+
+    /// Finds orphan `i` a new parent in its tree (the sink tree iff `SNK`),
+    /// preferring the one closest to the terminal; failing that, frees `i`,
+    /// orphans its children and activates the neighbours that could adopt it.
+    #[inline(always)]
+    fn adopt_one<const SNK: bool>(&mut self, i: usize) {
+        let time = self.time;
+        let ni = *self.at(i);
+        let sink = if SNK { SINK } else { 0 };
+        let mut best = FREE;
+        let mut best_dist = INF_DIST;
+        for d in bits(ni.mask) {
+            let j = self.nb(i, d);
+            let nj = self.at(j);
+            // The arc from the tree towards i (source tree) or from i
+            // towards the tree (sink tree) must be open.
+            let open = if SNK {
+                ni.rc[d] > C::ZERO
+            } else {
+                nj.rc[d ^ 1] > C::ZERO
+            };
+            if !open || nj.parent == FREE || nj.flags & SINK != sink {
+                continue;
+            }
+            // Is j rooted at the terminal? Walk up until a node stamped in
+            // this round, the terminal, or an orphan.
+            let mut k = j;
+            let mut dd: u32 = 0;
+            loop {
+                let nk = self.at_mut(k);
+                if nk.ts == time {
+                    dd = dd.saturating_add(nk.dist);
+                    break;
+                }
+                let pa = nk.parent;
+                dd += 1;
+                if pa == TERMINAL {
+                    nk.ts = time;
+                    nk.dist = 1;
+                    break;
+                }
+                if pa == ORPHAN {
+                    dd = INF_DIST;
+                    break;
+                }
+                k = self.nb(k, pa as usize);
+            }
+            if dd == INF_DIST {
+                continue;
+            }
+            if dd < best_dist {
+                best = d as u8;
+                best_dist = dd;
+            }
+            // Stamp the path so later walks stop early.
+            let mut k = j;
+            while self.at(k).ts != time {
+                let nk = self.at_mut(k);
+                nk.ts = time;
+                nk.dist = dd;
+                dd -= 1;
+                let pa = nk.parent as usize;
+                k = self.nb(k, pa);
+            }
+        }
+        if best != FREE {
+            let n = self.at_mut(i);
+            n.parent = best;
+            n.ts = time;
+            n.dist = best_dist + 1;
+            return;
+        }
+        self.at_mut(i).parent = FREE;
+        for d in bits(ni.mask) {
+            let j = self.nb(i, d);
+            let nj = *self.at(j);
+            if nj.parent == FREE || nj.flags & SINK != sink {
+                continue;
+            }
+            let open = if SNK {
+                ni.rc[d] > C::ZERO
+            } else {
+                nj.rc[d ^ 1] > C::ZERO
+            };
+            if open {
+                self.set_active(j);
+            }
+            if nj.parent as usize == d ^ 1 {
+                self.at_mut(j).parent = ORPHAN;
+                self.orphans.push_back(j as u32);
+            }
+        }
+    }
+
+    /// Source-tree membership. At termination the source tree is closed under
+    /// residual arcs (an open arc to a free or sink node would have kept its
+    /// tail active) and every tree path is residual, so this is exactly the
+    /// set reachable from s; debug builds check it against a BFS.
+    fn labels(&self) -> Vec<bool> {
+        let mut out = Vec::with_capacity(self.nodes.len());
+        self.nodes
+            .par_iter()
+            .with_min_len(1 << 14)
+            .map(|n| n.parent != FREE && n.flags & SINK == 0)
+            .collect_into_vec(&mut out);
+        out
+    }
+
+    /// The canonical cut by breadth-first search over the final residual graph.
+    fn reachable_from_source(&self) -> Vec<bool> {
+        let n = self.nodes.len();
+        let mut seen = vec![false; n];
+        let mut queue: Vec<u32> = Vec::new();
+        for (v, node) in self.nodes.iter().enumerate() {
+            if node.tr > C::ZERO {
+                seen[v] = true;
+                queue.push(v as u32);
+            }
+        }
+        let mut head = 0;
+        while head < queue.len() {
+            let v = queue[head] as usize;
+            head += 1;
+            let node = self.at(v);
+            for d in bits(node.mask) {
+                if node.rc[d] > C::ZERO {
+                    let j = self.nb(v, d);
+                    if !seen[j] {
+                        seen[j] = true;
+                        queue.push(j as u32);
+                    }
+                }
+            }
+        }
+        seen
+    }
+}
+
+/// How far ahead in the active queue to prefetch.
+const PREFETCH: usize = 8;
+
+#[inline(always)]
+fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a hint
+        // that never faults, here on a valid reference besides.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+fn cpu_now() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
