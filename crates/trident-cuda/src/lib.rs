@@ -40,11 +40,15 @@ use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaContext, CudaStream};
 use trident_core::{Backend, Error, Result};
 
+pub use dense_gemm::GemmTile;
 pub use device::{CudaBuffer, KernelSource, driver_error};
 
-/// Every kernel source this crate embeds (the tidy test checks each
-/// `kernels/*.cu` of ours is listed here with its entry points).
-pub const KERNELS: &[&KernelSource] = &[];
+/// Every kernel source this crate embeds, with its entry points (the tidy
+/// test checks each `kernels/*.cu` of ours is listed and names them).
+pub const KERNELS: &[(&KernelSource, &[&str])] = &[
+    (&dense_gemm::KERNEL, dense_gemm::ENTRY_POINTS),
+    (&nearest_pairs::KERNEL, nearest_pairs::ENTRY_POINTS),
+];
 
 /// The CUDA backend: one device, one stream, a kernel cache.
 pub struct CudaBackend {
@@ -55,6 +59,8 @@ pub struct CudaBackend {
     sm_count: u32,
     max_smem_optin: u32,
     modules: device::ModuleCache,
+    gemm_tile: std::sync::atomic::AtomicU8,
+    cell_target: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -135,6 +141,8 @@ impl CudaBackend {
             sm_count,
             max_smem_optin,
             modules: Default::default(),
+            gemm_tile: Default::default(),
+            cell_target: nearest_pairs::DEFAULT_CELL_TARGET.to_bits().into(),
         })
     }
 

@@ -1,0 +1,331 @@
+//! DenseGemm on the GPU against a naive f64 product on the CPU: all four
+//! transpose combinations, edge tiles, leading dimensions, alpha/beta, every
+//! tile shape, the device-resident API. Skipped (with a SKIPPED line) where
+//! there is no CUDA device.
+
+mod common;
+
+use trident_core::{
+    DenseGemm, DenseGemmDevice, DeviceMat, DeviceMemory, Error, GemmParams, MatMut, MatRef, Op,
+    Precision, Scalar,
+};
+use trident_cuda::{CudaBackend, GemmTile};
+
+use common::{Rng, backend, seed};
+
+struct Case<T> {
+    m: usize,
+    n: usize,
+    k: usize,
+    op_a: Op,
+    op_b: Op,
+    lda: usize,
+    ldb: usize,
+    ldc: usize,
+    a: Vec<T>,
+    b: Vec<T>,
+    c: Vec<T>,
+}
+
+fn stored(op: Op, r: usize, c: usize) -> (usize, usize) {
+    match op {
+        Op::N => (r, c),
+        Op::T => (c, r),
+    }
+}
+
+fn make<T: Scalar>(
+    rng: &mut Rng,
+    m: usize,
+    n: usize,
+    k: usize,
+    op_a: Op,
+    op_b: Op,
+    pad: usize,
+) -> Case<T> {
+    let (ar, ac) = stored(op_a, m, k);
+    let (br, bc) = stored(op_b, k, n);
+    let (lda, ldb, ldc) = (ac + pad, bc + pad, n + pad);
+    let len = |r: usize, c: usize, ld: usize| {
+        if r == 0 || c == 0 {
+            0
+        } else {
+            (r - 1) * ld + c
+        }
+    };
+    let mut fill = |len: usize| {
+        (0..len)
+            .map(|_| T::from_f64(rng.range(-1.0, 1.0)))
+            .collect::<Vec<T>>()
+    };
+    let a = fill(len(ar, ac, lda) + pad);
+    let b = fill(len(br, bc, ldb));
+    let c = fill(len(m, n, ldc));
+    Case {
+        m,
+        n,
+        k,
+        op_a,
+        op_b,
+        lda,
+        ldb,
+        ldc,
+        a,
+        b,
+        c,
+    }
+}
+
+/// alpha op(A) op(B) + beta C in f64, C's gaps untouched.
+fn naive<T: Scalar>(p: &GemmParams<T>, cs: &Case<T>) -> Vec<f64> {
+    let at = |i: usize, l: usize| match cs.op_a {
+        Op::N => cs.a[i * cs.lda + l],
+        Op::T => cs.a[l * cs.lda + i],
+    };
+    let bt = |l: usize, j: usize| match cs.op_b {
+        Op::N => cs.b[l * cs.ldb + j],
+        Op::T => cs.b[j * cs.ldb + l],
+    };
+    let mut out: Vec<f64> = cs.c.iter().map(|v| v.to_f64()).collect();
+    for i in 0..cs.m {
+        for j in 0..cs.n {
+            let mut s = 0.0;
+            for l in 0..cs.k {
+                s += at(i, l).to_f64() * bt(l, j).to_f64();
+            }
+            let old = if p.beta == T::ZERO {
+                0.0
+            } else {
+                p.beta.to_f64() * cs.c[i * cs.ldc + j].to_f64()
+            };
+            out[i * cs.ldc + j] = p.alpha.to_f64() * s + old;
+        }
+    }
+    out
+}
+
+fn run_case<T: Scalar>(be: &CudaBackend, p: &GemmParams<T>, cs: &Case<T>, tol: f64, label: &str) {
+    let (ar, ac) = stored(cs.op_a, cs.m, cs.k);
+    let (br, bc) = stored(cs.op_b, cs.k, cs.n);
+    let want = naive(p, cs);
+    let mut c = cs.c.clone();
+    if p.beta == T::ZERO {
+        // C must not be read: poison the view (gaps keep their values).
+        for i in 0..cs.m {
+            for j in 0..cs.n {
+                c[i * cs.ldc + j] = T::from_f64(f64::NAN);
+            }
+        }
+    }
+    be.gemm(
+        p,
+        MatRef::new(&cs.a, ar, ac, cs.lda).unwrap(),
+        MatRef::new(&cs.b, br, bc, cs.ldb).unwrap(),
+        MatMut::new(&mut c, cs.m, cs.n, cs.ldc).unwrap(),
+    )
+    .unwrap_or_else(|e| panic!("{label}: {e}"));
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for i in 0..cs.m {
+        for j in 0..cs.ldc.min(c.len() - i * cs.ldc) {
+            let idx = i * cs.ldc + j;
+            if j >= cs.n {
+                assert_eq!(
+                    c[idx].to_f64().to_bits(),
+                    cs.c[idx].to_f64().to_bits(),
+                    "{label}: gap ({i},{j}) written"
+                );
+                continue;
+            }
+            let got = c[idx].to_f64();
+            assert!(got.is_finite(), "{label}: C({i},{j}) = {got}");
+            num += (got - want[idx]).powi(2);
+            den += want[idx].powi(2);
+        }
+    }
+    let rel = (num / den.max(1e-300)).sqrt();
+    assert!(rel <= tol, "{label}: relative error {rel:e} > {tol:e}");
+}
+
+const SHAPES: &[(usize, usize, usize)] = &[
+    (1, 1, 1),
+    (3, 5, 7),
+    (17, 33, 9),
+    (64, 64, 64),
+    (129, 257, 33),
+    (200, 130, 301),
+    (257, 511, 64),
+    (5, 300, 2),
+    (300, 4, 129),
+];
+
+fn sweep<T: Scalar>(be: &CudaBackend, rng: &mut Rng, tol: f64) {
+    for &(m, n, k) in SHAPES {
+        for op_a in [Op::N, Op::T] {
+            for op_b in [Op::N, Op::T] {
+                for pad in [0, 3] {
+                    let cs = make::<T>(rng, m, n, k, op_a, op_b, pad);
+                    for (alpha, beta) in [(1.0, 0.0), (-0.75, 0.5)] {
+                        let p = GemmParams {
+                            alpha: T::from_f64(alpha),
+                            beta: T::from_f64(beta),
+                            op_a,
+                            op_b,
+                            precision: Precision::Strict,
+                        };
+                        let label = format!(
+                            "{} {m}x{n}x{k} {op_a:?}{op_b:?} pad {pad} alpha {alpha} beta {beta}",
+                            T::NAME
+                        );
+                        run_case(be, &p, &cs, tol, &label);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn f32_matches_naive_f64_for_every_tile_shape() {
+    let Some(be) = backend("f32_matches_naive_f64_for_every_tile_shape") else {
+        return;
+    };
+    let mut rng = Rng::new(seed("dense_gemm f32"));
+    for tile in [
+        GemmTile::T64x64,
+        GemmTile::T128x128,
+        GemmTile::T128x256,
+        GemmTile::Auto,
+    ] {
+        be.set_gemm_tile(tile);
+        sweep::<f32>(&be, &mut rng, 1e-5);
+    }
+}
+
+#[test]
+fn f64_matches_naive_f64() {
+    let Some(be) = backend("f64_matches_naive_f64") else {
+        return;
+    };
+    let mut rng = Rng::new(seed("dense_gemm f64"));
+    sweep::<f64>(&be, &mut rng, 1e-12);
+}
+
+#[test]
+fn empty_k_scales_c_and_empty_mn_is_a_no_op() {
+    let Some(be) = backend("empty_k") else { return };
+    let a: Vec<f32> = vec![];
+    let b: Vec<f32> = vec![];
+    let mut c = vec![2.0f32; 6];
+    let p = GemmParams {
+        alpha: 1.0,
+        beta: 0.5,
+        ..Default::default()
+    };
+    be.gemm(
+        &p,
+        MatRef::new(&a, 2, 0, 0).unwrap(),
+        MatRef::new(&b, 0, 3, 3).unwrap(),
+        MatMut::dense(&mut c, 2, 3).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(c, vec![1.0; 6]);
+    let mut e: Vec<f32> = vec![];
+    be.gemm(
+        &p,
+        MatRef::new(&a, 0, 0, 0).unwrap(),
+        MatRef::new(&b, 0, 0, 0).unwrap(),
+        MatMut::dense(&mut e, 0, 0).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn bad_input_is_an_error_and_c_is_untouched() {
+    let Some(be) = backend("bad_input") else {
+        return;
+    };
+    let a = vec![1.0f32, f32::NAN, 3.0, 4.0];
+    let b = vec![1.0f32; 4];
+    let mut c = vec![7.0f32; 4];
+    let r = be.gemm(
+        &GemmParams::default(),
+        MatRef::dense(&a, 2, 2).unwrap(),
+        MatRef::dense(&b, 2, 2).unwrap(),
+        MatMut::dense(&mut c, 2, 2).unwrap(),
+    );
+    assert!(
+        matches!(
+            r,
+            Err(Error::NonFinite {
+                field: "a",
+                index: 1,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    assert_eq!(c, vec![7.0; 4]);
+}
+
+#[test]
+fn device_resident_gemm_matches_host_and_is_deterministic() {
+    let Some(be) = backend("device_resident_gemm") else {
+        return;
+    };
+    let mut rng = Rng::new(seed("dense_gemm device"));
+    let (m, n, k) = (300, 260, 190);
+    let cs = make::<f32>(&mut rng, m, n, k, Op::N, Op::T, 5);
+    let p = GemmParams {
+        alpha: 1.5f32,
+        beta: -1.0,
+        op_a: Op::N,
+        op_b: Op::T,
+        precision: Precision::Strict,
+    };
+    let mut host_c = cs.c.clone();
+    be.gemm(
+        &p,
+        MatRef::new(&cs.a, m, k, cs.lda).unwrap(),
+        MatRef::new(&cs.b, n, k, cs.ldb).unwrap(),
+        MatMut::new(&mut host_c, m, n, cs.ldc).unwrap(),
+    )
+    .unwrap();
+    let da = DeviceMat {
+        buf: be.upload(&cs.a).unwrap(),
+        rows: m,
+        cols: k,
+        ld: cs.lda,
+    };
+    let db = DeviceMat {
+        buf: be.upload(&cs.b).unwrap(),
+        rows: n,
+        cols: k,
+        ld: cs.ldb,
+    };
+    let mut outs = vec![];
+    for _ in 0..2 {
+        let mut dc = DeviceMat {
+            buf: be.upload(&cs.c).unwrap(),
+            rows: m,
+            cols: n,
+            ld: cs.ldc,
+        };
+        be.gemm_device(&p, &da, &db, &mut dc).unwrap();
+        let mut back = vec![0.0f32; cs.c.len()];
+        be.download(&dc.buf, &mut back).unwrap();
+        outs.push(back);
+    }
+    assert_eq!(outs[0], outs[1], "not deterministic");
+    assert_eq!(outs[0], host_c, "device and host paths differ");
+    // Shapes that do not fit are errors.
+    let mut small = DeviceMat {
+        buf: be.alloc_zeroed::<f32>(10).unwrap(),
+        rows: m,
+        cols: n,
+        ld: n,
+    };
+    assert!(matches!(
+        be.gemm_device(&p, &da, &db, &mut small),
+        Err(Error::DimensionMismatch { .. })
+    ));
+}

@@ -1,0 +1,49 @@
+//! Tidy checks that run everywhere (no GPU needed): every kernel file of this
+//! crate is embedded verbatim, and each entry point the Rust side launches is
+//! defined `extern "C"` in it (directly or through an entry macro of the file).
+
+use std::path::PathBuf;
+
+fn kernels_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../kernels")
+}
+
+#[test]
+fn every_kernel_of_ours_is_embedded_with_its_entry_points() {
+    for (src, entries) in trident_cuda::KERNELS {
+        let path = kernels_dir().join(format!("{}.cu", src.name));
+        let on_disk = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{} is not readable: {e}", path.display()));
+        assert_eq!(
+            on_disk,
+            src.source,
+            "{} differs from the embedded copy",
+            path.display()
+        );
+        assert!(!entries.is_empty(), "{} lists no entry points", src.name);
+        for e in *entries {
+            let direct = src
+                .source
+                .contains(&format!("extern \"C\" __global__ void {e}("));
+            let via_macro = src.source.contains(&format!("_ENTRY({e},"));
+            assert!(
+                direct || via_macro,
+                "entry point {e} is not defined in kernels/{}.cu",
+                src.name
+            );
+            assert!(
+                e.ends_with("_f32")
+                    || e.ends_with("_f64")
+                    || e.ends_with("_u32")
+                    || !e.contains("gemm"),
+                "entry point {e} lacks a type suffix"
+            );
+        }
+    }
+    for name in ["dense_gemm", "nearest_pairs"] {
+        assert!(
+            trident_cuda::KERNELS.iter().any(|(s, _)| s.name == name),
+            "kernels/{name}.cu is not embedded"
+        );
+    }
+}
