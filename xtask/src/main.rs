@@ -18,13 +18,20 @@ fn cargo() -> Command {
 }
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask sits in the workspace root").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace root")
+        .to_path_buf()
 }
 
 fn run(mut c: Command) -> Result<(), String> {
     eprintln!("xtask: {c:?}");
     let st = c.status().map_err(|e| format!("cannot start {c:?}: {e}"))?;
-    if st.success() { Ok(()) } else { Err(format!("{c:?} failed: {st}")) }
+    if st.success() {
+        Ok(())
+    } else {
+        Err(format!("{c:?} failed: {st}"))
+    }
 }
 
 fn verify(args: &[String]) -> Result<(), String> {
@@ -41,7 +48,8 @@ fn verify(args: &[String]) -> Result<(), String> {
         }
     }
     let mut c = cargo();
-    c.current_dir(root()).args(["run", "--release", "--quiet", "-p", "trident-cli"]);
+    c.current_dir(root())
+        .args(["run", "--release", "--quiet", "-p", "trident-cli"]);
     if let Some(f) = features {
         c.args(["--features", &f]);
     }
@@ -53,16 +61,35 @@ fn device_build() -> Result<(), String> {
     let dir = root().join(".device");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut c = cargo();
-    c.current_dir(root()).args(["build", "--release", "-p", "trident-cli", "--features", "cuda,wgpu"]);
+    c.current_dir(root()).args([
+        "build",
+        "--release",
+        "-p",
+        "trident-cli",
+        "--features",
+        "cuda,wgpu",
+    ]);
     run(c)?;
     let mut c = cargo();
-    c.current_dir(root()).args(["build", "--release", "-p", "trident-cuda", "--features", "peers", "--bins"]);
+    c.current_dir(root()).args([
+        "build",
+        "--release",
+        "-p",
+        "trident-cuda",
+        "--features",
+        "peers",
+        "--bins",
+    ]);
     run(c)?;
-    let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| root().join("target"));
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root().join("target"));
     for entry in std::fs::read_dir(target.join("release")).map_err(|e| e.to_string())? {
         let entry = entry.map_err(|e| e.to_string())?;
         let name = entry.file_name().to_string_lossy().to_string();
-        let is_bin = entry.path().is_file() && !name.contains('.') && (name == "trident" || name.starts_with("cuda_"));
+        let is_bin = entry.path().is_file()
+            && !name.contains('.')
+            && (name == "trident" || name.starts_with("cuda_"));
         if is_bin {
             std::fs::copy(entry.path(), dir.join(&name)).map_err(|e| e.to_string())?;
             eprintln!("xtask: copied {name} to .device/");
