@@ -125,6 +125,11 @@ impl<'a, T: Copy> MatRef<'a, T> {
     }
     /// Row `i` (its `cols` elements).
     pub fn row(&self, i: usize) -> &'a [T] {
+        assert!(i < self.rows);
+        if self.cols == 0 {
+            // An empty view may sit on an empty slice whatever its ld.
+            return &[];
+        }
         &self.data[i * self.ld..i * self.ld + self.cols]
     }
     /// Shape of `op(self)`: `(rows, cols)` for `Op::N`, swapped for `Op::T`.
@@ -202,6 +207,10 @@ impl<'a, T: Copy> MatMut<'a, T> {
     }
     /// Row `i`, mutably.
     pub fn row_mut(&mut self, i: usize) -> &mut [T] {
+        assert!(i < self.rows);
+        if self.cols == 0 {
+            return &mut [];
+        }
         &mut self.data[i * self.ld..i * self.ld + self.cols]
     }
     /// Reborrows the view for a shorter lifetime.
