@@ -318,7 +318,8 @@ fn abs_csr(m: &CsrMatrix<f64>) -> CsrMatrix<f64> {
     .expect("same structure as a valid matrix")
 }
 
-fn widen_omp<T: Scalar>(c: &OmpCase<T>) -> Result<OmpCase<f64>> {
+/// The same OMP case in f64 (every f32 is exact in f64).
+pub fn widen_omp<T: Scalar>(c: &OmpCase<T>) -> Result<OmpCase<f64>> {
     let dict = Dictionary::new(
         c.dict.n(),
         c.dict.atoms(),

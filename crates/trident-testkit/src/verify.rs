@@ -1,1 +1,443 @@
-//! placeholder
+//! The verify runner behind `trident verify` and `cargo xtask verify`.
+//!
+//! For every selected case (see [`crate::cases`]) it:
+//! 1. asks the reference for the answer ([`check::expected`], f64 inside) and
+//!    **certifies** that answer with `trident_reference::certify` (naive loops,
+//!    brute force, optimality conditions, flow feasibility): the reference is
+//!    never trusted on its own word;
+//! 2. runs each other backend on the same input ([`check::produce`]) and
+//!    compares it with the reference under SPEC's tolerances
+//!    ([`check::compare`]).
+//!
+//! The result is a [`Report`]: one [`Row`] per (primitive, backend) with the
+//! cases passed, failed and skipped, the worst error as a multiple of its
+//! tolerance, and the time spent in that backend's calls. A backend that cannot
+//! run here is listed as unavailable, which is a failure only when it was
+//! asked for by name ([`Options::required`]).
+//!
+//! Certificates are naive on purpose, so on the large nearest-neighbour cases
+//! (where brute force over |A| x |B| would take minutes) they check a fixed
+//! sample of queries and skip the closest-pairs certificate; the row's note
+//! says so.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use trident_core::{MatRef, Primitives, Scalar};
+use trident_reference::{ReferenceBackend, certify};
+
+use crate::cases::{self, Case, Input, Size, convert};
+use crate::check::{self, Expected};
+
+/// Queries certified on a large nearest-neighbour case.
+pub const CERT_SAMPLE: usize = 2048;
+/// Above this many point pairs (|A| x |B|) the nearest-neighbour certificates
+/// sample [`CERT_SAMPLE`] queries instead of checking all of them.
+pub const CERT_FULL_PAIRS: u128 = 1 << 31;
+
+/// What to run.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Small (CI) or large cases.
+    pub size: Size,
+    /// Base seed of the generators.
+    pub seed: u64,
+    /// Only this primitive (one of [`trident_core::PRIMITIVES`]).
+    pub primitive: Option<String>,
+    /// Only the case of this name (any size, or a SPEC case).
+    pub case: Option<String>,
+    /// Backends named by the user: their unavailability is a failure.
+    pub required: Vec<String>,
+}
+
+/// One backend as the caller found it: constructed, or why not.
+pub struct Candidate {
+    /// The backend's name (`"rayon"`, `"cuda"`, ...).
+    pub name: String,
+    /// The backend, or why it cannot run here.
+    pub backend: std::result::Result<Box<dyn Primitives>, String>,
+}
+
+/// One (primitive, backend) line of the table.
+#[derive(Clone, Debug, Default)]
+pub struct Row {
+    /// Primitive name.
+    pub primitive: String,
+    /// Backend name; `"reference"` rows are judged by certificates.
+    pub backend: String,
+    /// Cases run.
+    pub cases: usize,
+    /// Cases that passed.
+    pub passed: usize,
+    /// Cases answered `Unsupported`.
+    pub skipped: usize,
+    /// Failure messages, one per failed case.
+    pub failures: Vec<String>,
+    /// Worst error / tolerance over the cases that ran (`<= 1` passes).
+    pub worst: f64,
+    /// Seconds spent in this backend's calls.
+    pub secs: f64,
+    /// Remarks (sampled certificates, skip reasons).
+    pub notes: Vec<String>,
+}
+
+impl Row {
+    fn status(&self) -> &'static str {
+        if !self.failures.is_empty() {
+            "FAIL"
+        } else if self.passed == 0 && self.skipped > 0 {
+            "skipped"
+        } else if self.skipped > 0 {
+            "pass (some skipped)"
+        } else {
+            "pass"
+        }
+    }
+}
+
+/// Everything a verify run found.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Base seed used.
+    pub seed: u64,
+    /// Size run.
+    pub size: Size,
+    /// One row per (primitive, backend), in run order.
+    pub rows: Vec<Row>,
+    /// Backends that could not run: name, reason, and whether that is a failure.
+    pub unavailable: Vec<(String, String, bool)>,
+    /// Problems outside any row (an unknown case name, ...).
+    pub errors: Vec<String>,
+}
+
+impl Report {
+    /// `true` when nothing failed: no row failed, no required backend was
+    /// unavailable, no run error.
+    pub fn ok(&self) -> bool {
+        self.errors.is_empty()
+            && self.rows.iter().all(|r| r.failures.is_empty())
+            && self.unavailable.iter().all(|(_, _, required)| !required)
+    }
+
+    /// The row of `primitive` on `backend`, if it ran.
+    pub fn row(&self, primitive: &str, backend: &str) -> Option<&Row> {
+        self.rows
+            .iter()
+            .find(|r| r.primitive == primitive && r.backend == backend)
+    }
+
+    /// The table, then failures and notes: what `trident verify` prints.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "trident verify: size {}, seed {:#x}",
+            self.size, self.seed
+        );
+        let _ = writeln!(
+            s,
+            "{:<14} {:<10} {:>5} {:>6} {:>6} {:>7} {:>13} {:>9}  status",
+            "primitive", "backend", "cases", "passed", "failed", "skipped", "worst err/tol", "time"
+        );
+        for r in &self.rows {
+            let worst = if r.passed + r.failures.len() == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.3}", r.worst)
+            };
+            let _ = writeln!(
+                s,
+                "{:<14} {:<10} {:>5} {:>6} {:>6} {:>7} {:>13} {:>8.2}s  {}",
+                r.primitive,
+                r.backend,
+                r.cases,
+                r.passed,
+                r.failures.len(),
+                r.skipped,
+                worst,
+                r.secs,
+                r.status()
+            );
+        }
+        for (name, why, required) in &self.unavailable {
+            let what = if *required {
+                "FAIL: required but unavailable"
+            } else {
+                "unavailable"
+            };
+            let _ = writeln!(s, "{name:<14} {what}: {why}");
+        }
+        for r in &self.rows {
+            for f in &r.failures {
+                let _ = writeln!(s, "FAIL {} on {}: {f}", r.primitive, r.backend);
+            }
+            for n in &r.notes {
+                let _ = writeln!(s, "note {} on {}: {n}", r.primitive, r.backend);
+            }
+        }
+        for e in &self.errors {
+            let _ = writeln!(s, "ERROR: {e}");
+        }
+        let _ = writeln!(
+            s,
+            "{}",
+            if self.ok() {
+                "verify: PASS"
+            } else {
+                "verify: FAIL"
+            }
+        );
+        s
+    }
+}
+
+/// Runs the selected cases on `backends` (the reference is always run and
+/// certified; a `"reference"` entry in `backends` is ignored), printing one
+/// progress line per case to `progress`.
+pub fn run(opts: &Options, backends: Vec<Candidate>, progress: &mut dyn std::io::Write) -> Report {
+    let mut report = Report {
+        seed: opts.seed,
+        size: opts.size,
+        ..Report::default()
+    };
+    let mut ready: Vec<(String, Box<dyn Primitives>)> = Vec::new();
+    for c in backends {
+        if c.name == "reference" {
+            continue;
+        }
+        match c.backend {
+            Ok(b) => ready.push((c.name, b)),
+            Err(why) => {
+                let required = opts.required.iter().any(|r| *r == c.name);
+                report.unavailable.push((c.name, why, required));
+            }
+        }
+    }
+    let selected = match select(opts) {
+        Ok(v) => v,
+        Err(e) => {
+            report.errors.push(e);
+            return report;
+        }
+    };
+    for primitive in trident_core::PRIMITIVES {
+        let cases: Vec<&Case> = selected
+            .iter()
+            .filter(|c| c.primitive == primitive)
+            .collect();
+        if cases.is_empty() {
+            continue;
+        }
+        let mut rows: Vec<Row> = std::iter::once("reference")
+            .chain(ready.iter().map(|(n, _)| n.as_str()))
+            .map(|b| Row {
+                primitive: primitive.to_string(),
+                backend: b.to_string(),
+                ..Row::default()
+            })
+            .collect();
+        for case in cases {
+            let input = case.input(opts.seed);
+            let _ = writeln!(
+                progress,
+                "verify: {primitive} {} ({})",
+                case.name,
+                input.describe()
+            );
+            let t = Instant::now();
+            let expected = check::expected(&ReferenceBackend, &input);
+            let ref_secs = t.elapsed().as_secs_f64();
+            let ref_row = &mut rows[0];
+            ref_row.cases += 1;
+            ref_row.secs += ref_secs;
+            let expected = match expected {
+                Ok(e) => e,
+                Err(e) if check::is_unsupported(&e) => {
+                    ref_row.skipped += 1;
+                    ref_row.notes.push(format!("{}: {e}", case.name));
+                    continue;
+                }
+                Err(e) => {
+                    ref_row
+                        .failures
+                        .push(format!("{}: error on valid input: {e}", case.name));
+                    continue;
+                }
+            };
+            match certify_expected(&input, &expected) {
+                Ok((worst, note)) => {
+                    ref_row.passed += 1;
+                    ref_row.worst = ref_row.worst.max(worst);
+                    if let Some(n) = note {
+                        ref_row.notes.push(format!("{}: {n}", case.name));
+                    }
+                }
+                Err(why) => ref_row.failures.push(format!(
+                    "{}: certificate rejects the reference's answer: {why}",
+                    case.name
+                )),
+            }
+            for (row, (_, backend)) in rows[1..].iter_mut().zip(&ready) {
+                run_backend(row, backend.as_ref(), case, &input, &expected, opts.seed);
+            }
+        }
+        report.rows.extend(rows);
+    }
+    report
+}
+
+fn run_backend(
+    row: &mut Row,
+    backend: &dyn Primitives,
+    case: &Case,
+    input: &Input,
+    expected: &Expected,
+    seed: u64,
+) {
+    row.cases += 1;
+    let t = Instant::now();
+    let got = check::produce(backend, input);
+    row.secs += t.elapsed().as_secs_f64();
+    let repro = || {
+        format!(
+            "repro: trident verify --backend {} --case {} --seed {seed:#x}",
+            row.backend, case.name
+        )
+    };
+    match got {
+        Err(e) if check::is_unsupported(&e) => {
+            row.skipped += 1;
+            // One note per distinct reason, not one per case.
+            let note = format!("skipped: {e}");
+            if !row.notes.contains(&note) {
+                row.notes.push(note);
+            }
+        }
+        Err(e) => {
+            let msg = format!("{}: error on valid input: {e}; {}", case.name, repro());
+            row.failures.push(msg);
+        }
+        Ok(got) => {
+            let v = check::compare(input, expected, &got);
+            row.worst = row.worst.max(v.ratio);
+            if v.passed() {
+                row.passed += 1;
+            } else {
+                let msg = format!("{}: {}; {}", case.name, v.summary(), repro());
+                row.failures.push(msg);
+            }
+        }
+    }
+}
+
+/// The cases `opts` selects.
+fn select(opts: &Options) -> std::result::Result<Vec<Case>, String> {
+    if let Some(p) = &opts.primitive
+        && !trident_core::PRIMITIVES.contains(&p.as_str())
+    {
+        return Err(format!(
+            "unknown primitive {p:?}; expected one of {:?}",
+            trident_core::PRIMITIVES
+        ));
+    }
+    let mut v = match &opts.case {
+        Some(name) => {
+            vec![cases::find_case(name).ok_or_else(|| format!("no case named {name:?}"))?]
+        }
+        None => cases::all_cases(opts.size),
+    };
+    if let Some(p) = &opts.primitive {
+        v.retain(|c| c.primitive == p);
+    }
+    Ok(v)
+}
+
+/// Certifies the reference's answer on `input` with the independent checks of
+/// `trident_reference::certify`, run in f64 on the widened input (the answer
+/// was computed there). `Ok((worst ratio, note))`.
+pub fn certify_expected(
+    input: &Input,
+    expected: &Expected,
+) -> std::result::Result<(f64, Option<String>), String> {
+    let plain = |c: certify::Certificate| c.map(|w| (w, None));
+    match (input, expected) {
+        (Input::Gemm32(c), Expected::Gemm(e)) => plain(cert_gemm(&c.widen(), e)),
+        (Input::Gemm64(c), Expected::Gemm(e)) => plain(cert_gemm(c, e)),
+        (Input::Spgemm32(c), Expected::Spgemm { c: e, .. }) => plain(certify::spgemm(
+            &convert::<f32, f64>(&c.a),
+            &convert::<f32, f64>(&c.b),
+            e,
+        )),
+        (Input::Spgemm64(c), Expected::Spgemm { c: e, .. }) => {
+            plain(certify::spgemm(&c.a, &c.b, e))
+        }
+        (
+            Input::Pairs(c),
+            Expected::Pairs {
+                nearest,
+                knn,
+                pairs,
+            },
+        ) => cert_pairs(c, nearest, knn, pairs),
+        (Input::Omp32(c), Expected::Omp(e)) => {
+            let w = check::widen_omp(c).map_err(|e| e.to_string())?;
+            plain(certify::omp_codes(&w.dict, w.signals_ref(), w.rule, e))
+        }
+        (Input::Omp64(c), Expected::Omp(e)) => {
+            plain(certify::omp_codes(&c.dict, c.signals_ref(), c.rule, e))
+        }
+        (Input::Grid(g), Expected::Grid(e)) => plain(certify::grid_cut(g, e)),
+        (Input::Network(g), Expected::Network(e)) => plain(certify::network_flow(g, e)),
+        _ => Err("internal: input and answer are of different kinds".into()),
+    }
+}
+
+fn cert_gemm<T: Scalar>(c: &cases::GemmCase<T>, after: &[f64]) -> certify::Certificate {
+    let after: Vec<T> = after.iter().map(|&x| T::from_f64(x)).collect();
+    let view =
+        |v| MatRef::new(v, c.c_shape.rows, c.c_shape.cols, c.c_shape.ld).map_err(|e| e.to_string());
+    certify::gemm(&c.params, c.a_ref(), c.b_ref(), view(&c.c)?, view(&after)?)
+}
+
+fn cert_pairs(
+    c: &cases::PairsCase,
+    nearest: &[trident_core::Neighbor],
+    knn: &[trident_core::Neighbor],
+    pairs: &[trident_core::Pair],
+) -> std::result::Result<(f64, Option<String>), String> {
+    let work = c.a.len() as u128 * c.b.len() as u128;
+    let full = work <= CERT_FULL_PAIRS;
+    // A fixed, evenly spread sample of queries on large cases.
+    let picks: Vec<usize> = if full {
+        (0..c.a.len()).collect()
+    } else {
+        let step = c.a.len().div_ceil(CERT_SAMPLE).max(1);
+        (0..c.a.len()).step_by(step).collect()
+    };
+    let a: Vec<_> = picks.iter().map(|&i| c.a[i]).collect();
+    let mut worst = 0.0f64;
+    if !c.b.is_empty() {
+        let near: Vec<_> = picks.iter().map(|&i| nearest[i]).collect();
+        worst = worst.max(certify::nearest(&a, &c.b, &near).map_err(|e| format!("nearest: {e}"))?);
+    }
+    let k = c.knn_k;
+    let kn: Vec<_> = picks
+        .iter()
+        .flat_map(|&i| knn[i * k..(i + 1) * k].iter().copied())
+        .collect();
+    worst = worst.max(certify::knn(&a, &c.b, k, &kn).map_err(|e| format!("knn: {e}"))?);
+    if full {
+        let w = certify::closest_pairs(&c.a, &c.b, c.pairs_k, pairs)
+            .map_err(|e| format!("closest_pairs: {e}"))?;
+        Ok((worst.max(w), None))
+    } else {
+        Ok((
+            worst,
+            Some(format!(
+                "certificates sampled: nearest/knn on {} of {} queries; closest_pairs not certified (|A| x |B| = {work})",
+                picks.len(),
+                c.a.len()
+            )),
+        ))
+    }
+}
