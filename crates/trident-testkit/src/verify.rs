@@ -208,7 +208,7 @@ pub fn run(opts: &Options, backends: Vec<Candidate>, progress: &mut dyn std::io:
         match c.backend {
             Ok(b) => ready.push((c.name, b)),
             Err(why) => {
-                let required = opts.required.iter().any(|r| *r == c.name);
+                let required = opts.required.contains(&c.name);
                 report.unavailable.push((c.name, why, required));
             }
         }
