@@ -13,7 +13,9 @@
 // and the 4 elements are in range, per element (zero-filled) otherwise, so edge
 // tiles and odd leading dimensions are exact. beta == 0 never reads C.
 //
-// Entry points: gemm_{nn,nt,tn,tt}_{128x128,128x256,64x64}_f32 and
+// Entry points: gemm_{nn,nt,tn,tt}_{128x128,128x256,128x128k16,64x64}_f32
+// (k16: BK = 16, half the barriers per flop; 128x256 at BK = 16 would need
+// 50 KB of static shared memory, over the 48 KB limit) and
 // gemm_{nn,nt,tn,tt}_f64 (first letter: op(A), second: op(B); t = transposed).
 
 #define NT 256
@@ -249,6 +251,10 @@ SGEMM_ENTRY(gemm_nn_128x256_f32, 128, 256, 8, 2, false, false)
 SGEMM_ENTRY(gemm_nt_128x256_f32, 128, 256, 8, 2, false, true)
 SGEMM_ENTRY(gemm_tn_128x256_f32, 128, 256, 8, 2, true, false)
 SGEMM_ENTRY(gemm_tt_128x256_f32, 128, 256, 8, 2, true, true)
+SGEMM_ENTRY(gemm_nn_128x128k16_f32, 128, 128, 16, 2, false, false)
+SGEMM_ENTRY(gemm_nt_128x128k16_f32, 128, 128, 16, 2, false, true)
+SGEMM_ENTRY(gemm_tn_128x128k16_f32, 128, 128, 16, 2, true, false)
+SGEMM_ENTRY(gemm_tt_128x128k16_f32, 128, 128, 16, 2, true, true)
 SGEMM_ENTRY(gemm_nn_64x64_f32, 64, 64, 16, 2, false, false)
 SGEMM_ENTRY(gemm_nt_64x64_f32, 64, 64, 16, 2, false, true)
 SGEMM_ENTRY(gemm_tn_64x64_f32, 64, 64, 16, 2, true, false)

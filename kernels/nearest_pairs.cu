@@ -326,7 +326,7 @@ extern "C" __global__ void scan_local_u32(u32* __restrict__ data, u32 n, u32* __
     if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
 }
 
-extern "C" __global__ void scan_top_u32(u32* __restrict__ sums, u32 n) {  // one block of 1024
+extern "C" __global__ void __launch_bounds__(1024) scan_top_u32(u32* __restrict__ sums, u32 n) {  // one block of 1024
     u32 carry = 0;
     for (u32 base = 0; base < n; base += blockDim.x) {
         const u32 i = base + threadIdx.x;
@@ -570,7 +570,7 @@ extern "C" __global__ void np_hist_f32(const Neighbor* __restrict__ nb, u32 n, u
 
 // One block of 1024 threads over 65536 bins: the smallest bin b with
 // count(bins <= b) >= k (the last bin if there is none).
-extern "C" __global__ void np_select(const u32* __restrict__ hist, u32 k, Grid* G) {
+extern "C" __global__ void __launch_bounds__(1024) np_select(const u32* __restrict__ hist, u32 k, Grid* G) {
     const int per = 65536 / 1024;
     const u32 base = threadIdx.x * per;
     u32 s = 0;

@@ -4,9 +4,11 @@
 //!   with the given backend features and runs `trident verify` with the remaining
 //!   flags (`--backend`, `--primitive`, `--size`, `--seed`). Defaults to the
 //!   default backend (rayon) plus the reference.
-//! - `device-build`: builds the plain binaries the GPU machine runs (it has no
-//!   Rust toolchain) into `.device/`: `trident` with `cuda,wgpu` and the CUDA
-//!   bench binary.
+//! - `device-build [--features LIST]`: builds the plain binaries the GPU machine
+//!   runs (it has no Rust toolchain) into `.device/`: `trident` with the given
+//!   backend features (default `cuda,wgpu`), the CUDA bench binary, and the
+//!   CUDA crate's test binaries in `.device/tests/`. `benches/gpu/run.sh` runs
+//!   them there.
 //!
 //! Few dependencies on purpose: it only spawns `$CARGO`.
 
@@ -57,18 +59,19 @@ fn verify(args: &[String]) -> Result<(), String> {
     run(c)
 }
 
-fn device_build() -> Result<(), String> {
+fn device_build(args: &[String]) -> Result<(), String> {
+    let features = match args {
+        [] => "cuda,wgpu".to_string(),
+        [flag, f] if flag == "--features" => f.clone(),
+        _ => return Err("device-build takes only --features LIST".into()),
+    };
     let dir = root().join(".device");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let tests = dir.join("tests");
+    std::fs::create_dir_all(&tests).map_err(|e| e.to_string())?;
     let mut c = cargo();
-    c.current_dir(root()).args([
-        "build",
-        "--release",
-        "-p",
-        "trident-cli",
-        "--features",
-        "cuda,wgpu",
-    ]);
+    c.current_dir(root())
+        .args(["build", "--release", "-p", "trident-cli", "--features"]);
+    c.arg(&features);
     run(c)?;
     let mut c = cargo();
     c.current_dir(root()).args([
@@ -84,26 +87,80 @@ fn device_build() -> Result<(), String> {
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| root().join("target"));
-    for entry in std::fs::read_dir(target.join("release")).map_err(|e| e.to_string())? {
-        let entry = entry.map_err(|e| e.to_string())?;
-        let name = entry.file_name().to_string_lossy().to_string();
-        let is_bin = entry.path().is_file()
-            && !name.contains('.')
-            && (name == "trident" || name.starts_with("cuda_"));
-        if is_bin {
-            std::fs::copy(entry.path(), dir.join(&name)).map_err(|e| e.to_string())?;
-            eprintln!("xtask: copied {name} to .device/");
+    for name in ["trident", "cuda_bench"] {
+        std::fs::copy(target.join("release").join(name), dir.join(name))
+            .map_err(|e| format!("copying {name}: {e}"))?;
+        eprintln!("xtask: copied {name} to .device/");
+    }
+    // The CUDA crate's GPU tests as plain binaries (they skip without a GPU
+    // unless TRIDENT_REQUIRE_BACKENDS=cuda).
+    let out = cargo()
+        .current_dir(root())
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "trident-cuda",
+            "--no-run",
+            "--message-format=json",
+        ])
+        .output()
+        .map_err(|e| format!("cargo test --no-run: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo test --no-run failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        // Each compiled test target is one JSON message with "executable":"PATH".
+        let Some(rest) = line.split("\"executable\":\"").nth(1) else {
+            continue;
+        };
+        let path = PathBuf::from(rest.split('"').next().unwrap_or_default());
+        let Some(stem) = path.file_name().map(|n| n.to_string_lossy().to_string()) else {
+            continue;
+        };
+        // `name-HASH` -> `name`.
+        let name = stem
+            .rsplit_once('-')
+            .map_or(stem.as_str(), |(n, _)| n)
+            .to_string();
+        std::fs::copy(&path, tests.join(&name)).map_err(|e| format!("copying {stem}: {e}"))?;
+        eprintln!("xtask: copied test {name} to .device/tests/");
+    }
+    strip(&dir)
+}
+
+/// Strips the copied binaries (the call that carries them is limited to 64
+/// MiB; debug line tables make them ten times larger). Best effort: without a
+/// `strip` on PATH they travel as they are.
+fn strip(dir: &Path) -> Result<(), String> {
+    let mut files = Vec::new();
+    for d in [dir.to_path_buf(), dir.join("tests")] {
+        for e in std::fs::read_dir(&d).map_err(|e| e.to_string())? {
+            let p = e.map_err(|e| e.to_string())?.path();
+            if p.is_file() {
+                files.push(p);
+            }
         }
     }
-    Ok(())
+    match Command::new("strip").args(&files).status() {
+        Ok(st) if st.success() => Ok(()),
+        Ok(st) => Err(format!("strip failed: {st}")),
+        Err(e) => {
+            eprintln!("xtask: not stripping ({e})");
+            Ok(())
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("verify") => verify(&args[1..]),
-        Some("device-build") => device_build(),
-        _ => Err("usage: cargo xtask verify [--features cuda,wgpu] [--backend NAME] [--primitive NAME] [--size small|large] [--seed N]\n       cargo xtask device-build".into()),
+        Some("device-build") => device_build(&args[1..]),
+        _ => Err("usage: cargo xtask verify [--features cuda,wgpu] [--backend NAME] [--primitive NAME] [--size small|large] [--seed N]\n       cargo xtask device-build [--features LIST]".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -37,6 +37,10 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "gemm_nt_128x256_f32",
     "gemm_tn_128x256_f32",
     "gemm_tt_128x256_f32",
+    "gemm_nn_128x128k16_f32",
+    "gemm_nt_128x128k16_f32",
+    "gemm_tn_128x128k16_f32",
+    "gemm_tt_128x128k16_f32",
     "gemm_nn_64x64_f32",
     "gemm_nt_64x64_f32",
     "gemm_tn_64x64_f32",
@@ -58,6 +62,8 @@ pub enum GemmTile {
     T128x128,
     /// 128 x 256 blocks, 8 x 16 per thread.
     T128x256,
+    /// 128 x 128 blocks, k-tiles 16 deep (half the barriers of `T128x128`).
+    T128x128K16,
 }
 
 impl GemmTile {
@@ -67,6 +73,7 @@ impl GemmTile {
             GemmTile::T64x64 => 1,
             GemmTile::T128x128 => 2,
             GemmTile::T128x256 => 3,
+            GemmTile::T128x128K16 => 4,
         }
     }
     fn from_code(c: u8) -> Self {
@@ -74,6 +81,7 @@ impl GemmTile {
             1 => GemmTile::T64x64,
             2 => GemmTile::T128x128,
             3 => GemmTile::T128x256,
+            4 => GemmTile::T128x128K16,
             _ => GemmTile::Auto,
         }
     }
@@ -88,6 +96,7 @@ impl GemmTile {
         match self {
             GemmTile::T64x64 => "64x64",
             GemmTile::T128x256 => "128x256",
+            GemmTile::T128x128K16 => "128x128k16",
             _ => "128x128",
         }
     }

@@ -181,7 +181,10 @@ pub fn driver_error(op: &'static str) -> impl Fn(DriverError) -> Error {
 /// Loaded modules of one backend, keyed by module name.
 #[derive(Default)]
 pub(crate) struct ModuleCache {
-    modules: RwLock<HashMap<&'static str, Arc<CudaModule>>>,
+    /// A module that failed to compile or load stays here as its message: the
+    /// source is fixed at build time, so retrying on every call would only
+    /// repeat the same NVRTC run and error.
+    modules: RwLock<HashMap<&'static str, std::result::Result<Arc<CudaModule>, String>>>,
 }
 
 impl fmt::Debug for ModuleCache {
@@ -392,12 +395,21 @@ impl CudaBackend {
             .map_err(|_| poisoned())?
             .get(src.name)
         {
-            return Ok(m.clone());
+            return m.clone().map_err(|e| Error::Backend(e.into()));
         }
         let mut w = self.modules.modules.write().map_err(|_| poisoned())?;
         if let Some(m) = w.get(src.name) {
-            return Ok(m.clone());
+            return m.clone().map_err(|e| Error::Backend(e.into()));
         }
+        let loaded = self.compile_and_load(src);
+        w.insert(
+            src.name,
+            loaded.as_ref().map(Arc::clone).map_err(|e| e.to_string()),
+        );
+        loaded
+    }
+
+    fn compile_and_load(&self, src: &KernelSource) -> Result<Arc<CudaModule>> {
         let arch = format!("sm_{}{}", self.cc.0, self.cc.1);
         let opts = CompileOptions {
             options: vec![format!("--gpu-architecture={arch}"), "-std=c++17".into()],
@@ -423,7 +435,6 @@ impl CudaBackend {
                 err,
             }))
         })?;
-        w.insert(src.name, m.clone());
         Ok(m)
     }
 

@@ -194,6 +194,7 @@ fn f32_matches_naive_f64_for_every_tile_shape() {
         GemmTile::T64x64,
         GemmTile::T128x128,
         GemmTile::T128x256,
+        GemmTile::T128x128K16,
         GemmTile::Auto,
     ] {
         be.set_gemm_tile(tile);

@@ -163,6 +163,7 @@ fn gemm_case(ctx: &Bench, n: usize) -> Result<Vec<Row>> {
         (GemmTile::Auto, String::new()),
         (GemmTile::T128x128, " [tile 128x128]".to_string()),
         (GemmTile::T128x256, " [tile 128x256]".to_string()),
+        (GemmTile::T128x128K16, " [tile 128x128k16]".to_string()),
     ] {
         be.set_gemm_tile(tile);
         let ours = ctx.time(|| be.gemm_device(&p, &da, &db, &mut dc))?;
