@@ -1,0 +1,490 @@
+//! The Batch-OMP loop for one chunk of signals, in f64.
+//!
+//! The hot loops (`alpha0`, `update`, `argmax`) are written over fixed-width
+//! blocks so that the compiler vectorizes them; they are compiled three times
+//! (AVX-512, AVX2, baseline) and picked once per call by run-time detection.
+//! None of the three enables FMA, and Rust never fuses or reorders float
+//! operations on its own, so all three produce the same bits.
+
+use std::ops::Range;
+
+use trident_core::{Dictionary, Error, MatRef, Result, Scalar, StopRule};
+
+/// Atoms per block of the correlation update, and the padding unit of K: 32
+/// f64 accumulators are enough independent chains to hide add latency.
+pub(super) const W: usize = 32;
+/// Lanes of the `alpha0` and `argmax` blocks.
+const V: usize = 8;
+/// Signals whose `alpha0 = D^T x` is computed together, so that each row of
+/// `D` is loaded once per group rather than once per signal.
+pub(super) const GROUP: usize = 4;
+/// Below `TRUST * ||x||^2` the tracked `||x||^2 - ||z||^2` has lost most of
+/// its digits to cancellation; stop decisions then use the explicit residual.
+const TRUST: f64 = 1e-8;
+/// An atom whose squared distance to the span of the chosen atoms is at most
+/// `BREAKDOWN` times its squared norm cannot be added (see the module docs of
+/// `sparse_coder`).
+const BREAKDOWN: f64 = 1e-12;
+
+/// Which compiled copy of the hot loops to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Isa {
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    Baseline,
+}
+
+impl Isa {
+    fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Isa::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Baseline
+    }
+}
+
+/// Everything about the dictionary and the rule that all signals share.
+pub(super) struct Prepared {
+    /// Signal length.
+    n: usize,
+    /// Atoms padded up to a multiple of [`W`] (the padding atoms are zero).
+    kp: usize,
+    /// `D` row-major `n x kp`, zero-padded: the layout `alpha0` streams.
+    d: Vec<f64>,
+    /// `D^T`, `k x n`: atom `j` contiguous, for explicit residuals.
+    dt: Vec<f64>,
+    /// `G = D^T D`, `k x kp` (rows padded with zeros).
+    g: Vec<f64>,
+    max_atoms: usize,
+    eps: Option<f64>,
+    pub(super) isa: Isa,
+}
+
+impl Prepared {
+    /// Widens the dictionary and computes its Gram matrix (in parallel, on the
+    /// current rayon pool). Errors only when `G` does not fit in memory.
+    pub(super) fn new<T: Scalar>(dict: &Dictionary<T>, rule: StopRule) -> Result<Self> {
+        let (n, k) = (dict.n(), dict.atoms());
+        let kp = k.div_ceil(W) * W;
+        let isa = Isa::detect();
+        let mut d = vec![0.0f64; n * kp];
+        let mut dt = vec![0.0f64; k * n];
+        for (i, row) in dict.data().chunks_exact(k.max(1)).take(n).enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                d[i * kp + j] = v.to_f64();
+                dt[j * n + i] = v.to_f64();
+            }
+        }
+        let len = k.checked_mul(kp).ok_or(Error::TooLarge {
+            field: "atoms^2 (Gram matrix)",
+            value: k as u128 * kp as u128,
+            limit: usize::MAX as u128,
+        })?;
+        let mut g: Vec<f64> = Vec::new();
+        g.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+            bytes: len as u64 * 8,
+            detail: format!("Gram matrix of {k} atoms for Batch-OMP"),
+        })?;
+        g.resize(len, 0.0);
+        let mut p = Self {
+            n,
+            kp,
+            d,
+            dt,
+            g,
+            max_atoms: rule.max_atoms(n, k),
+            eps: rule.error_target(),
+            isa,
+        };
+        p.gram();
+        Ok(p)
+    }
+
+    /// `G = D^T D`, row `j` computed as `alpha0` of the signal `x = d_j` by the
+    /// very kernel that computes the signals' `alpha0`: so a signal equal to
+    /// an atom gets `alpha0_j == G_jj == ||x||^2` bit for bit, and its
+    /// residual after one step is exactly zero, as in exact arithmetic.
+    fn gram(&mut self) {
+        use rayon::prelude::*;
+        let (n, kp) = (self.n, self.kp);
+        if kp == 0 {
+            return;
+        }
+        let (d, dt, isa) = (&self.d, &self.dt, self.isa);
+        self.g
+            .par_chunks_mut(GROUP * kp)
+            .enumerate()
+            .for_each(|(c, rows)| {
+                let m = rows.len() / kp;
+                let mut xs = vec![0.0f64; GROUP * n];
+                xs[..m * n].copy_from_slice(&dt[c * GROUP * n..(c * GROUP + m) * n]);
+                let mut out = vec![0.0f64; GROUP * kp];
+                alpha0_dispatch(isa, d, n, kp, &xs, &mut out);
+                rows.copy_from_slice(&out[..m * kp]);
+            });
+    }
+
+    fn stops(&self, r2: f64, count: usize) -> bool {
+        self.eps.is_some_and(|e| r2 <= e) || r2 <= 0.0 || count >= self.max_atoms
+    }
+}
+
+/// One thread's buffers, reused for every signal it codes.
+pub(super) struct Scratch {
+    /// `GROUP x n` signals widened to f64.
+    xs: Vec<f64>,
+    /// `GROUP x kp` correlations `D^T x`.
+    a0: Vec<f64>,
+    work: Work,
+}
+
+/// Per-signal buffers of the OMP loop.
+struct Work {
+    /// `|alpha|` per atom, `-1` for atoms already chosen.
+    cabs: Vec<f64>,
+    /// `L` packed by rows (row `t` holds `t + 1` entries); grown on demand, so
+    /// it is only as large as the longest code so far needs.
+    l: Vec<f64>,
+    /// `L^-1 alpha0_I`.
+    z: Vec<f64>,
+    /// The coefficients `L^-T z`.
+    gamma: Vec<f64>,
+    /// The new row of `L` (forward substitution).
+    w: Vec<f64>,
+    /// The chosen atoms, in order.
+    sel: Vec<usize>,
+    /// An explicit residual.
+    r: Vec<f64>,
+}
+
+impl Scratch {
+    pub(super) fn new(p: &Prepared) -> Self {
+        let m = p.max_atoms;
+        Self {
+            xs: vec![0.0; GROUP * p.n],
+            a0: vec![0.0; GROUP * p.kp],
+            work: Work {
+                cabs: vec![0.0; p.kp],
+                l: Vec::new(),
+                z: vec![0.0; m],
+                gamma: vec![0.0; m],
+                w: vec![0.0; m],
+                sel: vec![0; m],
+                r: vec![0.0; p.n],
+            },
+        }
+    }
+}
+
+/// The codes of one chunk of consecutive signals.
+pub(super) struct Chunk<T> {
+    /// Atoms per signal.
+    pub(super) counts: Vec<u32>,
+    pub(super) atoms: Vec<u32>,
+    pub(super) coefs: Vec<T>,
+    pub(super) residual_norm2: Vec<T>,
+}
+
+/// Codes the signals `rows` of `signals`.
+pub(super) fn encode_rows<T: Scalar>(
+    p: &Prepared,
+    signals: &MatRef<'_, T>,
+    rows: Range<usize>,
+    s: &mut Scratch,
+) -> Chunk<T> {
+    match p.isa {
+        // SAFETY: `Isa::detect` found the feature on this CPU.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { rows_avx512(p, signals, rows, s) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { rows_avx2(p, signals, rows, s) },
+        Isa::Baseline => rows_impl(p, signals, rows, s),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn rows_avx512<T: Scalar>(
+    p: &Prepared,
+    signals: &MatRef<'_, T>,
+    rows: Range<usize>,
+    s: &mut Scratch,
+) -> Chunk<T> {
+    rows_impl(p, signals, rows, s)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn rows_avx2<T: Scalar>(
+    p: &Prepared,
+    signals: &MatRef<'_, T>,
+    rows: Range<usize>,
+    s: &mut Scratch,
+) -> Chunk<T> {
+    rows_impl(p, signals, rows, s)
+}
+
+fn alpha0_dispatch(isa: Isa, d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn avx512(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
+        alpha0(d, n, kp, xs, out)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn avx2(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
+        alpha0(d, n, kp, xs, out)
+    }
+    match isa {
+        // SAFETY: `Isa::detect` found the feature on this CPU.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { avx512(d, n, kp, xs, out) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { avx2(d, n, kp, xs, out) },
+        Isa::Baseline => alpha0(d, n, kp, xs, out),
+    }
+}
+
+#[inline(always)]
+fn rows_impl<T: Scalar>(
+    p: &Prepared,
+    signals: &MatRef<'_, T>,
+    rows: Range<usize>,
+    s: &mut Scratch,
+) -> Chunk<T> {
+    let (n, kp) = (p.n, p.kp);
+    let count = rows.len();
+    let mut out = Chunk {
+        counts: Vec::with_capacity(count),
+        atoms: Vec::with_capacity(count * p.max_atoms.min(64)),
+        coefs: Vec::with_capacity(count * p.max_atoms.min(64)),
+        residual_norm2: Vec::with_capacity(count),
+    };
+    let mut i = rows.start;
+    while i < rows.end {
+        let m = GROUP.min(rows.end - i);
+        for q in 0..GROUP {
+            let x = &mut s.xs[q * n..(q + 1) * n];
+            if q < m {
+                for (xv, &v) in x.iter_mut().zip(signals.row(i + q)) {
+                    *xv = v.to_f64();
+                }
+            } else {
+                x.fill(0.0);
+            }
+        }
+        alpha0(&p.d, n, kp, &s.xs, &mut s.a0);
+        for q in 0..m {
+            code_signal(
+                p,
+                &s.xs[q * n..(q + 1) * n],
+                &s.a0[q * kp..(q + 1) * kp],
+                &mut s.work,
+                &mut out,
+            );
+        }
+        i += m;
+    }
+    out
+}
+
+/// `out[q] = D^T xs[q]` for the [`GROUP`] signals `xs` (`GROUP x n`): each
+/// entry a sequential sum over `i` from 0.0, the same order [`sumsq`] uses.
+#[inline(always)]
+fn alpha0(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
+    for c in (0..kp).step_by(V) {
+        let mut acc = [[0.0f64; V]; GROUP];
+        for i in 0..n {
+            let drow: &[f64; V] = d[i * kp + c..i * kp + c + V].try_into().unwrap();
+            for q in 0..GROUP {
+                let xv = xs[q * n + i];
+                for l in 0..V {
+                    acc[q][l] += xv * drow[l];
+                }
+            }
+        }
+        for q in 0..GROUP {
+            out[q * kp + c..q * kp + c + V].copy_from_slice(&acc[q]);
+        }
+    }
+}
+
+#[inline(always)]
+fn sumsq(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for &v in x {
+        s += v * v;
+    }
+    s
+}
+
+/// `||x - sum_t coef(t) d_{sel[t]}||^2`, with the residual formed in `r`.
+#[inline(always)]
+fn residual2(
+    p: &Prepared,
+    x: &[f64],
+    sel: &[usize],
+    coef: impl Fn(usize) -> f64,
+    r: &mut [f64],
+) -> f64 {
+    let n = p.n;
+    r.copy_from_slice(x);
+    for (t, &j) in sel.iter().enumerate() {
+        let g = coef(t);
+        for (ri, &dij) in r.iter_mut().zip(&p.dt[j * n..(j + 1) * n]) {
+            *ri -= g * dij;
+        }
+    }
+    sumsq(r)
+}
+
+/// The largest entry of `c` (length a multiple of [`V`]) and the smallest
+/// index holding it: per lane the first block that reaches the lane's
+/// maximum (strict `>`), then the smallest index over the lanes that hold the
+/// overall maximum.
+#[inline(always)]
+fn argmax(c: &[f64]) -> (usize, f64) {
+    let mut m = [-1.0f64; V];
+    let mut at = [0.0f64; V];
+    for (b, ch) in c.chunks_exact(V).enumerate() {
+        let bf = b as f64;
+        for l in 0..V {
+            let gt = ch[l] > m[l];
+            m[l] = if gt { ch[l] } else { m[l] };
+            at[l] = if gt { bf } else { at[l] };
+        }
+    }
+    let best = m.iter().fold(-1.0f64, |a, &b| if b > a { b } else { a });
+    let mut j = usize::MAX;
+    for l in 0..V {
+        if m[l] == best {
+            j = j.min(at[l] as usize * V + l);
+        }
+    }
+    (j, best)
+}
+
+/// `cabs = |alpha0 - G_I gamma|`, then `-1` at the chosen atoms so that they
+/// are never picked again (their correlation is rounding noise, not 0).
+#[inline(always)]
+fn update(cabs: &mut [f64], a0: &[f64], g: &[f64], kp: usize, sel: &[usize], gamma: &[f64]) {
+    for c in (0..kp).step_by(W) {
+        let mut acc: [f64; W] = a0[c..c + W].try_into().unwrap();
+        for (&j, &gt) in sel.iter().zip(gamma) {
+            let row: &[f64; W] = g[j * kp + c..j * kp + c + W].try_into().unwrap();
+            for l in 0..W {
+                acc[l] -= gt * row[l];
+            }
+        }
+        for l in 0..W {
+            cabs[c + l] = acc[l].abs();
+        }
+    }
+    for &j in sel {
+        cabs[j] = -1.0;
+    }
+}
+
+/// Batch-OMP on one signal `x` with `a0 = D^T x`; appends its code to `out`.
+#[inline(always)]
+fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out: &mut Chunk<T>) {
+    let kp = p.kp;
+    let xx = sumsq(x);
+    let mut count = 0usize;
+    if !p.stops(xx, 0) {
+        for (c, a) in w.cabs.iter_mut().zip(a0) {
+            *c = a.abs();
+        }
+        let mut zz = 0.0f64;
+        loop {
+            let (j, best) = argmax(&w.cabs);
+            if best <= 0.0 {
+                // Nothing left that the dictionary can reach (reference rule 4).
+                break;
+            }
+            let grow = &p.g[j * kp..(j + 1) * kp];
+            // Row `count` of L: solve L w = G_{I,j} by forward substitution.
+            let mut ww = 0.0f64;
+            for t in 0..count {
+                let row = &w.l[t * (t + 1) / 2..][..t + 1];
+                let mut acc = grow[w.sel[t]];
+                for u in 0..t {
+                    acc -= row[u] * w.w[u];
+                }
+                let v = acc / row[t];
+                w.w[t] = v;
+                ww += v * v;
+            }
+            let gjj = grow[j];
+            let d2 = gjj - ww;
+            if !(d2 > BREAKDOWN * gjj) {
+                // `d_j` (numerically) in the span of the chosen atoms: stop
+                // without it rather than divide by ~0.
+                break;
+            }
+            let lkk = d2.sqrt();
+            let base = count * (count + 1) / 2;
+            if w.l.len() < base + count + 1 {
+                w.l.resize(base + count + 1, 0.0);
+            }
+            w.l[base..base + count].copy_from_slice(&w.w[..count]);
+            w.l[base + count] = lkk;
+            let mut acc = a0[j];
+            for t in 0..count {
+                acc -= w.w[t] * w.z[t];
+            }
+            let zk = acc / lkk;
+            w.z[count] = zk;
+            w.sel[count] = j;
+            count += 1;
+            zz += zk * zk;
+            // gamma = L^-T z by back substitution.
+            for t in (0..count).rev() {
+                let mut acc = w.z[t];
+                for u in t + 1..count {
+                    acc -= w.l[u * (u + 1) / 2 + t] * w.gamma[u];
+                }
+                w.gamma[t] = acc / w.l[t * (t + 1) / 2 + t];
+            }
+            let mut r2 = xx - zz;
+            if r2 <= TRUST * xx {
+                let gamma = &w.gamma;
+                r2 = residual2(p, x, &w.sel[..count], |t| gamma[t], &mut w.r);
+            }
+            if p.stops(r2, count) {
+                break;
+            }
+            update(
+                &mut w.cabs,
+                a0,
+                &p.g,
+                kp,
+                &w.sel[..count],
+                &w.gamma[..count],
+            );
+        }
+    }
+    let coefs: &[f64] = &w.gamma[..count];
+    out.atoms.extend(w.sel[..count].iter().map(|&j| j as u32));
+    out.coefs.extend(coefs.iter().map(|&g| T::from_f64(g)));
+    out.counts.push(count as u32);
+    // The residual of the code as returned: coefficients rounded to T.
+    let r2 = residual2(
+        p,
+        x,
+        &w.sel[..count],
+        |t| T::from_f64(coefs[t]).to_f64(),
+        &mut w.r,
+    );
+    out.residual_norm2.push(T::from_f64(r2));
+}
