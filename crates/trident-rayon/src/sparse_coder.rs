@@ -55,7 +55,7 @@ use trident_core::{
 };
 
 use crate::RayonBackend;
-use kernel::{Chunk, Prepared, Scratch};
+use kernel::{Chunk, Isa, Prepared, Scratch};
 
 /// Signals per parallel task: enough to amortise task overhead and the
 /// per-task output vectors, small enough to balance a few threads.
@@ -68,31 +68,43 @@ impl<T: Scalar> SparseCoder<T> for RayonBackend {
         signals: MatRef<'_, T>,
         rule: StopRule,
     ) -> Result<SparseCodes<T>> {
-        validate::encode(dict, &signals, &rule)?;
-        let l = signals.rows();
-        if l == 0 {
-            return Ok(SparseCodes {
-                offsets: vec![0],
-                atoms: Vec::new(),
-                coefs: Vec::new(),
-                residual_norm2: Vec::new(),
-            });
-        }
-        let prep = Prepared::new(dict, rule)?;
-        let chunks: Vec<Chunk<T>> = self.install(|| {
-            (0..l.div_ceil(CHUNK))
-                .into_par_iter()
-                .map_init(
-                    || Scratch::new(&prep),
-                    |s, c| {
-                        let rows = c * CHUNK..l.min((c + 1) * CHUNK);
-                        kernel::encode_rows(&prep, &signals, rows, s)
-                    },
-                )
-                .collect()
-        });
-        Ok(merge(chunks, l))
+        encode_with(self, dict, signals, rule, None)
     }
+}
+
+/// [`SparseCoder::encode`], with the SIMD copy of the kernel forced (tests
+/// compare them) or detected (`None`).
+fn encode_with<T: Scalar>(
+    b: &RayonBackend,
+    dict: &Dictionary<T>,
+    signals: MatRef<'_, T>,
+    rule: StopRule,
+    isa: Option<Isa>,
+) -> Result<SparseCodes<T>> {
+    validate::encode(dict, &signals, &rule)?;
+    let l = signals.rows();
+    if l == 0 {
+        return Ok(SparseCodes {
+            offsets: vec![0],
+            atoms: Vec::new(),
+            coefs: Vec::new(),
+            residual_norm2: Vec::new(),
+        });
+    }
+    let chunks = b.install(|| -> Result<Vec<Chunk<T>>> {
+        let prep = Prepared::new(dict, rule, isa)?;
+        Ok((0..l.div_ceil(CHUNK))
+            .into_par_iter()
+            .map_init(
+                || Scratch::new(&prep),
+                |s, c| {
+                    let rows = c * CHUNK..l.min((c + 1) * CHUNK);
+                    kernel::encode_rows(&prep, &signals, rows, s)
+                },
+            )
+            .collect())
+    })?;
+    Ok(merge(chunks, l))
 }
 
 /// Concatenates the chunks' codes in signal order.

@@ -29,15 +29,19 @@ const BREAKDOWN: f64 = 1e-12;
 /// Which compiled copy of the hot loops to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Isa {
+    /// AVX-512F (512-bit f64 vectors).
     #[cfg(target_arch = "x86_64")]
     Avx512,
+    /// AVX2 (256-bit).
     #[cfg(target_arch = "x86_64")]
     Avx2,
+    /// Whatever the build target guarantees (SSE2 on x86-64).
     Baseline,
 }
 
 impl Isa {
-    fn detect() -> Self {
+    /// The widest copy this CPU runs.
+    pub(super) fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512f") {
@@ -48,6 +52,22 @@ impl Isa {
             }
         }
         Isa::Baseline
+    }
+
+    /// Every copy this CPU runs (for tests that compare them).
+    #[cfg(test)]
+    pub(super) fn available() -> Vec<Self> {
+        let mut v = vec![Isa::Baseline];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                v.push(Isa::Avx2);
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                v.push(Isa::Avx512);
+            }
+        }
+        v
     }
 }
 
@@ -70,11 +90,17 @@ pub(super) struct Prepared {
 
 impl Prepared {
     /// Widens the dictionary and computes its Gram matrix (in parallel, on the
-    /// current rayon pool). Errors only when `G` does not fit in memory.
-    pub(super) fn new<T: Scalar>(dict: &Dictionary<T>, rule: StopRule) -> Result<Self> {
+    /// current rayon pool) for the kernel copy `isa` (`None`: detect; a forced
+    /// copy must be one that [`Isa::detect`] allows). Errors only when `G`
+    /// does not fit in memory.
+    pub(super) fn new<T: Scalar>(
+        dict: &Dictionary<T>,
+        rule: StopRule,
+        isa: Option<Isa>,
+    ) -> Result<Self> {
         let (n, k) = (dict.n(), dict.atoms());
         let kp = k.div_ceil(W) * W;
-        let isa = Isa::detect();
+        let isa = isa.unwrap_or_else(Isa::detect);
         let mut d = vec![0.0f64; n * kp];
         let mut dt = vec![0.0f64; k * n];
         for (i, row) in dict.data().chunks_exact(k.max(1)).take(n).enumerate() {
@@ -148,8 +174,12 @@ pub(super) struct Scratch {
 
 /// Per-signal buffers of the OMP loop.
 struct Work {
+    /// The correlations `alpha = D^T r`, updated in place.
+    alpha: Vec<f64>,
     /// `|alpha|` per atom, `-1` for atoms already chosen.
     cabs: Vec<f64>,
+    /// `V = G_{:,I} L^-T`, one row of `kp` per chosen atom; grown on demand.
+    v: Vec<f64>,
     /// `L` packed by rows (row `t` holds `t + 1` entries); grown on demand, so
     /// it is only as large as the longest code so far needs.
     l: Vec<f64>,
@@ -157,7 +187,7 @@ struct Work {
     z: Vec<f64>,
     /// The coefficients `L^-T z`.
     gamma: Vec<f64>,
-    /// The new row of `L` (forward substitution).
+    /// The new row of `L`.
     w: Vec<f64>,
     /// The chosen atoms, in order.
     sel: Vec<usize>,
@@ -172,7 +202,9 @@ impl Scratch {
             xs: vec![0.0; GROUP * p.n],
             a0: vec![0.0; GROUP * p.kp],
             work: Work {
+                alpha: vec![0.0; p.kp],
                 cabs: vec![0.0; p.kp],
+                v: Vec::new(),
                 l: Vec::new(),
                 z: vec![0.0; m],
                 gamma: vec![0.0; m],
@@ -374,34 +406,80 @@ fn argmax(c: &[f64]) -> (usize, f64) {
     (j, best)
 }
 
-/// `cabs = |alpha0 - G_I gamma|`, then `-1` at the chosen atoms so that they
-/// are never picked again (their correlation is rounding noise, not 0).
+/// One Batch-OMP step's vector work, block by block of [`W`] atoms:
+/// `v_k = (G_{:,j} - sum_t w_t v_t) / L_kk` (the new row of `V = G_{:,I}
+/// L^-T`), then `alpha -= z_k v_k` and `cabs = |alpha|`.
 #[inline(always)]
-fn update(cabs: &mut [f64], a0: &[f64], g: &[f64], kp: usize, sel: &[usize], gamma: &[f64]) {
+fn step(
+    prev: &[f64],
+    vk: &mut [f64],
+    grow: &[f64],
+    wv: &[f64],
+    inv_lkk: f64,
+    zk: f64,
+    alpha: &mut [f64],
+    cabs: &mut [f64],
+) {
+    let kp = grow.len();
     for c in (0..kp).step_by(W) {
-        let mut acc: [f64; W] = a0[c..c + W].try_into().unwrap();
-        for (&j, &gt) in sel.iter().zip(gamma) {
-            let row: &[f64; W] = g[j * kp + c..j * kp + c + W].try_into().unwrap();
-            for l in 0..W {
-                acc[l] -= gt * row[l];
-            }
-        }
+        let acc = combine(grow[c..c + W].try_into().unwrap(), prev, kp, c, wv);
+        let vk: &mut [f64; W] = (&mut vk[c..c + W]).try_into().unwrap();
+        let alpha: &mut [f64; W] = (&mut alpha[c..c + W]).try_into().unwrap();
+        let cabs: &mut [f64; W] = (&mut cabs[c..c + W]).try_into().unwrap();
         for l in 0..W {
-            cabs[c + l] = acc[l].abs();
+            let v = acc[l] * inv_lkk;
+            vk[l] = v;
+            alpha[l] -= zk * v;
+            cabs[l] = alpha[l].abs();
         }
     }
-    for &j in sel {
-        cabs[j] = -1.0;
+}
+
+/// `init - sum_t wv[t] rows[t][c..c + W]` for the rows of `rows` (`kp` apart),
+/// subtracting in order of `t`. Kept apart from its caller so that the
+/// accumulators stay in vector registers.
+#[inline(always)]
+fn combine(init: &[f64; W], rows: &[f64], kp: usize, c: usize, wv: &[f64]) -> [f64; W] {
+    let mut acc = *init;
+    for (t, &wt) in wv.iter().enumerate() {
+        let row: &[f64; W] = rows[t * kp + c..t * kp + c + W].try_into().unwrap();
+        for l in 0..W {
+            acc[l] -= wt * row[l];
+        }
+    }
+    acc
+}
+
+/// `gamma = L^-T z` by back substitution, column by column so that each step
+/// reads a contiguous row of the packed `L`.
+#[inline(always)]
+fn back_substitute(l: &[f64], z: &[f64], gamma: &mut [f64]) {
+    let m = z.len();
+    gamma[..m].copy_from_slice(z);
+    for u in (0..m).rev() {
+        let row = &l[u * (u + 1) / 2..][..u + 1];
+        let g = gamma[u] / row[u];
+        gamma[u] = g;
+        for (a, &lut) in gamma[..u].iter_mut().zip(&row[..u]) {
+            *a -= lut * g;
+        }
     }
 }
 
 /// Batch-OMP on one signal `x` with `a0 = D^T x`; appends its code to `out`.
+///
+/// With `L L^T = G_II`, `z = L^-1 alpha0_I` and `V = G_{:,I} L^-T`, the
+/// correlations are `alpha = alpha0 - V z`, the new row of `L` for atom `j`
+/// is row `j` of `V`, `z_k = alpha_j / L_kk` and `||r||^2 = ||x||^2 - ||z||^2`.
+/// So a step costs one new row of `V` (`K x k`) and no triangular solve;
+/// `gamma = L^-T z` is solved once at the end.
 #[inline(always)]
 fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out: &mut Chunk<T>) {
     let kp = p.kp;
     let xx = sumsq(x);
     let mut count = 0usize;
     if !p.stops(xx, 0) {
+        w.alpha.copy_from_slice(a0);
         for (c, a) in w.cabs.iter_mut().zip(a0) {
             *c = a.abs();
         }
@@ -412,20 +490,14 @@ fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out
                 // Nothing left that the dictionary can reach (reference rule 4).
                 break;
             }
-            let grow = &p.g[j * kp..(j + 1) * kp];
-            // Row `count` of L: solve L w = G_{I,j} by forward substitution.
+            // Row `count` of L: L^-1 G_{I,j}, which is row j of V.
             let mut ww = 0.0f64;
             for t in 0..count {
-                let row = &w.l[t * (t + 1) / 2..][..t + 1];
-                let mut acc = grow[w.sel[t]];
-                for u in 0..t {
-                    acc -= row[u] * w.w[u];
-                }
-                let v = acc / row[t];
+                let v = w.v[t * kp + j];
                 w.w[t] = v;
                 ww += v * v;
             }
-            let gjj = grow[j];
+            let gjj = p.g[j * kp + j];
             let d2 = gjj - ww;
             if !(d2 > BREAKDOWN * gjj) {
                 // `d_j` (numerically) in the span of the chosen atoms: stop
@@ -439,41 +511,40 @@ fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out
             }
             w.l[base..base + count].copy_from_slice(&w.w[..count]);
             w.l[base + count] = lkk;
-            let mut acc = a0[j];
-            for t in 0..count {
-                acc -= w.w[t] * w.z[t];
-            }
-            let zk = acc / lkk;
+            let zk = w.alpha[j] / lkk;
             w.z[count] = zk;
             w.sel[count] = j;
             count += 1;
             zz += zk * zk;
-            // gamma = L^-T z by back substitution.
-            for t in (0..count).rev() {
-                let mut acc = w.z[t];
-                for u in t + 1..count {
-                    acc -= w.l[u * (u + 1) / 2 + t] * w.gamma[u];
-                }
-                w.gamma[t] = acc / w.l[t * (t + 1) / 2 + t];
-            }
             let mut r2 = xx - zz;
             if r2 <= TRUST * xx {
+                back_substitute(&w.l, &w.z[..count], &mut w.gamma);
                 let gamma = &w.gamma;
                 r2 = residual2(p, x, &w.sel[..count], |t| gamma[t], &mut w.r);
             }
             if p.stops(r2, count) {
                 break;
             }
-            update(
+            if w.v.len() < count * kp {
+                w.v.resize(count * kp, 0.0);
+            }
+            let (prev, vk) = w.v[..count * kp].split_at_mut((count - 1) * kp);
+            step(
+                prev,
+                vk,
+                &p.g[j * kp..(j + 1) * kp],
+                &w.w[..count - 1],
+                1.0 / lkk,
+                zk,
+                &mut w.alpha,
                 &mut w.cabs,
-                a0,
-                &p.g,
-                kp,
-                &w.sel[..count],
-                &w.gamma[..count],
             );
+            for &s in &w.sel[..count] {
+                w.cabs[s] = -1.0;
+            }
         }
     }
+    back_substitute(&w.l, &w.z[..count], &mut w.gamma);
     let coefs: &[f64] = &w.gamma[..count];
     out.atoms.extend(w.sel[..count].iter().map(|&j| j as u32));
     out.coefs.extend(coefs.iter().map(|&g| T::from_f64(g)));

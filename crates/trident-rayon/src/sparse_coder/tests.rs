@@ -7,6 +7,7 @@ use trident_reference::ReferenceBackend;
 use trident_testkit::cases::{self, Input, OmpCase};
 use trident_testkit::check;
 
+use super::kernel::Isa;
 use crate::RayonBackend;
 
 fn encode<T: Scalar>(b: &RayonBackend, c: &OmpCase<T>) -> SparseCodes<T>
@@ -181,4 +182,29 @@ fn dependent_atom_ends_the_code_without_nan() {
     assert!(c.atoms.len() <= 2, "{c:?}");
     assert!(c.coefs.iter().all(|g| g.is_finite()), "{c:?}");
     assert!((c.residual_norm2[0] - 1.0).abs() < 1e-12, "{c:?}");
+}
+
+#[test]
+fn every_simd_copy_gives_the_same_bits() {
+    let c32 = cases::omp_dct::<f32>(300, 21);
+    let c64 = cases::omp_random::<f64>(
+        20,
+        50,
+        300,
+        5,
+        0.01,
+        StopRule::SparsityOrError {
+            sparsity: 8,
+            error: 0.05,
+        },
+        22,
+    );
+    let b = RayonBackend::with_threads(2).unwrap();
+    let run32 = |isa| super::encode_with(&b, &c32.dict, c32.signals_ref(), c32.rule, isa).unwrap();
+    let run64 = |isa| super::encode_with(&b, &c64.dict, c64.signals_ref(), c64.rule, isa).unwrap();
+    let (e32, e64) = (run32(Some(Isa::Baseline)), run64(Some(Isa::Baseline)));
+    for isa in Isa::available() {
+        assert!(run32(Some(isa)) == e32, "{isa:?} f32 differs from baseline");
+        assert!(run64(Some(isa)) == e64, "{isa:?} f64 differs from baseline");
+    }
 }
