@@ -1,20 +1,26 @@
 //! The Batch-OMP loop for one chunk of signals, in f64.
 //!
-//! The hot loops (`alpha0`, `update`, `argmax`) are written over fixed-width
-//! blocks so that the compiler vectorizes them; they are compiled three times
-//! (AVX-512, AVX2, baseline) and picked once per call by run-time detection.
-//! None of the three enables FMA, and Rust never fuses or reorders float
-//! operations on its own, so all three produce the same bits.
+//! The hot loops (`alpha0`, `step`, `argmax`) are written so that the
+//! compiler vectorizes them; they are compiled three times (AVX-512 + FMA,
+//! AVX2 + FMA, baseline) and picked once per call by run-time detection.
+//! Their multiply-adds are written as `mul_add`, a single rounding by
+//! definition: the SIMD copies use the FMA instructions, and the baseline
+//! copy gets the same correctly rounded result from libm's `fma` where the
+//! target has no instruction (slowly, on CPUs older than 2013). Rust never
+//! fuses or reorders float operations on its own, so all three copies
+//! produce the same bits, and FMA halves the arithmetic of the hot loops.
 
 use std::ops::Range;
 
 use trident_core::{Dictionary, Error, MatRef, Result, Scalar, StopRule};
 
-/// Atoms per block of the correlation update, and the padding unit of K: 32
-/// f64 accumulators are enough independent chains to hide add latency.
+/// The padding unit of K: a multiple of every block width below.
 pub(super) const W: usize = 32;
-/// Lanes of the `alpha0` and `argmax` blocks.
+/// Lanes of the `argmax` blocks.
 const V: usize = 8;
+/// Atoms per block of `alpha0`: with [`GROUP`] signals, 64 f64
+/// accumulators (8 AVX-512 registers), enough chains to hide add latency.
+const A: usize = 16;
 /// Signals whose `alpha0 = D^T x` is computed together, so that each row of
 /// `D` is loaded once per group rather than once per signal.
 pub(super) const GROUP: usize = 4;
@@ -29,10 +35,10 @@ const BREAKDOWN: f64 = 1e-12;
 /// Which compiled copy of the hot loops to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Isa {
-    /// AVX-512F (512-bit f64 vectors).
+    /// AVX-512F and FMA (512-bit f64 vectors).
     #[cfg(target_arch = "x86_64")]
     Avx512,
-    /// AVX2 (256-bit).
+    /// AVX2 and FMA (256-bit).
     #[cfg(target_arch = "x86_64")]
     Avx2,
     /// Whatever the build target guarantees (SSE2 on x86-64).
@@ -44,10 +50,14 @@ impl Isa {
     pub(super) fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
                 return Isa::Avx512;
             }
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
                 return Isa::Avx2;
             }
         }
@@ -60,10 +70,14 @@ impl Isa {
         let mut v = vec![Isa::Baseline];
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
                 v.push(Isa::Avx2);
             }
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
                 v.push(Isa::Avx512);
             }
         }
@@ -178,8 +192,13 @@ struct Work {
     alpha: Vec<f64>,
     /// `|alpha|` per atom, `-1` for atoms already chosen.
     cabs: Vec<f64>,
-    /// `V = G_{:,I} L^-T`, one row of `kp` per chosen atom; grown on demand.
+    /// `U = G_{:,I} L^-T diag(L)`, one row of `kp` per chosen atom; grown on
+    /// demand.
     v: Vec<f64>,
+    /// `1 / L_tt`.
+    inv_l: Vec<f64>,
+    /// The weights of the rows of `U` in the next row: `L_kt / L_tt`.
+    ws: Vec<f64>,
     /// `L` packed by rows (row `t` holds `t + 1` entries); grown on demand, so
     /// it is only as large as the longest code so far needs.
     l: Vec<f64>,
@@ -209,6 +228,8 @@ impl Scratch {
                 z: vec![0.0; m],
                 gamma: vec![0.0; m],
                 w: vec![0.0; m],
+                inv_l: vec![0.0; m],
+                ws: vec![0.0; m],
                 sel: vec![0; m],
                 r: vec![0.0; p.n],
             },
@@ -244,7 +265,7 @@ pub(super) fn encode_rows<T: Scalar>(
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,fma")]
 unsafe fn rows_avx512<T: Scalar>(
     p: &Prepared,
     signals: &MatRef<'_, T>,
@@ -255,7 +276,7 @@ unsafe fn rows_avx512<T: Scalar>(
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn rows_avx2<T: Scalar>(
     p: &Prepared,
     signals: &MatRef<'_, T>,
@@ -267,12 +288,12 @@ unsafe fn rows_avx2<T: Scalar>(
 
 fn alpha0_dispatch(isa: Isa, d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,fma")]
     unsafe fn avx512(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
         alpha0(d, n, kp, xs, out)
     }
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
         alpha0(d, n, kp, xs, out)
     }
@@ -334,19 +355,19 @@ fn rows_impl<T: Scalar>(
 /// entry a sequential sum over `i` from 0.0, the same order [`sumsq`] uses.
 #[inline(always)]
 fn alpha0(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
-    for c in (0..kp).step_by(V) {
-        let mut acc = [[0.0f64; V]; GROUP];
+    for c in (0..kp).step_by(A) {
+        let mut acc = [[0.0f64; A]; GROUP];
         for i in 0..n {
-            let drow: &[f64; V] = d[i * kp + c..i * kp + c + V].try_into().unwrap();
+            let drow: &[f64; A] = d[i * kp + c..i * kp + c + A].try_into().unwrap();
             for q in 0..GROUP {
                 let xv = xs[q * n + i];
-                for l in 0..V {
-                    acc[q][l] += xv * drow[l];
+                for l in 0..A {
+                    acc[q][l] = xv.mul_add(drow[l], acc[q][l]);
                 }
             }
         }
         for q in 0..GROUP {
-            out[q * kp + c..q * kp + c + V].copy_from_slice(&acc[q]);
+            out[q * kp + c..q * kp + c + A].copy_from_slice(&acc[q]);
         }
     }
 }
@@ -355,7 +376,7 @@ fn alpha0(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
 fn sumsq(x: &[f64]) -> f64 {
     let mut s = 0.0;
     for &v in x {
-        s += v * v;
+        s = v.mul_add(v, s);
     }
     s
 }
@@ -374,7 +395,7 @@ fn residual2(
     for (t, &j) in sel.iter().enumerate() {
         let g = coef(t);
         for (ri, &dij) in r.iter_mut().zip(&p.dt[j * n..(j + 1) * n]) {
-            *ri -= g * dij;
+            *ri = (-g).mul_add(dij, *ri);
         }
     }
     sumsq(r)
@@ -406,48 +427,83 @@ fn argmax(c: &[f64]) -> (usize, f64) {
     (j, best)
 }
 
-/// One Batch-OMP step's vector work, block by block of [`W`] atoms:
-/// `v_k = (G_{:,j} - sum_t w_t v_t) / L_kk` (the new row of `V = G_{:,I}
-/// L^-T`), then `alpha -= z_k v_k` and `cabs = |alpha|`.
+/// One Batch-OMP step's vector work: the new row `u_k = G_{j,:} - sum_t
+/// ws_t u_t` of `U` (see [`code_signal`]), then `alpha -= c u_k` and
+/// `cabs = |alpha|`.
+///
+/// Written as whole-row passes over `uk` (in L1), up to four rows of `U` per
+/// pass with the subtractions in order of `t`; the first pass reads `G`'s row
+/// and the last one also updates `alpha`, so a step touches `uk` as few times
+/// as possible. The loop vectorizer handles this form reliably in all three
+/// compiled copies, where register-blocked accumulator arrays spilled.
 #[inline(always)]
 fn step(
     prev: &[f64],
-    vk: &mut [f64],
+    uk: &mut [f64],
     grow: &[f64],
-    wv: &[f64],
-    inv_lkk: f64,
-    zk: f64,
+    ws: &[f64],
+    c: f64,
     alpha: &mut [f64],
     cabs: &mut [f64],
 ) {
-    let kp = grow.len();
-    for c in (0..kp).step_by(W) {
-        let acc = combine(grow[c..c + W].try_into().unwrap(), prev, kp, c, wv);
-        let vk: &mut [f64; W] = (&mut vk[c..c + W]).try_into().unwrap();
-        let alpha: &mut [f64; W] = (&mut alpha[c..c + W]).try_into().unwrap();
-        let cabs: &mut [f64; W] = (&mut cabs[c..c + W]).try_into().unwrap();
-        for l in 0..W {
-            let v = acc[l] * inv_lkk;
-            vk[l] = v;
-            alpha[l] -= zk * v;
-            cabs[l] = alpha[l].abs();
+    let kp = uk.len();
+    let row = |t: usize| &prev[t * kp..(t + 1) * kp];
+    let m = ws.len();
+    if m == 0 {
+        return pass::<0, true, true>(uk, grow, [], [], c, alpha, cabs);
+    }
+    let mut t = 0;
+    while t < m {
+        let r = (m - t).min(4);
+        let (first, last) = (t == 0, t + r == m);
+        macro_rules! go {
+            ($r:literal) => {{
+                let rows: [&[f64]; $r] = std::array::from_fn(|i| row(t + i));
+                let w: [f64; $r] = std::array::from_fn(|i| ws[t + i]);
+                match (first, last) {
+                    (true, true) => pass::<$r, true, true>(uk, grow, rows, w, c, alpha, cabs),
+                    (true, false) => pass::<$r, true, false>(uk, grow, rows, w, c, alpha, cabs),
+                    (false, true) => pass::<$r, false, true>(uk, grow, rows, w, c, alpha, cabs),
+                    (false, false) => pass::<$r, false, false>(uk, grow, rows, w, c, alpha, cabs),
+                }
+            }};
         }
+        match r {
+            1 => go!(1),
+            2 => go!(2),
+            3 => go!(3),
+            _ => go!(4),
+        }
+        t += r;
     }
 }
 
-/// `init - sum_t wv[t] rows[t][c..c + W]` for the rows of `rows` (`kp` apart),
-/// subtracting in order of `t`. Kept apart from its caller so that the
-/// accumulators stay in vector registers.
+/// One pass of [`step`] over `R` rows of `U`.
 #[inline(always)]
-fn combine(init: &[f64; W], rows: &[f64], kp: usize, c: usize, wv: &[f64]) -> [f64; W] {
-    let mut acc = *init;
-    for (t, &wt) in wv.iter().enumerate() {
-        let row: &[f64; W] = rows[t * kp + c..t * kp + c + W].try_into().unwrap();
-        for l in 0..W {
-            acc[l] -= wt * row[l];
+fn pass<const R: usize, const FIRST: bool, const LAST: bool>(
+    uk: &mut [f64],
+    grow: &[f64],
+    rows: [&[f64]; R],
+    ws: [f64; R],
+    c: f64,
+    alpha: &mut [f64],
+    cabs: &mut [f64],
+) {
+    let n = uk.len();
+    let (grow, alpha, cabs) = (&grow[..n], &mut alpha[..n], &mut cabs[..n]);
+    let rows = rows.map(|r| &r[..n]);
+    for l in 0..n {
+        let mut v = if FIRST { grow[l] } else { uk[l] };
+        for i in 0..R {
+            v = (-ws[i]).mul_add(rows[i][l], v);
+        }
+        uk[l] = v;
+        if LAST {
+            let a = (-c).mul_add(v, alpha[l]);
+            alpha[l] = a;
+            cabs[l] = a.abs();
         }
     }
-    acc
 }
 
 /// `gamma = L^-T z` by back substitution, column by column so that each step
@@ -472,7 +528,9 @@ fn back_substitute(l: &[f64], z: &[f64], gamma: &mut [f64]) {
 /// correlations are `alpha = alpha0 - V z`, the new row of `L` for atom `j`
 /// is row `j` of `V`, `z_k = alpha_j / L_kk` and `||r||^2 = ||x||^2 - ||z||^2`.
 /// So a step costs one new row of `V` (`K x k`) and no triangular solve;
-/// `gamma = L^-T z` is solved once at the end.
+/// `gamma = L^-T z` is solved once at the end. `V` is kept unscaled, as
+/// `U = V diag(L)` (row `t` of `U` is `L_tt` times row `t` of `V`), so that the
+/// divisions by `L_tt` fall on scalars, not on whole rows.
 #[inline(always)]
 fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out: &mut Chunk<T>) {
     let kp = p.kp;
@@ -493,8 +551,9 @@ fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out
             // Row `count` of L: L^-1 G_{I,j}, which is row j of V.
             let mut ww = 0.0f64;
             for t in 0..count {
-                let v = w.v[t * kp + j];
+                let v = w.v[t * kp + j] * w.inv_l[t];
                 w.w[t] = v;
+                w.ws[t] = v * w.inv_l[t];
                 ww += v * v;
             }
             let gjj = p.g[j * kp + j];
@@ -511,6 +570,8 @@ fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out
             }
             w.l[base..base + count].copy_from_slice(&w.w[..count]);
             w.l[base + count] = lkk;
+            let inv_lkk = 1.0 / lkk;
+            w.inv_l[count] = inv_lkk;
             let zk = w.alpha[j] / lkk;
             w.z[count] = zk;
             w.sel[count] = j;
@@ -533,9 +594,8 @@ fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out
                 prev,
                 vk,
                 &p.g[j * kp..(j + 1) * kp],
-                &w.w[..count - 1],
-                1.0 / lkk,
-                zk,
+                &w.ws[..count - 1],
+                zk * inv_lkk,
                 &mut w.alpha,
                 &mut w.cabs,
             );
