@@ -10,10 +10,14 @@
 //!   codes are concatenated in signal order.
 //! - Within a chunk, `alpha0 = D^T x` is computed for [`kernel::GROUP`] signals
 //!   at a time (each row of `D` loaded once per group), then each signal runs
-//!   the Batch-OMP loop: correlations `alpha = alpha0 - G_I gamma` from the
-//!   Gram matrix, never from an explicit residual; `G_II = L L^T` grown one row
-//!   per step by forward substitution; `z = L^-1 alpha0_I` grown one entry per
-//!   step, so `||r||^2 = ||x||^2 - ||z||^2` and `gamma = L^-T z`.
+//!   the Batch-OMP loop on the Gram matrix, never forming a residual: with
+//!   `G_II = L L^T` (one row of `L` per step), `z = L^-1 alpha0_I` (one entry
+//!   per step) and `V = G_{:,I} L^-T` (one row per step), the correlations
+//!   are `alpha = alpha0 - V z`, updated by one row per step; the new row of
+//!   `L` is read from `V`, so no triangular solve runs inside the loop;
+//!   `||r||^2 = ||x||^2 - ||z||^2`; `gamma = L^-T z` is solved once at the
+//!   end. This is the same computation as the paper's `alpha0 - G_I gamma`
+//!   with the per-step solves folded into `V` (details in `kernel`).
 //!
 //! Precision: everything after reading the inputs is f64, for f32 inputs too.
 //! Gram-based OMP squares the dictionary's condition number, and coherent
@@ -24,9 +28,11 @@
 //! Where this differs from textbook Batch-OMP, and why:
 //! - `||r||^2` is tracked as `||x||^2 - ||z||^2`, which cancels once the
 //!   residual is tiny. Below `1e-8 ||x||^2` the stop decisions use the
-//!   residual `x - D_I gamma` formed explicitly instead, so "the residual is
-//!   exactly zero" (an identity dictionary, a signal equal to an atom) is seen
-//!   as the reference sees it.
+//!   residual `x - D_I gamma` formed explicitly instead: a residual at
+//!   rounding level is measured rather than read off a difference of two
+//!   large numbers (a signal equal to an atom stops after that atom under an
+//!   error target down to about 1e-30 `||x||^2`), and an exactly zero one is
+//!   seen as the reference sees it (an identity dictionary).
 //! - The reported `||r||^2` is always recomputed in f64 from `x` and the
 //!   coefficients as rounded to `T`: it is the residual of the code returned,
 //!   not an estimate.
@@ -37,10 +43,11 @@
 //!   coefficients. The reference drops such an atom only when it is exactly
 //!   dependent; this is the Gram-matrix version of the same rule.
 //!
-//! Determinism: each signal's arithmetic is fixed (sequential sums in a fixed
-//! order, no fused multiply-add), whatever the chunking, the thread count or
-//! the SIMD width picked at run time, so the output is bit-identical across
-//! runs, thread counts and x86 CPUs.
+//! Determinism: each signal's arithmetic is fixed (sums in a fixed order,
+//! multiply-adds as `mul_add`, one rounding, in every compiled copy), whatever
+//! the chunking, the thread count or the SIMD width picked at run time, so the
+//! output is bit-identical across runs, thread counts and x86 CPUs (a test
+//! compares the copies).
 //!
 //! What it is not: a dictionary-learning step (no caching of `G` across calls)
 //! or an approximate OMP; memory for `G` is `K^2` f64 per call.

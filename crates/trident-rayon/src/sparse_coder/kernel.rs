@@ -194,7 +194,7 @@ struct Work {
     cabs: Vec<f64>,
     /// `U = G_{:,I} L^-T diag(L)`, one row of `kp` per chosen atom; grown on
     /// demand.
-    v: Vec<f64>,
+    u: Vec<f64>,
     /// `1 / L_tt`.
     inv_l: Vec<f64>,
     /// The weights of the rows of `U` in the next row: `L_kt / L_tt`.
@@ -223,7 +223,7 @@ impl Scratch {
             work: Work {
                 alpha: vec![0.0; p.kp],
                 cabs: vec![0.0; p.kp],
-                v: Vec::new(),
+                u: Vec::new(),
                 l: Vec::new(),
                 z: vec![0.0; m],
                 gamma: vec![0.0; m],
@@ -548,17 +548,17 @@ fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out
                 // Nothing left that the dictionary can reach (reference rule 4).
                 break;
             }
-            // Row `count` of L: L^-1 G_{I,j}, which is row j of V.
+            // Row `count` of L is L^-1 G_{I,j}: entry j of the rows of V, U[t][j] / L_tt.
             let mut ww = 0.0f64;
             for t in 0..count {
-                let v = w.v[t * kp + j] * w.inv_l[t];
+                let v = w.u[t * kp + j] * w.inv_l[t];
                 w.w[t] = v;
                 w.ws[t] = v * w.inv_l[t];
                 ww += v * v;
             }
             let gjj = p.g[j * kp + j];
             let d2 = gjj - ww;
-            if !(d2 > BREAKDOWN * gjj) {
+            if d2 <= BREAKDOWN * gjj {
                 // `d_j` (numerically) in the span of the chosen atoms: stop
                 // without it rather than divide by ~0.
                 break;
@@ -586,13 +586,13 @@ fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out
             if p.stops(r2, count) {
                 break;
             }
-            if w.v.len() < count * kp {
-                w.v.resize(count * kp, 0.0);
+            if w.u.len() < count * kp {
+                w.u.resize(count * kp, 0.0);
             }
-            let (prev, vk) = w.v[..count * kp].split_at_mut((count - 1) * kp);
+            let (prev, uk) = w.u[..count * kp].split_at_mut((count - 1) * kp);
             step(
                 prev,
-                vk,
+                uk,
                 &p.g[j * kp..(j + 1) * kp],
                 &w.ws[..count - 1],
                 zk * inv_lkk,

@@ -24,6 +24,11 @@ fn agrees(input: Input) {
     let exp = check::expected(&ReferenceBackend, &input).unwrap();
     let got = check::produce(&b, &input).unwrap();
     let v = check::compare(&input, &exp, &got);
+    eprintln!(
+        "{}: worst error / tolerance = {:.3e}",
+        input.describe(),
+        v.ratio
+    );
     assert!(v.passed(), "{}: {}", input.describe(), v.summary());
 }
 
@@ -206,5 +211,17 @@ fn every_simd_copy_gives_the_same_bits() {
     for isa in Isa::available() {
         assert!(run32(Some(isa)) == e32, "{isa:?} f32 differs from baseline");
         assert!(run64(Some(isa)) == e64, "{isa:?} f64 differs from baseline");
+    }
+}
+
+/// The catalog's Medium sizes of the DCT case (20K f32, 5K f64 signals),
+/// about 25 s in the test profile, mostly the reference:
+/// `cargo test -p trident-rayon --lib -- --ignored medium --nocapture`.
+#[test]
+#[ignore]
+fn medium_spec_case_agrees_with_the_reference() {
+    for seed in [1, 2] {
+        agrees(Input::Omp32(cases::omp_dct(20_000, seed)));
+        agrees(Input::Omp64(cases::omp_dct(5_000, seed)));
     }
 }
