@@ -1,0 +1,227 @@
+//! Focused cases for Batch-OMP: exact answers where the arithmetic is exact,
+//! agreement with the f64 reference under SPEC's checker, thread-count
+//! independence, and dependent atoms.
+
+use trident_core::{Dictionary, MatRef, Scalar, SparseCoder, SparseCodes, StopRule};
+use trident_reference::ReferenceBackend;
+use trident_testkit::cases::{self, Input, OmpCase};
+use trident_testkit::check;
+
+use super::kernel::Isa;
+use crate::RayonBackend;
+
+fn encode<T: Scalar>(b: &RayonBackend, c: &OmpCase<T>) -> SparseCodes<T>
+where
+    RayonBackend: SparseCoder<T>,
+{
+    b.encode(&c.dict, c.signals_ref(), c.rule).unwrap()
+}
+
+/// Runs `input` on the rayon backend and checks it against the reference
+/// with SPEC's tolerances.
+fn agrees(input: Input) {
+    let b = RayonBackend::with_threads(2).unwrap();
+    let exp = check::expected(&ReferenceBackend, &input).unwrap();
+    let got = check::produce(&b, &input).unwrap();
+    let v = check::compare(&input, &exp, &got);
+    eprintln!(
+        "{}: worst error / tolerance = {:.3e}",
+        input.describe(),
+        v.ratio
+    );
+    assert!(v.passed(), "{}: {}", input.describe(), v.summary());
+}
+
+#[test]
+fn identity_dictionary_is_exact() {
+    // G = I and alpha0 = x exactly: atoms by decreasing |x_j| (ties to the
+    // smaller j), coefficients equal to x, residual exactly zero at the end.
+    let mut d = vec![0.0f32; 36];
+    (0..6).for_each(|i| d[i * 6 + i] = 1.0);
+    let dict = Dictionary::new(6, 6, d).unwrap();
+    let x = [0.5f32, -2.0, 0.0, 2.0, 0.25, -0.5];
+    let b = RayonBackend::with_threads(1).unwrap();
+    let c = b
+        .encode(
+            &dict,
+            MatRef::dense(&x, 1, 6).unwrap(),
+            StopRule::Error(0.0),
+        )
+        .unwrap();
+    assert_eq!(c.atoms, [1, 3, 0, 5, 4]);
+    assert_eq!(c.coefs, [-2.0, 2.0, 0.5, -0.5, 0.25]);
+    assert_eq!(c.residual_norm2, [0.0]);
+    // Sparsity(2) keeps the two largest and reports the rest as residual.
+    let c = b
+        .encode(
+            &dict,
+            MatRef::dense(&x, 1, 6).unwrap(),
+            StopRule::Sparsity(2),
+        )
+        .unwrap();
+    assert_eq!(
+        (c.atoms.as_slice(), c.coefs.as_slice()),
+        (&[1, 3][..], &[-2.0, 2.0][..])
+    );
+    assert_eq!(c.residual_norm2, [0.25 + 0.0625 + 0.25]);
+}
+
+#[test]
+fn signal_equal_to_an_atom() {
+    let dict = cases::dct_dictionary::<f64>(8, 16);
+    let x: Vec<f64> = dict.atom(17).iter().map(|v| -2.0 * v).collect();
+    let b = RayonBackend::with_threads(1).unwrap();
+    let rule = StopRule::SparsityOrError {
+        sparsity: 4,
+        error: 1e-20,
+    };
+    let c = b
+        .encode(&dict, MatRef::dense(&x, 1, 64).unwrap(), rule)
+        .unwrap();
+    assert_eq!(c.atoms, [17]);
+    assert!((c.coefs[0] + 2.0).abs() < 1e-14, "{}", c.coefs[0]);
+    assert!(c.residual_norm2[0] < 1e-20, "{}", c.residual_norm2[0]);
+}
+
+#[test]
+fn zero_signals_and_zero_budgets() {
+    let dict = cases::dct_dictionary::<f32>(8, 16);
+    let x = vec![0.0f32; 128];
+    let b = RayonBackend::with_threads(1).unwrap();
+    let c = b
+        .encode(
+            &dict,
+            MatRef::dense(&x, 2, 64).unwrap(),
+            StopRule::Sparsity(5),
+        )
+        .unwrap();
+    assert_eq!(
+        (c.offsets, c.residual_norm2),
+        (vec![0, 0, 0], vec![0.0, 0.0])
+    );
+    let c = cases::omp_dct::<f32>(3, 7);
+    let mut c0 = c.clone();
+    c0.rule = StopRule::Sparsity(0);
+    let got = encode(&b, &c0);
+    assert_eq!(got.offsets, [0, 0, 0, 0]);
+    for i in 0..3 {
+        let xx: f64 = c.signal(i).iter().map(|v| (v.to_f64()).powi(2)).sum();
+        assert!((got.residual_norm2[i].to_f64() - xx).abs() <= 1e-6 * xx);
+    }
+}
+
+#[test]
+fn output_is_independent_of_the_thread_count() {
+    // 1000 and 700 signals: several chunks, the last one partial.
+    let c32 = cases::omp_dct::<f32>(1000, 11);
+    let c64 = cases::omp_random::<f64>(32, 64, 700, 6, 0.05, StopRule::Error(0.3), 12);
+    let one = RayonBackend::with_threads(1).unwrap();
+    let (a32, a64) = (encode(&one, &c32), encode(&one, &c64));
+    for t in [2, 3] {
+        let b = RayonBackend::with_threads(t).unwrap();
+        assert!(encode(&b, &c32) == a32, "f32 codes differ with {t} threads");
+        assert!(encode(&b, &c64) == a64, "f64 codes differ with {t} threads");
+    }
+}
+
+#[test]
+fn spec_case_agrees_with_the_reference() {
+    agrees(Input::Omp32(cases::omp_dct(1000, 3)));
+    agrees(Input::Omp64(cases::omp_dct(300, 4)));
+}
+
+#[test]
+fn error_rules_agree_with_the_reference() {
+    agrees(Input::Omp64(cases::omp_random(
+        32,
+        64,
+        500,
+        6,
+        0.05,
+        StopRule::Error(0.3),
+        5,
+    )));
+    agrees(Input::Omp32(cases::omp_random(
+        32,
+        64,
+        500,
+        6,
+        0.05,
+        StopRule::SparsityOrError {
+            sparsity: 4,
+            error: 0.3,
+        },
+        6,
+    )));
+    // Error(0) on a square random dictionary: every signal takes n atoms or
+    // reaches an exactly zero residual.
+    agrees(Input::Omp64(cases::omp_random(
+        12,
+        12,
+        50,
+        12,
+        0.0,
+        StopRule::Error(0.0),
+        8,
+    )));
+}
+
+#[test]
+fn dependent_atom_ends_the_code_without_nan() {
+    // Atom 2 is (d0 + d1) / sqrt(2): once two of the three are chosen the
+    // third lies in their span. The residual (0, 0, 1) is out of reach.
+    let s = std::f64::consts::FRAC_1_SQRT_2;
+    let d = vec![1.0, 0.0, s, 0.0, 1.0, s, 0.0, 0.0, 0.0];
+    // Row 2 is all zero, so normalize the 2-D atoms into a 3 x 3 matrix by hand.
+    let dict = Dictionary::new(3, 3, d).unwrap();
+    let x = [1.0f64, 1.0, 1.0];
+    let b = RayonBackend::with_threads(1).unwrap();
+    let c = b
+        .encode(
+            &dict,
+            MatRef::dense(&x, 1, 3).unwrap(),
+            StopRule::Error(0.0),
+        )
+        .unwrap();
+    assert_eq!(c.atoms[0], 2, "{c:?}");
+    assert!(c.atoms.len() <= 2, "{c:?}");
+    assert!(c.coefs.iter().all(|g| g.is_finite()), "{c:?}");
+    assert!((c.residual_norm2[0] - 1.0).abs() < 1e-12, "{c:?}");
+}
+
+#[test]
+fn every_simd_copy_gives_the_same_bits() {
+    let c32 = cases::omp_dct::<f32>(300, 21);
+    let c64 = cases::omp_random::<f64>(
+        20,
+        50,
+        300,
+        5,
+        0.01,
+        StopRule::SparsityOrError {
+            sparsity: 8,
+            error: 0.05,
+        },
+        22,
+    );
+    let b = RayonBackend::with_threads(2).unwrap();
+    let run32 = |isa| super::encode_with(&b, &c32.dict, c32.signals_ref(), c32.rule, isa).unwrap();
+    let run64 = |isa| super::encode_with(&b, &c64.dict, c64.signals_ref(), c64.rule, isa).unwrap();
+    let (e32, e64) = (run32(Some(Isa::Baseline)), run64(Some(Isa::Baseline)));
+    for isa in Isa::available() {
+        assert!(run32(Some(isa)) == e32, "{isa:?} f32 differs from baseline");
+        assert!(run64(Some(isa)) == e64, "{isa:?} f64 differs from baseline");
+    }
+}
+
+/// The catalog's Medium sizes of the DCT case (20K f32, 5K f64 signals),
+/// about 25 s in the test profile, mostly the reference:
+/// `cargo test -p trident-rayon --lib -- --ignored medium --nocapture`.
+#[test]
+#[ignore]
+fn medium_spec_case_agrees_with_the_reference() {
+    for seed in [1, 2] {
+        agrees(Input::Omp32(cases::omp_dct(20_000, seed)));
+        agrees(Input::Omp64(cases::omp_dct(5_000, seed)));
+    }
+}
