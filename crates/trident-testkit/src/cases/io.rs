@@ -31,7 +31,8 @@
 //!     for spec in meta.pop("arrays").split(","):
 //!         if not spec: continue
 //!         name, dtype, count = spec.split(":")
-//!         arrays[name] = np.fromfile(f, dtype=np.dtype(dtype).newbyteorder("<"), count=int(count))
+//!         np_type = {"f32": "<f4", "f64": "<f8", "u32": "<u4", "u64": "<u8", "i64": "<i8", "u8": "u1"}[dtype]
+//!         arrays[name] = np.fromfile(f, dtype=np_type, count=int(count))
 //! ```
 //!
 //! Networks can also be written as DIMACS text ([`write_dimacs`]).
