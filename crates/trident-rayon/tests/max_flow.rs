@@ -213,6 +213,9 @@ fn larger_grids_match_reference() {
         (1, 300, 300, false, 20),
         (1, 200, 257, false, 1_000),
         (24, 40, 48, true, 20),
+        // Residuals beyond i32: the i64 node layout.
+        (1, 64, 80, false, 3_000_000_000),
+        (6, 20, 30, true, 3_000_000_000),
     ]
     .iter()
     .enumerate()

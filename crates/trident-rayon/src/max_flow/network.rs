@@ -52,9 +52,12 @@ const NONE: u32 = u32::MAX;
 /// Work units charged per relabel on top of the node's degree (hipr's BETA).
 const RELABEL_COST: u64 = 12;
 /// A global relabel runs once the work since the last one exceeds
-/// `GLOBAL_NODE_WEIGHT * n + m` (hipr: ALPHA = 6, frequency 0.5, folded in
-/// here as a factor 2 on the threshold).
+/// `GLOBAL_FREQ_INV * (GLOBAL_NODE_WEIGHT * n + m)`, `m` counting residual
+/// arcs (hipr's ALPHA = 6 and update frequency 0.5). On flow-rmf (genrmf
+/// 32 x 64) factors 0.25, 0.5, 1, 2, 4, 8 took 312, 271, 175, 124-155, 197,
+/// 233 ms of CPU in phase 1: each global relabel costs about 5 ms there.
 const GLOBAL_NODE_WEIGHT: u64 = 6;
+/// See [`GLOBAL_NODE_WEIGHT`].
 const GLOBAL_FREQ_INV: u64 = 2;
 
 /// Solves `g`: `i32` residuals when every capacity fits, else `i64`.
@@ -130,6 +133,16 @@ struct Solver<C> {
     work_limit: u64,
     /// BFS queue of the global relabel, kept to reuse its memory.
     queue: VecDeque<u32>,
+    stats: Stats,
+}
+
+/// Operation counts, printed with `TRIDENT_MF_TRACE` set.
+#[derive(Clone, Copy, Debug, Default)]
+struct Stats {
+    pushes: u64,
+    relabels: u64,
+    gaps: u64,
+    globals: u64,
 }
 
 impl<C: Cap> Solver<C> {
@@ -225,6 +238,7 @@ impl<C: Cap> Solver<C> {
             work: 0,
             work_limit: GLOBAL_FREQ_INV * (GLOBAL_NODE_WEIGHT * n as u64 + slots as u64),
             queue: VecDeque::new(),
+            stats: Stats::default(),
         })
     }
 
@@ -240,11 +254,28 @@ impl<C: Cap> Solver<C> {
                 self.nodes[s].excess -= a.res.to_i64();
             }
         }
+        let trace = std::env::var_os("TRIDENT_MF_TRACE").is_some();
+        let t0 = std::time::Instant::now();
+        let c0 = super::grid::cpu_now();
         self.target = self.t;
         self.run();
+        let t1 = std::time::Instant::now();
+        let c1 = super::grid::cpu_now();
+        let stats1 = std::mem::take(&mut self.stats);
         // Phase 2: return the excess stranded at nodes cut off from t.
         self.target = self.s;
         self.run();
+        if trace {
+            eprintln!(
+                "phase 1 {:?} (cpu {:.1} ms) {:?}; phase 2 {:?} (cpu {:.1} ms) {:?}",
+                t1 - t0,
+                (c1 - c0) * 1e3,
+                stats1,
+                t1.elapsed(),
+                (super::grid::cpu_now() - c1) * 1e3,
+                self.stats
+            );
+        }
         let flow = self.nodes[self.t as usize].excess;
         debug_assert!(
             (0..self.n).all(|v| v == s || v == self.t as usize || self.nodes[v].excess == 0),
@@ -310,6 +341,7 @@ impl<C: Cap> Solver<C> {
     /// fresh buckets. Unreached nodes get the dead label.
     fn global_relabel(&mut self) {
         self.work = 0;
+        self.stats.globals += 1;
         let dead = self.dead;
         for b in &mut self.buckets[..=(self.d_max as usize).min(self.n.saturating_sub(1))] {
             *b = EMPTY;
@@ -416,6 +448,7 @@ impl<C: Cap> Solver<C> {
                         self.arcs[e].res -= delta;
                         self.arcs[a.rev as usize].res += delta;
                         let delta = delta.to_i64();
+                        self.stats.pushes += 1;
                         if w != self.target as usize && self.nodes[w].excess == 0 {
                             self.remove_inactive(w);
                             self.push_active(w);
@@ -458,6 +491,7 @@ impl<C: Cap> Solver<C> {
                 }
             }
             self.work += RELABEL_COST + (end - start) as u64;
+            self.stats.relabels += 1;
             self.nodes[v].label = best;
             if best >= self.dead {
                 return;
@@ -471,6 +505,7 @@ impl<C: Cap> Solver<C> {
     /// Retires every node labelled above `label` (none of them can reach the
     /// target).
     fn gap(&mut self, label: u32) {
+        self.stats.gaps += 1;
         for l in label + 1..=self.d_max {
             let b = std::mem::replace(&mut self.buckets[l as usize], EMPTY);
             for mut v in [b.active, b.inactive] {
