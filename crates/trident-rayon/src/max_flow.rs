@@ -3,14 +3,16 @@
 //! - Grids ([`GridGraph`]): Boykov-Kolmogorov on an implicit-neighbour layout
 //!   ([`grid`]): one compact record per node, no adjacency lists. Residuals are
 //!   stored as `i32` when every residual provably fits, else `i64`.
-//! - Networks ([`FlowNetwork`]): Boykov-Kolmogorov on a CSR residual graph
-//!   ([`network`]), arcs out of s and into t folded into terminal capacities.
+//! - Networks ([`FlowNetwork`]): highest-label push-relabel with global
+//!   relabels and the gap heuristic on a CSR residual graph ([`network`]);
+//!   BK is weak on general networks such as genrmf (that module says why).
 //!
 //! Both return the exact flow value and the canonical cut (the nodes reachable
 //! from s in the final residual graph), so labels agree with every other
-//! backend. The search itself is sequential (BK's trees do not split well, and
-//! on two cores the serial run was the fastest we measured); the rayon pool
-//! builds the residual graph and the labels.
+//! backend; networks also return exact per-arc flows. The searches themselves
+//! are sequential (BK's trees do not split well, and on two cores the serial
+//! run was the fastest we measured); the rayon pool builds the grid's node
+//! array, its labels, and the networks' per-arc flows.
 
 mod alloc;
 mod cap;

@@ -645,7 +645,7 @@ fn prefetch<T>(p: &T) {
     let _ = p;
 }
 
-fn cpu_now() -> f64 {
+pub(super) fn cpu_now() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
