@@ -12,7 +12,7 @@
 //! on two cores the serial run was the fastest we measured); the rayon pool
 //! builds the residual graph and the labels.
 
-mod alloc;
+pub(crate) mod alloc;
 mod cap;
 mod grid;
 mod network;

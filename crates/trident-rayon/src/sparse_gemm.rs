@@ -18,9 +18,13 @@
 //!
 //! The accumulator ([`accum`]) is picked per row by its product count: a hash
 //! table of twice the row's size (lives in L1 for the typical row of a few
-//! dozen products, sorted on output), or an `n`-wide dense array with
-//! generation marks for heavy rows when `n` is moderate. A row with one entry in
-//! `A` is a scaled copy of one `B` row and skips both.
+//! dozen products, sorted on output), or an `n`-wide dense array with a bitmap
+//! for heavy rows when `n` is moderate (the bitmap yields the columns sorted,
+//! with no sort). A row with one entry in `A` is a scaled copy of one `B` row and
+//! skips both. Both passes prefetch the `B` rows a few rows ahead: with random
+//! columns (R-MAT, uniform) the passes are otherwise bound by memory latency.
+//! Output buffers are advised onto huge pages, as fresh memory is faulted in
+//! while it is written.
 //!
 //! Determinism: each `C(i, j)` is accumulated in ascending `p` starting from the
 //! first product, whatever the accumulator, so the output is bit-identical
@@ -36,13 +40,12 @@ mod accum;
 #[cfg(test)]
 mod tests;
 
-use std::mem::MaybeUninit;
-
 use rayon::prelude::*;
 use trident_core::{CsrMatrix, Error, Result, Scalar, SparseGemm, validate};
 
 use crate::RayonBackend;
-use accum::{Workspace, row_flops};
+use crate::max_flow::alloc::advise_huge;
+use accum::{AHEAD, Workspace, prefetch_offsets, prefetch_rows, row_flops};
 
 /// Rows per block of the parallel prefix sum over row work.
 const SCAN_BLOCK: usize = 1 << 14;
@@ -64,7 +67,7 @@ impl<T: Scalar> SparseGemm<T> for RayonBackend {
 }
 
 /// Splits `s` into consecutive pieces of the given lengths.
-fn split_by<'a, X>(mut s: &'a mut [X], lens: impl Iterator<Item = usize>) -> Vec<&'a mut [X]> {
+fn split_by<X>(mut s: &mut [X], lens: impl Iterator<Item = usize>) -> Vec<&mut [X]> {
     let mut parts = Vec::new();
     for len in lens {
         let (head, tail) = s.split_at_mut(len);
@@ -128,13 +131,35 @@ fn chunk_bounds(cum: &[usize], threads: usize) -> Vec<usize> {
     bounds
 }
 
-/// Reserves exactly `len` elements, or says how much could not be had.
+/// While row `i` of `[.., r1)` is computed, starts fetching what rows `i + AHEAD`
+/// and `i + 2 AHEAD` will need.
+#[inline]
+fn prefetch_ahead<T: Scalar>(
+    a: &CsrMatrix<T>,
+    b: &CsrMatrix<T>,
+    i: usize,
+    r1: usize,
+    values: bool,
+) {
+    if i + 2 * AHEAD < r1 {
+        prefetch_offsets(a, b, i + 2 * AHEAD);
+    }
+    if i + AHEAD < r1 {
+        prefetch_rows(a, b, i + AHEAD, values);
+    }
+}
+
+/// Reserves exactly `len` elements (huge pages advised), or says how much
+/// could not be had.
 fn reserve<X>(len: usize, what: &str) -> Result<Vec<X>> {
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
         bytes: (len as u128 * size_of::<X>() as u128).min(u64::MAX as u128) as u64,
         detail: format!("{what} of the SpGEMM output ({len} entries)"),
     })?;
+    // Fresh output memory is faulted in as it is written; on 4 KiB pages those
+    // faults cost more than the arithmetic of a light row.
+    advise_huge(&mut v);
     Ok(v)
 }
 
@@ -145,7 +170,8 @@ fn gustavson<T: Scalar>(
 ) -> Result<CsrMatrix<T>> {
     let (m, n) = (a.rows(), b.cols());
     // Pass 1: offsets[i] = work of rows 0..i, for now.
-    let mut offsets = vec![0usize; m + 1];
+    let mut offsets: Vec<usize> = reserve(m + 1, "row offsets")?;
+    offsets.resize(m + 1, 0);
     work_prefix(a, b, &mut offsets[1..]);
     let bounds = chunk_bounds(&offsets, threads);
     let chunk_rows = || bounds.windows(2).map(|w| w[1] - w[0]);
@@ -163,10 +189,13 @@ fn gustavson<T: Scalar>(
                 let r0 = bounds[c];
                 let mut prev = starts[c];
                 let mut total = 0usize;
+                let r1 = r0 + counts.len();
                 for (t, slot) in counts.iter_mut().enumerate() {
+                    let i = r0 + t;
+                    prefetch_ahead(a, b, i, r1, false);
                     let flops = slot.saturating_sub(prev).saturating_sub(1);
                     prev = *slot;
-                    let cnt = ws.count_row(a, b, r0 + t, flops);
+                    let cnt = ws.count_row(a, b, i, flops);
                     *slot = cnt;
                     total += cnt;
                 }
@@ -215,9 +244,11 @@ fn gustavson<T: Scalar>(
             .enumerate()
             .for_each_init(
                 || Workspace::new(n),
-                |ws, (c, (idx, val)): (usize, (&mut [MaybeUninit<u32>], &mut [MaybeUninit<T>]))| {
+                |ws, (c, (idx, val))| {
                     let base = bases[c];
-                    for i in bounds[c]..bounds[c + 1] {
+                    let r1 = bounds[c + 1];
+                    for i in bounds[c]..r1 {
+                        prefetch_ahead(a, b, i, r1, true);
                         let (s, e) = (offsets[i] - base, offsets[i + 1] - base);
                         ws.fill_row(a, b, i, &mut idx[s..e], &mut val[s..e]);
                     }

@@ -15,12 +15,16 @@ use trident_core::{CsrMatrix, Scalar};
 const EMPTY: u32 = u32::MAX;
 
 /// Rows with at least this many products use the dense accumulator (if `n`
-/// allows one): their hash table would outgrow L1/L2 and a dense array indexed
-/// by column probes nothing.
-const DENSE_MIN_FLOPS: usize = 1 << 13;
+/// allows one): their hash table would outgrow L1/L2, and sorting their columns
+/// costs more than scanning a bitmap.
+const DENSE_MIN_FLOPS: usize = 1 << 12;
 
-/// Largest `n` for which a worker keeps an `n`-wide dense accumulator (a `u32`
-/// mark and a `T` per column: at most 48 MiB for f64, and only the pages a row
+/// A row also goes dense when the bitmap words spanning all `n` columns are at
+/// most this many times its products: the scan is then cheaper than the sort.
+const DENSE_SCAN_PER_FLOP: usize = 4;
+
+/// Largest `n` for which a worker keeps an `n`-wide dense accumulator (a `T`
+/// per column plus a bit: at most 34 MiB for f64, and only the pages a row
 /// touches are ever faulted in). Wider outputs always hash, whose table is
 /// bounded by the row's products instead.
 const DENSE_MAX_COLS: usize = 1 << 22;
@@ -43,6 +47,52 @@ pub(super) fn row_flops<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, i: usize)
         .fold(0usize, usize::saturating_add)
 }
 
+/// Rows between the prefetch of the B row offsets a row needs and the prefetch
+/// of the B rows themselves, and again until the row is computed. Rows of `A`
+/// that reach random rows of a large `B` are otherwise bound by memory latency
+/// (one miss for the offset, then one for the row), and a row of a few dozen
+/// products is too short for the CPU to overlap them on its own.
+pub(super) const AHEAD: usize = 4;
+
+/// Hints the CPU to pull the cache line holding `x` into L1.
+#[inline(always)]
+fn prefetch<X>(x: &X) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it cannot fault or change memory, and
+    // SSE is part of the x86_64 baseline.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>(x as *const X as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// Prefetches the offsets of the B rows that row `i` of `A` names.
+#[inline]
+pub(super) fn prefetch_offsets<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, i: usize) {
+    let bo = b.offsets();
+    for &p in a.row(i).0 {
+        prefetch(&bo[p as usize]);
+    }
+}
+
+/// Prefetches the first line of the indices (and, with `values`, the values)
+/// of each B row that row `i` of `A` names.
+#[inline]
+pub(super) fn prefetch_rows<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, i: usize, values: bool) {
+    let (bo, bi, bv) = (b.offsets(), b.indices(), b.values());
+    for &p in a.row(i).0 {
+        let s = bo[p as usize];
+        if s < bo[p as usize + 1] {
+            prefetch(&bi[s]);
+            if values {
+                prefetch(&bv[s]);
+            }
+        }
+    }
+}
+
 /// Columns and values of row `p` of `b`.
 #[inline(always)]
 fn brow<T: Scalar>(b: &CsrMatrix<T>, p: u32) -> (&[u32], &[T]) {
@@ -51,22 +101,38 @@ fn brow<T: Scalar>(b: &CsrMatrix<T>, p: u32) -> (&[u32], &[T]) {
     (&b.indices()[s..e], &b.values()[s..e])
 }
 
-/// The n-wide accumulator: `mark[j] == stamp` iff column j is in the current
-/// row, so starting a row is one increment instead of clearing n entries.
+/// The n-wide accumulator: bit `j` of `bits` says column j is in the current
+/// row. Reading the set bits word by word yields the columns already sorted, and
+/// zeroes the bitmap for the next row, so no row pays for a sort or a clear of
+/// more than the words its columns span.
 struct Dense<T> {
-    mark: Vec<u32>,
+    bits: Vec<u64>,
     vals: Vec<T>,
-    stamp: u32,
 }
 
-impl<T: Scalar> Dense<T> {
-    fn next_stamp(&mut self) -> u32 {
-        if self.stamp == u32::MAX {
-            self.mark.fill(0);
-            self.stamp = 0;
+/// Columns from `C`'s row in the bitmap words `lo..=hi`.
+#[derive(Clone, Copy)]
+struct Span {
+    lo: usize,
+    hi: usize,
+}
+
+impl Span {
+    const EMPTY: Span = Span {
+        lo: usize::MAX,
+        hi: 0,
+    };
+    #[inline(always)]
+    fn add(&mut self, w: usize) {
+        self.lo = self.lo.min(w);
+        self.hi = self.hi.max(w);
+    }
+    fn words(self) -> std::ops::Range<usize> {
+        if self.lo > self.hi {
+            0..0
+        } else {
+            self.lo..self.hi + 1
         }
-        self.stamp += 1;
-        self.stamp
     }
 }
 
@@ -97,7 +163,9 @@ impl<T: Scalar> Workspace<T> {
     }
 
     fn use_dense(&self, flops: usize) -> bool {
-        self.n <= DENSE_MAX_COLS && (flops >= DENSE_MIN_FLOPS || flops.saturating_mul(4) >= self.n)
+        self.n <= DENSE_MAX_COLS
+            && (flops >= DENSE_MIN_FLOPS
+                || flops.saturating_mul(DENSE_SCAN_PER_FLOP * 64) >= self.n)
     }
 
     /// A table of at least twice `distinct` slots (load factor <= 1/2), all
@@ -114,9 +182,8 @@ impl<T: Scalar> Workspace<T> {
     fn dense(&mut self) -> &mut Dense<T> {
         let n = self.n;
         self.dense.get_or_insert_with(|| Dense {
-            mark: vec![0; n],
+            bits: vec![0; n.div_ceil(64)],
             vals: vec![T::ZERO; n],
-            stamp: 0,
         })
     }
 
@@ -141,16 +208,18 @@ impl<T: Scalar> Workspace<T> {
         }
         let mut count = 0;
         if self.use_dense(flops) {
-            let d = self.dense();
-            let stamp = d.next_stamp();
+            let bits = &mut self.dense().bits;
+            let mut span = Span::EMPTY;
             for &p in acols {
                 for &j in brow(b, p).0 {
-                    let m = &mut d.mark[j as usize];
-                    if *m != stamp {
-                        *m = stamp;
-                        count += 1;
-                    }
+                    let w = j as usize / 64;
+                    bits[w] |= 1 << (j % 64);
+                    span.add(w);
                 }
+            }
+            for x in &mut bits[span.words()] {
+                count += x.count_ones() as usize;
+                *x = 0;
             }
         } else {
             let (size, shift) = self.table(flops.min(self.n));
@@ -209,49 +278,35 @@ impl<T: Scalar> Workspace<T> {
         }
         let flops = row_flops(a, b, i);
         if self.use_dense(flops) {
-            let mut cols = std::mem::take(&mut self.cols);
-            let d = self.dense();
-            let stamp = d.next_stamp();
+            let Dense { bits, vals } = self.dense();
+            let mut span = Span::EMPTY;
             for (&p, &av) in acols.iter().zip(avals) {
                 let (bc, bv) = brow(b, p);
                 for (&j, &bj) in bc.iter().zip(bv) {
                     let prod = av * bj;
-                    let j = j as usize;
-                    if d.mark[j] != stamp {
-                        d.mark[j] = stamp;
-                        d.vals[j] = prod;
-                        cols.push(j as u32);
+                    let (w, bit) = (j as usize / 64, 1u64 << (j % 64));
+                    if bits[w] & bit == 0 {
+                        bits[w] |= bit;
+                        vals[j as usize] = prod;
+                        span.add(w);
                     } else {
-                        d.vals[j] += prod;
+                        vals[j as usize] += prod;
                     }
                 }
             }
-            assert_eq!(
-                cols.len(),
-                len,
-                "spgemm: symbolic and numeric passes disagree"
-            );
-            let lo = *cols.iter().min().unwrap_or(&0) as usize;
-            let hi = *cols.iter().max().unwrap_or(&0) as usize;
-            if len.saturating_mul(8) >= hi - lo + 1 {
-                // Dense enough: a scan of the marks over [lo, hi] beats a sort.
-                let mut t = 0;
-                for j in lo..=hi {
-                    if d.mark[j] == stamp {
-                        idx[t].write(j as u32);
-                        val[t].write(d.vals[j]);
-                        t += 1;
-                    }
-                }
-            } else {
-                cols.sort_unstable();
-                for (t, &j) in cols.iter().enumerate() {
-                    idx[t].write(j);
-                    val[t].write(d.vals[j as usize]);
+            let mut t = 0;
+            for w in span.words() {
+                let mut x = std::mem::take(&mut bits[w]);
+                while x != 0 {
+                    let j = w * 64 + x.trailing_zeros() as usize;
+                    // Out of bounds here means the passes disagree (a bug of ours).
+                    idx[t].write(j as u32);
+                    val[t].write(vals[j]);
+                    t += 1;
+                    x &= x - 1;
                 }
             }
-            cols.clear();
-            self.cols = cols;
+            assert_eq!(t, len, "spgemm: symbolic and numeric passes disagree");
         } else {
             let (size, shift) = self.table(len);
             let mask = size - 1;

@@ -61,8 +61,8 @@ where
 
 #[test]
 fn rmat_mixes_hash_and_dense_rows() {
-    // Scale 12 with edge factor 16 has rows of a few products and rows of
-    // tens of thousands: both accumulators, several chunks.
+    // Scale 12 with edge factor 16 has rows of a few products (hashed) and rows
+    // of thousands (dense): both accumulators, several chunks.
     let a = cases::rmat::<f64>(12, 16, 3);
     check("rmat-12-16 f64", &a, &a);
     let a = cases::rmat::<f32>(12, 16, 4);
@@ -78,9 +78,9 @@ fn power_law_row() {
 }
 
 #[test]
-fn heavy_rows_over_wide_outputs_sort() {
+fn heavy_rows_over_wide_outputs() {
     // One A row of 10,000 entries over B rows of one random column each in
-    // 2^20 columns: dense accumulator, sparse result, so sorted not scanned.
+    // 2^20 columns: the dense accumulator with a sparse bitmap to scan.
     let a = cases::uniform_rows::<f64>(2, 10_000, 10_000, 7);
     let b = cases::uniform_rows::<f64>(10_000, 1 << 20, 1, 8);
     check("heavy row, wide output", &a, &b);
@@ -91,8 +91,9 @@ fn light_rows_over_wide_outputs_hash() {
     let a = cases::uniform_rows::<f32>(5000, 5000, 8, 9);
     let b = cases::uniform_rows::<f32>(5000, 1 << 20, 8, 10);
     check("uniform rows, 2^20 columns", &a, &b);
-    let p = cases::poisson2d::<f64>(40);
-    check("poisson2d-40", &p, &p);
+    // n = 40,000 against 25 products per row: hashed (poisson2d-40 would go dense).
+    let p = cases::poisson2d::<f64>(200);
+    check("poisson2d-200", &p, &p);
 }
 
 #[test]
