@@ -16,15 +16,17 @@
 //! 3. **Numeric.** Each row is recomputed and written straight into its slot
 //!    of the output, columns sorted, duplicates merged. Nothing is copied after.
 //!
-//! The accumulator ([`accum`]) is picked per row by its product count: a hash
-//! table of twice the row's size (lives in L1 for the typical row of a few
-//! dozen products, sorted on output), or an `n`-wide dense array with a bitmap
-//! for heavy rows when `n` is moderate (the bitmap yields the columns sorted,
-//! with no sort). A row with one entry in `A` is a scaled copy of one `B` row and
-//! skips both. Both passes prefetch the `B` rows a few rows ahead: with random
-//! columns (R-MAT, uniform) the passes are otherwise bound by memory latency.
-//! Output buffers are advised onto huge pages, as fresh memory is faulted in
-//! while it is written.
+//! The accumulator ([`accum`]) is picked per row: an `n`-wide dense array with a
+//! bitmap when the row's columns can only fall in a window that stays in L2
+//! (banded matrices, moderate `n`) or when it has thousands of products, as
+//! long as `n` is moderate; otherwise a hash table of twice the row's size
+//! (L1-resident for the typical row of a few dozen products), sorted on output.
+//! Dense rows come out sorted from a scan of the bitmap when their columns are
+//! dense in their span, else by sorting their few columns. A row with one entry
+//! in `A` is a scaled copy of one `B` row and skips both. Both passes prefetch
+//! the `B` rows a few rows ahead: with random columns (R-MAT, uniform) they are
+//! otherwise bound by memory latency. Output buffers are advised onto huge
+//! pages, as fresh memory is faulted in while it is written.
 //!
 //! Determinism: each `C(i, j)` is accumulated in ascending `p` starting from the
 //! first product, whatever the accumulator, so the output is bit-identical
@@ -175,8 +177,6 @@ fn gustavson<T: Scalar>(
     work_prefix(a, b, &mut offsets[1..]);
     let bounds = chunk_bounds(&offsets, threads);
     let chunk_rows = || bounds.windows(2).map(|w| w[1] - w[0]);
-    // Captured now: the symbolic pass overwrites these entries of `offsets`.
-    let starts: Vec<usize> = bounds.iter().map(|&r| offsets[r]).collect();
 
     // Pass 2: offsets[i + 1] = nnz of row i, then the prefix sum.
     let mut counts = split_by(&mut offsets[1..], chunk_rows());
@@ -186,18 +186,12 @@ fn gustavson<T: Scalar>(
         .map_init(
             || Workspace::new(n),
             |ws, (c, counts)| {
-                let r0 = bounds[c];
-                let mut prev = starts[c];
+                let (r0, r1) = (bounds[c], bounds[c + 1]);
                 let mut total = 0usize;
-                let r1 = r0 + counts.len();
-                for (t, slot) in counts.iter_mut().enumerate() {
-                    let i = r0 + t;
+                for (i, slot) in (r0..r1).zip(counts.iter_mut()) {
                     prefetch_ahead(a, b, i, r1, false);
-                    let flops = slot.saturating_sub(prev).saturating_sub(1);
-                    prev = *slot;
-                    let cnt = ws.count_row(a, b, i, flops);
-                    *slot = cnt;
-                    total += cnt;
+                    *slot = ws.count_row(a, b, i);
+                    total += *slot;
                 }
                 total
             },

@@ -202,7 +202,7 @@ fn k_zero_scales_c() {
 fn empty_m_or_n_writes_nothing() {
     let be = RayonBackend::new().unwrap();
     let a = values::<f32>(6, 1);
-    let mut c = vec![PAD as f32; 4];
+    let mut c = [PAD as f32; 4];
     // op(A) is 0 x 3 (A^T of a 3 x 0 view), C is 0 x 4.
     be.gemm(
         &GemmParams {

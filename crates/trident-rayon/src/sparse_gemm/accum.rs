@@ -15,17 +15,19 @@ use trident_core::{CsrMatrix, Scalar};
 const EMPTY: u32 = u32::MAX;
 
 /// Rows with at least this many products use the dense accumulator (if `n`
-/// allows one): their hash table would outgrow L1/L2, and sorting their columns
-/// costs more than scanning a bitmap.
+/// allows one) whatever their column span: their hash table would outgrow L1,
+/// and sorting their columns costs more than scanning a bitmap.
 const DENSE_MIN_FLOPS: usize = 1 << 12;
 
-/// A row also goes dense when the bitmap words spanning all `n` columns are at
-/// most this many times its products: the scan is then cheaper than the sort.
-const DENSE_SCAN_PER_FLOP: usize = 4;
+/// A row whose columns can only fall in a window this wide goes dense: the
+/// window's values (256 KiB of f32, 512 KiB of f64) stay in L2, so a dense
+/// update is a plain load and store where a hash costs a multiply and a probe.
+/// Banded matrices (Poisson) and moderate `n` (R-MAT 16) are all such rows.
+const DENSE_WINDOW: usize = 1 << 16;
 
 /// Largest `n` for which a worker keeps an `n`-wide dense accumulator (a `T`
-/// per column plus a bit: at most 34 MiB for f64, and only the pages a row
-/// touches are ever faulted in). Wider outputs always hash, whose table is
+/// per column plus a bit: at most 34 MiB for f64, and only the pages rows
+/// touch are ever faulted in). Wider outputs always hash, whose table is
 /// bounded by the row's products instead.
 const DENSE_MAX_COLS: usize = 1 << 22;
 
@@ -34,6 +36,32 @@ const DENSE_MAX_COLS: usize = 1 << 22;
 #[inline(always)]
 fn slot(col: u32, shift: u32) -> usize {
     ((col as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize
+}
+
+/// What decides a row's accumulator: its products, and the column range
+/// `lo..=hi` its B rows span (empty when `lo > hi`).
+struct RowShape {
+    flops: usize,
+    lo: usize,
+    hi: usize,
+}
+
+fn row_shape<T: Scalar>(acols: &[u32], b: &CsrMatrix<T>) -> RowShape {
+    let (bo, bi) = (b.offsets(), b.indices());
+    let mut r = RowShape {
+        flops: 0,
+        lo: usize::MAX,
+        hi: 0,
+    };
+    for &p in acols {
+        let (s, e) = (bo[p as usize], bo[p as usize + 1]);
+        if s < e {
+            r.flops = r.flops.saturating_add(e - s);
+            r.lo = r.lo.min(bi[s] as usize);
+            r.hi = r.hi.max(bi[e - 1] as usize);
+        }
+    }
+    r
 }
 
 /// Number of scalar products in row `i` of `A * B`.
@@ -102,36 +130,20 @@ fn brow<T: Scalar>(b: &CsrMatrix<T>, p: u32) -> (&[u32], &[T]) {
 }
 
 /// The n-wide accumulator: bit `j` of `bits` says column j is in the current
-/// row. Reading the set bits word by word yields the columns already sorted, and
-/// zeroes the bitmap for the next row, so no row pays for a sort or a clear of
-/// more than the words its columns span.
+/// row, and `vals[j]` is then its sum. All bits are zero between rows.
 struct Dense<T> {
     bits: Vec<u64>,
     vals: Vec<T>,
 }
 
-/// Columns from `C`'s row in the bitmap words `lo..=hi`.
-#[derive(Clone, Copy)]
-struct Span {
-    lo: usize,
-    hi: usize,
-}
-
-impl Span {
-    const EMPTY: Span = Span {
-        lo: usize::MAX,
-        hi: 0,
-    };
-    #[inline(always)]
-    fn add(&mut self, w: usize) {
-        self.lo = self.lo.min(w);
-        self.hi = self.hi.max(w);
-    }
-    fn words(self) -> std::ops::Range<usize> {
-        if self.lo > self.hi {
-            0..0
-        } else {
-            self.lo..self.hi + 1
+/// Zeroes the bitmap after a row: by word range when the row's columns are
+/// dense in it, else word by word of the row's columns.
+fn clear_bits(bits: &mut [u64], cols: &[u32], lo: usize, hi: usize) {
+    if hi / 64 - lo / 64 < 2 * cols.len() {
+        bits[lo / 64..=hi / 64].fill(0);
+    } else {
+        for &j in cols {
+            bits[j as usize / 64] = 0;
         }
     }
 }
@@ -144,9 +156,9 @@ pub(super) struct Workspace<T> {
     keys: Vec<u32>,
     /// Hash table values, parallel to `keys`.
     vals: Vec<T>,
-    /// The row's distinct columns, sorted before they are written.
+    /// The row's distinct columns in order of appearance.
     cols: Vec<u32>,
-    /// Allocated on the first heavy row only.
+    /// Allocated on the first dense row only.
     dense: Option<Dense<T>>,
 }
 
@@ -162,10 +174,8 @@ impl<T: Scalar> Workspace<T> {
         }
     }
 
-    fn use_dense(&self, flops: usize) -> bool {
-        self.n <= DENSE_MAX_COLS
-            && (flops >= DENSE_MIN_FLOPS
-                || flops.saturating_mul(DENSE_SCAN_PER_FLOP * 64) >= self.n)
+    fn use_dense(&self, r: &RowShape) -> bool {
+        self.n <= DENSE_MAX_COLS && (r.flops >= DENSE_MIN_FLOPS || r.hi - r.lo < DENSE_WINDOW)
     }
 
     /// A table of at least twice `distinct` slots (load factor <= 1/2), all
@@ -179,23 +189,18 @@ impl<T: Scalar> Workspace<T> {
         (size, 64 - size.trailing_zeros())
     }
 
-    fn dense(&mut self) -> &mut Dense<T> {
+    /// The dense accumulator, and the column list beside it.
+    fn dense(&mut self) -> (&mut Dense<T>, &mut Vec<u32>) {
         let n = self.n;
-        self.dense.get_or_insert_with(|| Dense {
+        let d = self.dense.get_or_insert_with(|| Dense {
             bits: vec![0; n.div_ceil(64)],
             vals: vec![T::ZERO; n],
-        })
+        });
+        (d, &mut self.cols)
     }
 
-    /// Number of distinct columns of row `i` of `A * B`, which has `flops`
-    /// products.
-    pub(super) fn count_row(
-        &mut self,
-        a: &CsrMatrix<T>,
-        b: &CsrMatrix<T>,
-        i: usize,
-        flops: usize,
-    ) -> usize {
+    /// Number of distinct columns of row `i` of `A * B`.
+    pub(super) fn count_row(&mut self, a: &CsrMatrix<T>, b: &CsrMatrix<T>, i: usize) -> usize {
         let acols = a.row(i).0;
         match acols.len() {
             0 => return 0,
@@ -203,28 +208,30 @@ impl<T: Scalar> Workspace<T> {
             1 => return brow(b, acols[0]).0.len(),
             _ => {}
         }
-        if flops == 0 {
+        let shape = row_shape(acols, b);
+        if shape.flops == 0 {
             return 0;
         }
-        let mut count = 0;
-        if self.use_dense(flops) {
-            let bits = &mut self.dense().bits;
-            let mut span = Span::EMPTY;
+        if self.use_dense(&shape) {
+            let (d, cols) = self.dense();
             for &p in acols {
                 for &j in brow(b, p).0 {
-                    let w = j as usize / 64;
-                    bits[w] |= 1 << (j % 64);
-                    span.add(w);
+                    let (w, bit) = (j as usize / 64, 1u64 << (j % 64));
+                    if d.bits[w] & bit == 0 {
+                        d.bits[w] |= bit;
+                        cols.push(j);
+                    }
                 }
             }
-            for x in &mut bits[span.words()] {
-                count += x.count_ones() as usize;
-                *x = 0;
-            }
+            let count = cols.len();
+            clear_bits(&mut d.bits, cols, shape.lo, shape.hi);
+            cols.clear();
+            count
         } else {
-            let (size, shift) = self.table(flops.min(self.n));
+            let (size, shift) = self.table(shape.flops.min(self.n));
             let mask = size - 1;
             let keys = &mut self.keys[..size];
+            let mut count = 0;
             for &p in acols {
                 for &j in brow(b, p).0 {
                     let mut s = slot(j, shift);
@@ -243,8 +250,8 @@ impl<T: Scalar> Workspace<T> {
                 }
             }
             keys.fill(EMPTY);
+            count
         }
-        count
     }
 
     /// Writes row `i` of `A * B` into `idx`/`val`, whose length is the row's
@@ -276,10 +283,10 @@ impl<T: Scalar> Workspace<T> {
             }
             return;
         }
-        let flops = row_flops(a, b, i);
-        if self.use_dense(flops) {
-            let Dense { bits, vals } = self.dense();
-            let mut span = Span::EMPTY;
+        let shape = row_shape(acols, b);
+        if self.use_dense(&shape) {
+            let (d, cols) = self.dense();
+            let Dense { bits, vals } = d;
             for (&p, &av) in acols.iter().zip(avals) {
                 let (bc, bv) = brow(b, p);
                 for (&j, &bj) in bc.iter().zip(bv) {
@@ -288,25 +295,41 @@ impl<T: Scalar> Workspace<T> {
                     if bits[w] & bit == 0 {
                         bits[w] |= bit;
                         vals[j as usize] = prod;
-                        span.add(w);
+                        cols.push(j);
                     } else {
                         vals[j as usize] += prod;
                     }
                 }
             }
-            let mut t = 0;
-            for w in span.words() {
-                let mut x = std::mem::take(&mut bits[w]);
-                while x != 0 {
-                    let j = w * 64 + x.trailing_zeros() as usize;
-                    // Out of bounds here means the passes disagree (a bug of ours).
-                    idx[t].write(j as u32);
-                    val[t].write(vals[j]);
-                    t += 1;
-                    x &= x - 1;
+            assert_eq!(
+                cols.len(),
+                len,
+                "spgemm: symbolic and numeric passes disagree"
+            );
+            let (wlo, whi) = (shape.lo / 64, shape.hi / 64);
+            if whi - wlo < 8 * len {
+                // Columns dense in their span: reading the set bits word by word
+                // yields them sorted and clears the bitmap on the way.
+                let mut t = 0;
+                for w in wlo..=whi {
+                    let mut x = std::mem::take(&mut bits[w]);
+                    while x != 0 {
+                        let j = w * 64 + x.trailing_zeros() as usize;
+                        idx[t].write(j as u32);
+                        val[t].write(vals[j]);
+                        t += 1;
+                        x &= x - 1;
+                    }
+                }
+            } else {
+                cols.sort_unstable();
+                for (t, &j) in cols.iter().enumerate() {
+                    idx[t].write(j);
+                    val[t].write(vals[j as usize]);
+                    bits[j as usize / 64] = 0;
                 }
             }
-            assert_eq!(t, len, "spgemm: symbolic and numeric passes disagree");
+            cols.clear();
         } else {
             let (size, shift) = self.table(len);
             let mask = size - 1;

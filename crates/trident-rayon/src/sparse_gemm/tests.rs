@@ -61,12 +61,16 @@ where
 
 #[test]
 fn rmat_mixes_hash_and_dense_rows() {
-    // Scale 12 with edge factor 16 has rows of a few products (hashed) and rows
-    // of thousands (dense): both accumulators, several chunks.
+    // Squared, n = 4096: every row within the dense window, several chunks.
     let a = cases::rmat::<f64>(12, 16, 3);
     check("rmat-12-16 f64", &a, &a);
     let a = cases::rmat::<f32>(12, 16, 4);
     check("rmat-12-16 f32", &a, &a);
+    // Times B rows of 8 random columns out of 2^20: low-degree rows hash,
+    // rows of degree >= 512 have enough products to go dense, degree-1 rows
+    // copy a B row.
+    let b = cases::uniform_rows::<f32>(4096, 1 << 20, 8, 5);
+    check("rmat-12-16 times wide uniform", &a, &b);
 }
 
 #[test]
@@ -87,11 +91,11 @@ fn heavy_rows_over_wide_outputs() {
 }
 
 #[test]
-fn light_rows_over_wide_outputs_hash() {
+fn light_rows_over_wide_outputs_hash_and_banded_rows_go_dense() {
     let a = cases::uniform_rows::<f32>(5000, 5000, 8, 9);
     let b = cases::uniform_rows::<f32>(5000, 1 << 20, 8, 10);
     check("uniform rows, 2^20 columns", &a, &b);
-    // n = 40,000 against 25 products per row: hashed (poisson2d-40 would go dense).
+    // Banded: each row's columns lie in a window of 4 x 200, so dense.
     let p = cases::poisson2d::<f64>(200);
     check("poisson2d-200", &p, &p);
 }
