@@ -1,9 +1,63 @@
-//! DenseGemm for [`RayonBackend`]: not implemented yet.
+//! DenseGemm for [`RayonBackend`]: the `gemm` crate's packed, cache-blocked
+//! SIMD micro-kernels (AVX2/FMA/AVX-512 picked at run time), parallel on this
+//! backend's own pool.
+//!
+//! Why `gemm` (0.19): it is pure Rust, reaches BLAS-class speed on x86 and
+//! aarch64, and takes arbitrary row and column strides, so `Op::T` and the
+//! leading dimensions become stride swaps with no copy of A, B or C. Linking
+//! OpenBLAS or MKL would bring a C toolchain and their own thread pools, which
+//! would ignore the pool this backend hands out.
+//!
+//! Mapping: `gemm` computes `dst = a * dst + b * lhs * rhs`, so our `beta` is its
+//! `alpha`, our `alpha` its `beta`, and `read_dst = (beta != 0)`: with
+//! `beta == 0` C is never read, so a NaN there is overwritten (BLAS's rule).
+//! Only the `cols` elements of each row of C are written, never the padding up
+//! to `ld`, because the destination is described by its strides.
+//!
+//! Precision: [`Precision::Tf32`](trident_core::Precision) computes strictly
+//! (a CPU has no TF32 units; strict meets the looser bound).
+//!
+//! Determinism: `gemm` never splits the k dimension across threads; every
+//! element of C is one chain of multiply-adds in a fixed k order whose blocking
+//! depends only on m, n, k and the element size. The output is therefore
+//! bit-identical across runs and across thread counts on a given CPU (the unit
+//! tests check 1, 2 and 3 threads). Different CPUs may pick different SIMD
+//! kernels (FMA or not), which is outside SPEC's "same backend".
 
-use trident_core::Error;
-use trident_core::{DenseGemm, GemmParams, MatMut, MatRef, Result, Scalar};
+use gemm::Parallelism;
+use trident_core::{DenseGemm, Error, GemmParams, MatMut, MatRef, Op, Result, Scalar, validate};
 
 use crate::RayonBackend;
+
+/// Below this many multiply-adds (`m n k`) the call runs on the calling thread:
+/// handing it to the pool costs more than it saves. It is `gemm`'s own default
+/// threading threshold, so our choice and its internal one agree.
+const PARALLEL_MIN_WORK: usize = 48 * 48 * 256;
+
+/// Element strides `(row, col)` of a stored row-major view, as `isize`.
+///
+/// With at most one row, or no columns, the row stride is never stepped, so it
+/// is pinned to a harmless value instead of an `ld` that might not fit `isize`
+/// (a view with no elements may have any `ld`); otherwise `ld * (rows - 1)` is
+/// inside the slice, so it fits.
+fn strides(rows: usize, cols: usize, ld: usize) -> Result<(isize, isize)> {
+    let rs = if rows <= 1 || cols == 0 { 1 } else { ld };
+    let rs = isize::try_from(rs).map_err(|_| Error::TooLarge {
+        field: "ld",
+        value: ld as u128,
+        limit: isize::MAX as u128,
+    })?;
+    Ok((rs, 1))
+}
+
+/// `(row, col)` strides of `op(X)` in elements.
+fn op_strides<T: Copy>(x: &MatRef<'_, T>, op: Op) -> Result<(isize, isize)> {
+    let (rs, cs) = strides(x.rows(), x.cols(), x.ld())?;
+    Ok(match op {
+        Op::N => (rs, cs),
+        Op::T => (cs, rs),
+    })
+}
 
 impl<T: Scalar> DenseGemm<T> for RayonBackend {
     fn gemm(
@@ -11,11 +65,65 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
         p: &GemmParams<T>,
         a: MatRef<'_, T>,
         b: MatRef<'_, T>,
-        c: MatMut<'_, T>,
+        mut c: MatMut<'_, T>,
     ) -> Result<()> {
-        let _ = (p, a, b, c);
-        Err(Error::Unsupported(
-            "DenseGemm is not implemented on this backend yet".into(),
-        ))
+        let dims = validate::gemm(p, &a, &b, &c)?;
+        let (m, n, k) = (dims.m, dims.n, dims.k);
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        let (a_rs, a_cs) = op_strides(&a, p.op_a)?;
+        let (b_rs, b_cs) = op_strides(&b, p.op_b)?;
+        let (c_rs, c_cs) = strides(m, n, c.ld())?;
+        let read_dst = p.beta != T::ZERO;
+        let work = m.saturating_mul(n).saturating_mul(k);
+        let threads = self.threads();
+        let dst = c.data_mut().as_mut_ptr();
+        // Raw pointers are not `Send`; carry them across `install` as addresses.
+        let (dst, lhs, rhs) = (
+            dst as usize,
+            a.data().as_ptr() as usize,
+            b.data().as_ptr() as usize,
+        );
+        let run = move |par: Parallelism| {
+            // SAFETY: validate::gemm and the view constructors guarantee that every
+            // element addressed here, `(i, j) -> i * rs + j * cs` for i < rows and
+            // j < cols of op(A), op(B) and C, lies inside the respective slice; C's
+            // slice is borrowed mutably for the whole call, so nothing aliases it,
+            // and only C's view elements (never its padding) are written. T is f32
+            // or f64 (Scalar is sealed), both of which `gemm` supports.
+            unsafe {
+                gemm::gemm::<T>(
+                    m,
+                    n,
+                    k,
+                    dst as *mut T,
+                    c_cs,
+                    c_rs,
+                    read_dst,
+                    lhs as *const T,
+                    a_cs,
+                    a_rs,
+                    rhs as *const T,
+                    b_cs,
+                    b_rs,
+                    p.beta,
+                    p.alpha,
+                    false,
+                    false,
+                    false,
+                    par,
+                )
+            }
+        };
+        if work < PARALLEL_MIN_WORK || threads <= 1 {
+            run(Parallelism::None);
+        } else {
+            self.install(|| run(Parallelism::Rayon(threads)));
+        }
+        Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

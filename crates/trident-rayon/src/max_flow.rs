@@ -14,7 +14,7 @@
 //! run was the fastest we measured); the rayon pool builds the grid's node
 //! array, its labels, and the networks' per-arc flows.
 
-mod alloc;
+pub(crate) mod alloc;
 mod cap;
 mod grid;
 mod network;

@@ -1,0 +1,262 @@
+//! What the conformance suite covers thinly: every `gemm` code path (tiny,
+//! k <= 2, matrix-vector, blocked) with NaN in C under `beta == 0`, padding
+//! between C's rows left alone, k = 0, and bit-identical output across thread
+//! counts.
+
+use trident_core::{DenseGemm, GemmParams, MatMut, MatRef, Op, Scalar};
+
+use crate::RayonBackend;
+
+/// Deterministic values in [-1, 1) (a 64-bit LCG; no dev-dependency needed).
+fn values<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            T::from_f64((s >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
+        })
+        .collect()
+}
+
+const PAD: f64 = 12345.0;
+
+struct Case<T> {
+    a: Vec<T>,
+    b: Vec<T>,
+    c: Vec<T>,
+    /// Stored shapes and leading dimensions.
+    ar: usize,
+    ac: usize,
+    lda: usize,
+    br: usize,
+    bc: usize,
+    ldb: usize,
+    m: usize,
+    n: usize,
+    ldc: usize,
+}
+
+/// A call with op(A) m x k, op(B) k x n, and every matrix padded by `pad`
+/// columns; C's view holds `c0` (NaN allowed), its padding `PAD`.
+fn case<T: Scalar>(
+    (m, n, k): (usize, usize, usize),
+    (op_a, op_b): (Op, Op),
+    pad: usize,
+    c0: f64,
+    seed: u64,
+) -> Case<T> {
+    let (ar, ac) = if op_a == Op::N { (m, k) } else { (k, m) };
+    let (br, bc) = if op_b == Op::N { (k, n) } else { (n, k) };
+    let (lda, ldb, ldc) = (ac + pad, bc + pad, n + pad);
+    let mut c = vec![T::from_f64(PAD); m * ldc];
+    for i in 0..m {
+        for j in 0..n {
+            c[i * ldc + j] = T::from_f64(c0);
+        }
+    }
+    Case {
+        a: values(ar * lda, seed),
+        b: values(br * ldb, seed ^ 7),
+        c,
+        ar,
+        ac,
+        lda,
+        br,
+        bc,
+        ldb,
+        m,
+        n,
+        ldc,
+    }
+}
+
+impl<T: Scalar> Case<T> {
+    fn run(&mut self, be: &RayonBackend, p: &GemmParams<T>) -> Vec<T>
+    where
+        RayonBackend: DenseGemm<T>,
+    {
+        let mut c = self.c.clone();
+        be.gemm(
+            p,
+            MatRef::new(&self.a, self.ar, self.ac, self.lda).unwrap(),
+            MatRef::new(&self.b, self.br, self.bc, self.ldb).unwrap(),
+            MatMut::new(&mut c, self.m, self.n, self.ldc).unwrap(),
+        )
+        .unwrap();
+        c
+    }
+
+    /// `alpha op(A) op(B) + beta C` in f64, element (i, j).
+    fn expected(&self, p: &GemmParams<T>, i: usize, j: usize) -> f64 {
+        let k = if p.op_a == Op::N { self.ac } else { self.ar };
+        let a = |i: usize, l: usize| match p.op_a {
+            Op::N => self.a[i * self.lda + l],
+            Op::T => self.a[l * self.lda + i],
+        };
+        let b = |l: usize, j: usize| match p.op_b {
+            Op::N => self.b[l * self.ldb + j],
+            Op::T => self.b[j * self.ldb + l],
+        };
+        let dot: f64 = (0..k).map(|l| a(i, l).to_f64() * b(l, j).to_f64()).sum();
+        let old = if p.beta == T::ZERO {
+            0.0
+        } else {
+            p.beta.to_f64() * self.c[i * self.ldc + j].to_f64()
+        };
+        p.alpha.to_f64() * dot + old
+    }
+}
+
+/// Shapes that reach each path of `gemm`: tiny (horizontal kernel), k <= 2
+/// (outer products), n = 1 and m = 1 (matrix-vector), and the blocked kernel.
+const SHAPES: [(usize, usize, usize); 9] = [
+    (1, 1, 1),
+    (3, 5, 2),
+    (7, 9, 1),
+    (17, 1, 33),
+    (1, 19, 40),
+    (4, 4, 300),
+    (65, 70, 129),
+    (130, 3, 17),
+    (200, 210, 260),
+];
+
+fn check_paths<T: Scalar>(tol: f64)
+where
+    RayonBackend: DenseGemm<T>,
+{
+    let be = RayonBackend::with_threads(2).unwrap();
+    let ops = [
+        (Op::N, Op::N),
+        (Op::T, Op::N),
+        (Op::N, Op::T),
+        (Op::T, Op::T),
+    ];
+    for (s, &shape) in SHAPES.iter().enumerate() {
+        for (o, &ops) in ops.iter().enumerate() {
+            for (alpha, beta, c0) in [(1.0, 0.0, f64::NAN), (-0.5, 2.0, 0.25), (0.0, 1.5, -1.0)] {
+                let mut cs = case::<T>(shape, ops, 3, c0, (s * 4 + o) as u64);
+                let p = GemmParams {
+                    alpha: T::from_f64(alpha),
+                    beta: T::from_f64(beta),
+                    op_a: ops.0,
+                    op_b: ops.1,
+                    ..GemmParams::default()
+                };
+                let got = cs.run(&be, &p);
+                let (m, n, ldc) = (cs.m, cs.n, cs.ldc);
+                for i in 0..m {
+                    for j in 0..ldc {
+                        let g = got[i * ldc + j].to_f64();
+                        if j >= n {
+                            assert_eq!(g, PAD, "padding C[{i}][{j}] written, {shape:?} {ops:?}");
+                            continue;
+                        }
+                        let e = cs.expected(&p, i, j);
+                        assert!(
+                            (g - e).abs() <= tol * (1.0 + e.abs()),
+                            "C[{i}][{j}] = {g}, expected {e}: {shape:?} {ops:?} alpha {alpha} beta {beta}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_path_f32() {
+    check_paths::<f32>(1e-4);
+}
+
+#[test]
+fn every_path_f64() {
+    check_paths::<f64>(1e-12);
+}
+
+#[test]
+fn k_zero_scales_c() {
+    let be = RayonBackend::with_threads(2).unwrap();
+    let (a, b) = ([0.0f64; 0], [0.0f64; 0]);
+    for (beta, c0, want) in [(0.0, f64::NAN, 0.0), (2.0, 1.5, 3.0), (1.0, -4.0, -4.0)] {
+        let mut c = vec![c0, c0, PAD, c0, c0, PAD];
+        let p = GemmParams {
+            alpha: 3.0,
+            beta,
+            ..GemmParams::default()
+        };
+        be.gemm(
+            &p,
+            MatRef::new(&a, 2, 0, 0).unwrap(),
+            MatRef::new(&b, 0, 2, 2).unwrap(),
+            MatMut::new(&mut c, 2, 2, 3).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(c, vec![want, want, PAD, want, want, PAD], "beta {beta}");
+    }
+}
+
+#[test]
+fn empty_m_or_n_writes_nothing() {
+    let be = RayonBackend::new().unwrap();
+    let a = values::<f32>(6, 1);
+    let mut c = [PAD as f32; 4];
+    // op(A) is 0 x 3 (A^T of a 3 x 0 view), C is 0 x 4.
+    be.gemm(
+        &GemmParams {
+            op_a: Op::T,
+            ..GemmParams::default()
+        },
+        MatRef::new(&a[..0], 3, 0, 0).unwrap(),
+        MatRef::new(&a, 3, 2, 2).unwrap(),
+        MatMut::new(&mut c[..0], 0, 2, 2).unwrap(),
+    )
+    .unwrap();
+    assert!(c.iter().all(|&v| v == PAD as f32));
+}
+
+fn same_across_threads<T: Scalar>()
+where
+    RayonBackend: DenseGemm<T>,
+{
+    let backends: Vec<RayonBackend> = [1, 2, 3]
+        .iter()
+        .map(|&t| RayonBackend::with_threads(t).unwrap())
+        .collect();
+    for (shape, ops) in [
+        ((300, 257, 513), (Op::N, Op::N)),
+        ((129, 400, 1100), (Op::T, Op::T)),
+    ] {
+        let mut cs = case::<T>(shape, ops, 1, 0.5, 99);
+        let p = GemmParams {
+            alpha: T::from_f64(1.25),
+            beta: T::from_f64(-0.75),
+            op_a: ops.0,
+            op_b: ops.1,
+            ..GemmParams::default()
+        };
+        let first = cs.run(&backends[0], &p);
+        for be in &backends {
+            for _ in 0..2 {
+                let again = cs.run(be, &p);
+                let same = first
+                    .iter()
+                    .zip(&again)
+                    .all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits());
+                assert!(same, "{} threads differ from 1 on {shape:?}", be.threads());
+            }
+        }
+    }
+}
+
+#[test]
+fn bit_identical_across_thread_counts_f32() {
+    same_across_threads::<f32>();
+}
+
+#[test]
+fn bit_identical_across_thread_counts_f64() {
+    same_across_threads::<f64>();
+}

@@ -1,0 +1,381 @@
+//! Per-row accumulators of the Gustavson product: each counts a row of `C`
+//! (symbolic pass) or writes it, columns sorted (numeric pass).
+//!
+//! Every accumulator forms `C(i, j)` the same way: the first product
+//! `A(i, p) B(p, j)` in ascending `p` initialises it and later ones are added in
+//! ascending `p`, with plain `*` and `+` (no fused multiply-add). So the values
+//! do not depend on which accumulator a row got, and so neither on the chunking
+//! nor on the thread count.
+
+use std::mem::MaybeUninit;
+
+use trident_core::{CsrMatrix, Scalar};
+
+/// Marks a free hash slot. No column can have it: columns are `< cols <= u32::MAX`.
+const EMPTY: u32 = u32::MAX;
+
+/// Rows with at least this many products use the dense accumulator (if `n`
+/// allows one) whatever their column span: their hash table would outgrow L1,
+/// and sorting their columns costs more than scanning a bitmap.
+const DENSE_MIN_FLOPS: usize = 1 << 12;
+
+/// A row whose columns can only fall in a window this wide goes dense: the
+/// window's values (256 KiB of f32, 512 KiB of f64) stay in L2, so a dense
+/// update is a plain load and store where a hash costs a multiply and a probe.
+/// Banded matrices (Poisson) and moderate `n` (R-MAT 16) are all such rows.
+const DENSE_WINDOW: usize = 1 << 16;
+
+/// Largest `n` for which a worker keeps an `n`-wide dense accumulator (a `T`
+/// per column plus a bit: at most 34 MiB for f64, and only the pages rows
+/// touch are ever faulted in). Wider outputs always hash, whose table is
+/// bounded by the row's products instead.
+const DENSE_MAX_COLS: usize = 1 << 22;
+
+/// Fibonacci hashing of a column into a table of `2^(64 - shift)` slots: spreads
+/// strided column patterns that `col & mask` would pile into one slot.
+#[inline(always)]
+fn slot(col: u32, shift: u32) -> usize {
+    ((col as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize
+}
+
+/// What decides a row's accumulator: its products, and the column range
+/// `lo..=hi` its B rows span (empty when `lo > hi`).
+struct RowShape {
+    flops: usize,
+    lo: usize,
+    hi: usize,
+}
+
+fn row_shape<T: Scalar>(acols: &[u32], b: &CsrMatrix<T>) -> RowShape {
+    let (bo, bi) = (b.offsets(), b.indices());
+    let mut r = RowShape {
+        flops: 0,
+        lo: usize::MAX,
+        hi: 0,
+    };
+    for &p in acols {
+        let (s, e) = (bo[p as usize], bo[p as usize + 1]);
+        if s < e {
+            r.flops = r.flops.saturating_add(e - s);
+            r.lo = r.lo.min(bi[s] as usize);
+            r.hi = r.hi.max(bi[e - 1] as usize);
+        }
+    }
+    r
+}
+
+/// Number of scalar products in row `i` of `A * B`.
+#[inline]
+pub(super) fn row_flops<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, i: usize) -> usize {
+    let bo = b.offsets();
+    a.row(i)
+        .0
+        .iter()
+        .map(|&p| bo[p as usize + 1] - bo[p as usize])
+        .fold(0usize, usize::saturating_add)
+}
+
+/// Rows between the prefetch of the B row offsets a row needs and the prefetch
+/// of the B rows themselves, and again until the row is computed. Rows of `A`
+/// that reach random rows of a large `B` are otherwise bound by memory latency
+/// (one miss for the offset, then one for the row), and a row of a few dozen
+/// products is too short for the CPU to overlap them on its own.
+pub(super) const AHEAD: usize = 4;
+
+/// Hints the CPU to pull the cache line holding `x` into L1.
+#[inline(always)]
+fn prefetch<X>(x: &X) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it cannot fault or change memory, and
+    // SSE is part of the x86_64 baseline.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>(x as *const X as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// Prefetches the offsets of the B rows that row `i` of `A` names.
+#[inline]
+pub(super) fn prefetch_offsets<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, i: usize) {
+    let bo = b.offsets();
+    for &p in a.row(i).0 {
+        prefetch(&bo[p as usize]);
+    }
+}
+
+/// Prefetches the first line of the indices (and, with `values`, the values)
+/// of each B row that row `i` of `A` names.
+#[inline]
+pub(super) fn prefetch_rows<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, i: usize, values: bool) {
+    let (bo, bi, bv) = (b.offsets(), b.indices(), b.values());
+    for &p in a.row(i).0 {
+        let s = bo[p as usize];
+        if s < bo[p as usize + 1] {
+            prefetch(&bi[s]);
+            if values {
+                prefetch(&bv[s]);
+            }
+        }
+    }
+}
+
+/// Columns and values of row `p` of `b`.
+#[inline(always)]
+fn brow<T: Scalar>(b: &CsrMatrix<T>, p: u32) -> (&[u32], &[T]) {
+    let o = b.offsets();
+    let (s, e) = (o[p as usize], o[p as usize + 1]);
+    (&b.indices()[s..e], &b.values()[s..e])
+}
+
+/// The n-wide accumulator: bit `j` of `bits` says column j is in the current
+/// row, and `vals[j]` is then its sum. All bits are zero between rows.
+struct Dense<T> {
+    bits: Vec<u64>,
+    vals: Vec<T>,
+}
+
+/// Zeroes the bitmap after a row: by word range when the row's columns are
+/// dense in it, else word by word of the row's columns.
+fn clear_bits(bits: &mut [u64], cols: &[u32], lo: usize, hi: usize) {
+    if hi / 64 - lo / 64 < 2 * cols.len() {
+        bits[lo / 64..=hi / 64].fill(0);
+    } else {
+        for &j in cols {
+            bits[j as usize / 64] = 0;
+        }
+    }
+}
+
+/// One worker's scratch space, reused across the rows of its chunks.
+pub(super) struct Workspace<T> {
+    /// Columns of C.
+    n: usize,
+    /// Hash table keys; all `EMPTY` between rows.
+    keys: Vec<u32>,
+    /// Hash table values, parallel to `keys`.
+    vals: Vec<T>,
+    /// The row's distinct columns in order of appearance.
+    cols: Vec<u32>,
+    /// Allocated on the first dense row only.
+    dense: Option<Dense<T>>,
+}
+
+impl<T: Scalar> Workspace<T> {
+    /// Scratch for products with `n` output columns.
+    pub(super) fn new(n: usize) -> Self {
+        Self {
+            n,
+            keys: Vec::new(),
+            vals: Vec::new(),
+            cols: Vec::new(),
+            dense: None,
+        }
+    }
+
+    fn use_dense(&self, r: &RowShape) -> bool {
+        self.n <= DENSE_MAX_COLS && (r.flops >= DENSE_MIN_FLOPS || r.hi - r.lo < DENSE_WINDOW)
+    }
+
+    /// A table of at least twice `distinct` slots (load factor <= 1/2), all
+    /// `EMPTY`; returns its size and the hash shift.
+    fn table(&mut self, distinct: usize) -> (usize, u32) {
+        let size = distinct.saturating_mul(2).next_power_of_two().max(8);
+        if self.keys.len() < size {
+            self.keys.resize(size, EMPTY);
+            self.vals.resize(size, T::ZERO);
+        }
+        (size, 64 - size.trailing_zeros())
+    }
+
+    /// The dense accumulator, and the column list beside it.
+    fn dense(&mut self) -> (&mut Dense<T>, &mut Vec<u32>) {
+        let n = self.n;
+        let d = self.dense.get_or_insert_with(|| Dense {
+            bits: vec![0; n.div_ceil(64)],
+            vals: vec![T::ZERO; n],
+        });
+        (d, &mut self.cols)
+    }
+
+    /// Number of distinct columns of row `i` of `A * B`.
+    pub(super) fn count_row(&mut self, a: &CsrMatrix<T>, b: &CsrMatrix<T>, i: usize) -> usize {
+        let acols = a.row(i).0;
+        match acols.len() {
+            0 => return 0,
+            // One B row: its columns are already distinct.
+            1 => return brow(b, acols[0]).0.len(),
+            _ => {}
+        }
+        let shape = row_shape(acols, b);
+        if shape.flops == 0 {
+            return 0;
+        }
+        if self.use_dense(&shape) {
+            let (d, cols) = self.dense();
+            for &p in acols {
+                for &j in brow(b, p).0 {
+                    let (w, bit) = (j as usize / 64, 1u64 << (j % 64));
+                    if d.bits[w] & bit == 0 {
+                        d.bits[w] |= bit;
+                        cols.push(j);
+                    }
+                }
+            }
+            let count = cols.len();
+            clear_bits(&mut d.bits, cols, shape.lo, shape.hi);
+            cols.clear();
+            count
+        } else {
+            let (size, shift) = self.table(shape.flops.min(self.n));
+            let mask = size - 1;
+            let keys = &mut self.keys[..size];
+            let mut count = 0;
+            for &p in acols {
+                for &j in brow(b, p).0 {
+                    let mut s = slot(j, shift);
+                    loop {
+                        let k = keys[s];
+                        if k == j {
+                            break;
+                        }
+                        if k == EMPTY {
+                            keys[s] = j;
+                            count += 1;
+                            break;
+                        }
+                        s = (s + 1) & mask;
+                    }
+                }
+            }
+            keys.fill(EMPTY);
+            count
+        }
+    }
+
+    /// Writes row `i` of `A * B` into `idx`/`val`, whose length is the row's
+    /// count from [`Self::count_row`], columns ascending.
+    pub(super) fn fill_row(
+        &mut self,
+        a: &CsrMatrix<T>,
+        b: &CsrMatrix<T>,
+        i: usize,
+        idx: &mut [MaybeUninit<u32>],
+        val: &mut [MaybeUninit<T>],
+    ) {
+        let len = idx.len();
+        if len == 0 {
+            return;
+        }
+        let (acols, avals) = a.row(i);
+        if acols.len() == 1 {
+            let (bc, bv) = brow(b, acols[0]);
+            assert_eq!(
+                bc.len(),
+                len,
+                "spgemm: symbolic and numeric passes disagree"
+            );
+            let av = avals[0];
+            for t in 0..len {
+                idx[t].write(bc[t]);
+                val[t].write(av * bv[t]);
+            }
+            return;
+        }
+        let shape = row_shape(acols, b);
+        if self.use_dense(&shape) {
+            let (d, cols) = self.dense();
+            let Dense { bits, vals } = d;
+            for (&p, &av) in acols.iter().zip(avals) {
+                let (bc, bv) = brow(b, p);
+                for (&j, &bj) in bc.iter().zip(bv) {
+                    let prod = av * bj;
+                    let (w, bit) = (j as usize / 64, 1u64 << (j % 64));
+                    if bits[w] & bit == 0 {
+                        bits[w] |= bit;
+                        vals[j as usize] = prod;
+                        cols.push(j);
+                    } else {
+                        vals[j as usize] += prod;
+                    }
+                }
+            }
+            assert_eq!(
+                cols.len(),
+                len,
+                "spgemm: symbolic and numeric passes disagree"
+            );
+            let (wlo, whi) = (shape.lo / 64, shape.hi / 64);
+            if whi - wlo < 8 * len {
+                // Columns dense in their span: reading the set bits word by word
+                // yields them sorted and clears the bitmap on the way.
+                let mut t = 0;
+                for w in wlo..=whi {
+                    let mut x = std::mem::take(&mut bits[w]);
+                    while x != 0 {
+                        let j = w * 64 + x.trailing_zeros() as usize;
+                        idx[t].write(j as u32);
+                        val[t].write(vals[j]);
+                        t += 1;
+                        x &= x - 1;
+                    }
+                }
+            } else {
+                cols.sort_unstable();
+                for (t, &j) in cols.iter().enumerate() {
+                    idx[t].write(j);
+                    val[t].write(vals[j as usize]);
+                    bits[j as usize / 64] = 0;
+                }
+            }
+            cols.clear();
+        } else {
+            let (size, shift) = self.table(len);
+            let mask = size - 1;
+            let keys = &mut self.keys[..size];
+            let vals = &mut self.vals[..size];
+            let cols = &mut self.cols;
+            for (&p, &av) in acols.iter().zip(avals) {
+                let (bc, bv) = brow(b, p);
+                for (&j, &bj) in bc.iter().zip(bv) {
+                    let prod = av * bj;
+                    let mut s = slot(j, shift);
+                    loop {
+                        let k = keys[s];
+                        if k == j {
+                            vals[s] += prod;
+                            break;
+                        }
+                        if k == EMPTY {
+                            // A full table would make this loop spin: fail loudly
+                            // should the passes ever disagree (a bug of ours).
+                            assert!(cols.len() < len, "spgemm: passes disagree");
+                            keys[s] = j;
+                            vals[s] = prod;
+                            cols.push(j);
+                            break;
+                        }
+                        s = (s + 1) & mask;
+                    }
+                }
+            }
+            assert_eq!(
+                cols.len(),
+                len,
+                "spgemm: symbolic and numeric passes disagree"
+            );
+            cols.sort_unstable();
+            for (t, &j) in cols.iter().enumerate() {
+                let mut s = slot(j, shift);
+                while keys[s] != j {
+                    s = (s + 1) & mask;
+                }
+                idx[t].write(j);
+                val[t].write(vals[s]);
+            }
+            keys.fill(EMPTY);
+            cols.clear();
+        }
+    }
+}

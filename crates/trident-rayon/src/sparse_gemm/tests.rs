@@ -1,0 +1,137 @@
+//! Each accumulator path against a naive product that sums in the same order
+//! (so equality is bit for bit), power-law rows, kept zeros, empty shapes, and
+//! identical output across thread counts.
+
+use std::collections::BTreeMap;
+
+use trident_core::{CsrMatrix, Scalar, SparseGemm};
+use trident_testkit::cases;
+
+use crate::RayonBackend;
+
+/// Row by row with an ordered map, `C(i, j)` started by its first product in
+/// ascending `p`: the summation order the backend promises.
+fn naive<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> CsrMatrix<T> {
+    let mut offsets = vec![0];
+    let (mut indices, mut values) = (Vec::new(), Vec::new());
+    for i in 0..a.rows() {
+        let mut row: BTreeMap<u32, T> = BTreeMap::new();
+        let (ac, av) = a.row(i);
+        for (&p, &x) in ac.iter().zip(av) {
+            let (bc, bv) = b.row(p as usize);
+            for (&j, &y) in bc.iter().zip(bv) {
+                row.entry(j).and_modify(|s| *s += x * y).or_insert(x * y);
+            }
+        }
+        for (j, v) in row {
+            indices.push(j);
+            values.push(v);
+        }
+        offsets.push(indices.len());
+    }
+    CsrMatrix::new(a.rows(), b.cols(), offsets, indices, values).unwrap()
+}
+
+fn bits<T: Scalar>(m: &CsrMatrix<T>) -> (Vec<usize>, Vec<u32>, Vec<u64>) {
+    (
+        m.offsets().to_vec(),
+        m.indices().to_vec(),
+        m.values().iter().map(|v| v.to_f64().to_bits()).collect(),
+    )
+}
+
+/// Checks `a * b` on 1, 2 and 3 threads against [`naive`], bit for bit.
+fn check<T: Scalar>(label: &str, a: &CsrMatrix<T>, b: &CsrMatrix<T>)
+where
+    RayonBackend: SparseGemm<T>,
+{
+    let want = bits(&naive(a, b));
+    for t in [1, 2, 3] {
+        let be = RayonBackend::with_threads(t).unwrap();
+        for _ in 0..2 {
+            let got = be.spgemm(a, b).unwrap();
+            assert_eq!((got.rows(), got.cols()), (a.rows(), b.cols()), "{label}");
+            assert!(
+                bits(&got) == want,
+                "{label}: {t} threads differ from the naive product"
+            );
+        }
+    }
+}
+
+#[test]
+fn rmat_mixes_hash_and_dense_rows() {
+    // Squared, n = 4096: every row within the dense window, several chunks.
+    let a = cases::rmat::<f64>(12, 16, 3);
+    check("rmat-12-16 f64", &a, &a);
+    let a = cases::rmat::<f32>(12, 16, 4);
+    check("rmat-12-16 f32", &a, &a);
+    // Times B rows of 8 random columns out of 2^20: low-degree rows hash,
+    // rows of degree >= 512 have enough products to go dense, degree-1 rows
+    // copy a B row.
+    let b = cases::uniform_rows::<f32>(4096, 1 << 20, 8, 5);
+    check("rmat-12-16 times wide uniform", &a, &b);
+}
+
+#[test]
+fn power_law_row() {
+    let a = cases::power_law_row::<f32>(3000, 3000, 17, 5);
+    check("power-law row squared", &a, &a);
+    let b = cases::random_csr::<f32>(3000, 50, 0.05, true, 6);
+    check("power-law row times random", &a, &b);
+}
+
+#[test]
+fn heavy_rows_over_wide_outputs() {
+    // One A row of 10,000 entries over B rows of one random column each in
+    // 2^20 columns: the dense accumulator with a sparse bitmap to scan.
+    let a = cases::uniform_rows::<f64>(2, 10_000, 10_000, 7);
+    let b = cases::uniform_rows::<f64>(10_000, 1 << 20, 1, 8);
+    check("heavy row, wide output", &a, &b);
+}
+
+#[test]
+fn light_rows_over_wide_outputs_hash_and_banded_rows_go_dense() {
+    let a = cases::uniform_rows::<f32>(5000, 5000, 8, 9);
+    let b = cases::uniform_rows::<f32>(5000, 1 << 20, 8, 10);
+    check("uniform rows, 2^20 columns", &a, &b);
+    // Banded: each row's columns lie in a window of 4 x 200, so dense.
+    let p = cases::poisson2d::<f64>(200);
+    check("poisson2d-200", &p, &p);
+}
+
+#[test]
+fn explicit_zeros_and_cancellation_are_kept() {
+    // [[1, 1]] * [[1, 0], [-1, 0]]: C(0,0) cancels to 0, C(0,1) is 1*0 + 1*0.
+    let a = CsrMatrix::new(1, 2, vec![0, 2], vec![0, 1], vec![1.0f64, 1.0]).unwrap();
+    let b = CsrMatrix::new(
+        2,
+        2,
+        vec![0, 2, 4],
+        vec![0, 1, 0, 1],
+        vec![1.0, 0.0, -1.0, 0.0],
+    )
+    .unwrap();
+    let c = RayonBackend::new().unwrap().spgemm(&a, &b).unwrap();
+    assert_eq!(c.offsets(), &[0, 2]);
+    assert_eq!(c.indices(), &[0, 1]);
+    assert_eq!(c.values(), &[0.0, 0.0]);
+    check("zeros", &a, &b);
+    let z = cases::random_csr::<f32>(60, 60, 0.3, true, 11);
+    check("random with explicit zeros", &z, &z);
+}
+
+#[test]
+fn empty_shapes() {
+    let be = RayonBackend::new().unwrap();
+    for (m, k, n) in [(0, 0, 0), (0, 5, 3), (4, 0, 3), (4, 5, 0), (3, 3, 3)] {
+        let a = CsrMatrix::<f32>::zeros(m, k).unwrap();
+        let b = cases::random_csr::<f32>(k, n, 0.5, false, 12);
+        let c = be.spgemm(&a, &b).unwrap();
+        assert_eq!((c.rows(), c.cols(), c.nnz()), (m, n, 0));
+        let a = cases::random_csr::<f32>(m, k, 0.5, false, 13);
+        let b = CsrMatrix::<f32>::zeros(k, n).unwrap();
+        let c = be.spgemm(&a, &b).unwrap();
+        assert_eq!((c.rows(), c.cols(), c.nnz()), (m, n, 0));
+    }
+}
