@@ -452,18 +452,28 @@ pub fn omp_tie_rel<T: Scalar>() -> f64 {
 }
 
 /// Least squares by SVD (a different algorithm from the reference's
-/// Gram-Schmidt), with
-/// the usual pseudo-inverse cutoff for singular values.
+/// Gram-Schmidt), with the usual pseudo-inverse cutoff for singular values,
+/// then two steps of iterative refinement on the normal equations
+/// (`dg = (M^T M)^-1 M^T (x - M g)`). nalgebra's SVD of a tall matrix can be
+/// off by ~1e-6 relative even when it is well conditioned (measured: cond 1.6,
+/// a 64 x 16 DCT sub-dictionary), which is above SPEC's f64 tolerance; the
+/// refinement drives `M^T r` to rounding level.
 fn ls_svd(d: &DictF64, sel: &[u32], x: &[f64]) -> Vec<f64> {
     if sel.is_empty() {
         return Vec::new();
     }
-    let svd = d.sub(sel).svd(true, true);
+    let m = d.sub(sel);
+    let xv = DVector::from_column_slice(x);
+    let svd = m.clone().svd(true, true);
     let smax = svd.singular_values.max();
     let cut = smax * d.n.max(sel.len()) as f64 * f64::EPSILON;
-    let g: DVector<f64> = svd
-        .solve(&DVector::from_column_slice(x), cut)
-        .expect("U and V^T were computed");
+    let mut g: DVector<f64> = svd.solve(&xv, cut).expect("U and V^T were computed");
+    if let Some(chol) = (m.transpose() * &m).cholesky() {
+        for _ in 0..2 {
+            let r = &xv - &m * &g;
+            g += chol.solve(&(m.transpose() * r));
+        }
+    }
     g.iter().copied().collect()
 }
 
