@@ -21,16 +21,20 @@
 // Bins (q = an upper bound of the row's nnz in the symbolic pass, min(W,
 // span); its exact nnz in the numeric pass):
 //   0: W = 0, nothing to do.
+//   10:  A's row has <= 8 entries and W <= 32: one thread per row merges the
+//        (sorted) B rows in registers, summing equal heads in A's order.
 //   1-3: W <= 32, 64, 128: one warp per row gathers all products (t = their
 //        index in A-then-B order) and sorts the keys (col, t) with a bitonic
 //        network in registers (E = 1, 2, 4 keys per lane).
-//   4-7: q <= 256, 512, 1024, 2048: one warp per row with a hash table in
-//        shared memory of 2 * 256 << (bin - 4) slots (load <= 1/2); the
-//        numeric pass compacts it and bitonic-sorts the entries.
-//   8:   span <= 32 q: one block per row with a dense accumulator over a
-//        window of columns in global memory (values and a bitmap); the bitmap
-//        scan emits the columns in order. Spans wider than the window are
-//        processed window by window.
+//   4-7: q <= 256, 512, 1024, 2048 (numeric pass: up to 1024): one warp per
+//        row with a hash table in shared memory of 2 * 256 << (bin - 4) slots
+//        (load <= 1/2); the numeric pass compacts it and bitonic-sorts it.
+//   8:   span <= 64 q: one block per row (rows drawn from a queue, so heavy
+//        rows don't pile up on one block) with a dense accumulator over a
+//        window of columns: a bitmap in shared memory and, numeric, values in
+//        global memory (windows sized so that the resident blocks' windows
+//        stay in L2); the bitmap scan emits the columns in order. Spans wider
+//        than the window are processed window by window.
 //   9:   otherwise: one block per row with a hash table of next_pow2(2 q)
 //        slots, in shared memory where it fits, else in global memory, then a
 //        block-wide compaction and bitonic sort.
@@ -49,12 +53,14 @@
 //    share a column hold products of different p; __match_any_sync groups
 //    them and the lowest lane (the smallest t, the earliest p) applies the
 //    group's products in lane order. No float atomics anywhere.
-//  - A row that a whole block computes (bins 8, 9) splits its columns into one
-//    contiguous range per warp (each B row is cut at the range bounds by a
-//    binary search: B's columns are sorted), so each column is owned by one
-//    warp and its chain stays in order.
+//  - A row that a whole block computes in the numeric pass (bins 8, 9) splits
+//    its columns into one contiguous range per warp (each B row is cut at the
+//    range bounds by binary search: B's columns are sorted), so each column is
+//    owned by one warp and its chain stays in order. (The symbolic pass only
+//    sets bits and keys, so there the warps split A's row instead.)
 //  - Bins 1-3 sort the keys (col, t), so equal columns are adjacent in t order
 //    and the first of them walks the run sequentially.
+//  - Bin 10 is sequential per row: equal heads are summed in list (= p) order.
 // Integer atomics only place keys (hash slots, bitmap bits) and count; where
 // they race, the winner changes a slot position, never a value or the output
 // (which is sorted by column).
@@ -68,22 +74,27 @@ typedef unsigned long long u64;
 
 #define FULL 0xffffffffu
 #define EMPTY 0xffffffffu
-#define NBINS 10
+#define NBINS 11
 #define BIN_DENSE 8
 #define BIN_BLOCK 9
+#define BIN_MERGE 10
+#define MERGE_MAX_A 8     // bin 10: rows of A with at most 8 entries...
+#define MERGE_MAX_W 32    // ...and at most 32 products
 
 // Layout of the meta buffer (u64 words) shared with sparse_gemm.rs.
-#define M_SYM_COUNT 0     // [10] rows per symbolic bin
-#define M_NUM_COUNT 10    // [10] rows per numeric bin
-#define M_SYM_CURSOR 20   // [10] scatter cursors
-#define M_NUM_CURSOR 30   // [10]
-#define M_SYM_BLOCK_Q 40  // max q of symbolic bin 9
-#define M_SYM_SPAN 41     // max span of symbolic bin 8
-#define M_NUM_BLOCK_Q 42  // max nnz of numeric bin 9
-#define M_NUM_SPAN 43     // max span of numeric bin 8
-#define M_TOTAL 44        // nnz of C
-#define M_FLAGS 45        // error bits
-#define META_WORDS 64
+#define M_SYM_COUNT 0     // [NBINS] rows per symbolic bin
+#define M_NUM_COUNT 16    // [NBINS] rows per numeric bin
+#define M_SYM_CURSOR 32   // [NBINS] scatter cursors
+#define M_NUM_CURSOR 48   // [NBINS]
+#define M_SYM_BLOCK_Q 64  // max q of symbolic bin 9
+#define M_SYM_SPAN 65     // max span of symbolic bin 8
+#define M_NUM_BLOCK_Q 66  // max nnz of numeric bin 9
+#define M_NUM_SPAN 67     // max span of numeric bin 8
+#define M_TOTAL 68        // nnz of C
+#define M_FLAGS 69        // error bits
+#define M_SYM_QUEUE 70    // next row of symbolic bin 8 (dynamic scheduling)
+#define M_NUM_QUEUE 71    // next row of numeric bin 8
+#define META_WORDS 80
 
 #define FLAG_TABLE_FULL 1ull
 #define FLAG_NNZ_MISMATCH 2ull
@@ -98,19 +109,36 @@ __device__ __forceinline__ void raise_flag(u64* meta, u64 bit) { atomicOr(&meta[
 
 // ------------------------------------------------------------------ binning
 
-// Bin of a row from its products W, its nnz bound (or exact nnz) q and its
-// column span (valid where W > 128).
-__device__ __forceinline__ u32 bin_of(u64 w, u64 q, u64 span) {
+// Bin of a row from its products W, its nnz bound (or exact nnz) q, its
+// column span (valid where W > 128) and the length of A's row. Phase 0
+// (symbolic) hashes q up to 2048 in a warp (keys only); phase 1 (numeric,
+// keys and values, and a warp sorts them) only up to 1024: longer rows go to
+// the block kernels.
+__device__ __forceinline__ u32 bin_of(u64 w, u64 q, u64 span, u64 alen, u32 phase) {
     if (w == 0) return 0;
+    if (alen <= MERGE_MAX_A && w <= MERGE_MAX_W) return BIN_MERGE;
     if (w <= 32) return 1;
     if (w <= 64) return 2;
     if (w <= 128) return 3;
     if (q <= 256) return 4;
     if (q <= 512) return 5;
     if (q <= 1024) return 6;
-    if (q <= 2048) return 7;
-    if (span <= 32ull * q) return BIN_DENSE;
+    if (q <= 2048 && phase == 0) return 7;
+    if (span <= 64ull * q) return BIN_DENSE;
     return BIN_BLOCK;
+}
+
+// Adds one to counts[b] for every lane (warp-aggregated: one shared atomic
+// per distinct bin in the warp instead of one per lane); returns the lane's
+// position among the rows of its bin counted by this block so far.
+__device__ __forceinline__ u32 count_bin(u32* counts, u32 b) {
+    const int lane = threadIdx.x & 31;
+    const u32 peers = __match_any_sync(FULL, b);
+    const int leader = __ffs(peers) - 1;
+    u32 base = 0;
+    if (lane == leader) base = atomicAdd(&counts[b], (u32)__popc(peers));
+    base = __shfl_sync(FULL, base, leader);
+    return base + __popc(peers & ((1u << lane) - 1u));
 }
 
 // One thread per row of C.
@@ -118,22 +146,30 @@ extern "C" __global__ void spg_analyze(const u64* __restrict__ a_off, const u32*
                                        const u64* __restrict__ b_off, const u32* __restrict__ b_col,
                                        u32 m, u32* __restrict__ work, u32* __restrict__ lo,
                                        u32* __restrict__ hi, u64* __restrict__ meta) {
-    __shared__ u32 counts[NBINS];
+    __shared__ u32 counts[NBINS + 1];
     __shared__ u64 qmax, smax;
-    if (threadIdx.x < NBINS) counts[threadIdx.x] = 0;
+    if (threadIdx.x <= NBINS) counts[threadIdx.x] = 0;
     if (threadIdx.x == 0) { qmax = 0; smax = 0; }
     __syncthreads();
+    const u32 lane = threadIdx.x & 31;
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    u64 s = 0, e = 0;
     if (i < m) {
-        const u64 s = a_off[i], e = a_off[i + 1];
-        u64 w = 0;
+        s = a_off[i];
+        e = a_off[i + 1];
+    }
+    // Rows of A longer than 32 entries are walked by the whole warp (one
+    // thread would hold up its warp for the length of a hub row); the others
+    // by their own thread. Both compute W and the span (when W > 128).
+    const bool is_long = e - s > 32;
+    u64 w = 0;
+    u32 l = EMPTY, h = 0;
+    if (!is_long) {
         for (u64 k = s; k < e; ++k) {
             const u32 p = a_col[k];
             w += b_off[p + 1] - b_off[p];
         }
-        u64 span = 0, q = w;
         if (w > 128) {
-            u32 l = EMPTY, h = 0;
             for (u64 k = s; k < e; ++k) {
                 const u32 p = a_col[k];
                 const u64 bs = b_off[p], be = b_off[p + 1];
@@ -142,17 +178,49 @@ extern "C" __global__ void spg_analyze(const u64* __restrict__ a_off, const u32*
                     h = max(h, b_col[be - 1]);
                 }
             }
+        }
+    }
+    for (u32 longs = __ballot_sync(FULL, is_long); longs; longs &= longs - 1) {
+        const int src = __ffs(longs) - 1;
+        const u64 rs = __shfl_sync(FULL, s, src), re = __shfl_sync(FULL, e, src);
+        u64 ww = 0;
+        u32 ll = EMPTY, hh = 0;
+        for (u64 k = rs + lane; k < re; k += 32) {
+            const u32 p = a_col[k];
+            const u64 bs = b_off[p], be = b_off[p + 1];
+            ww += be - bs;
+            if (bs < be) {
+                ll = min(ll, b_col[bs]);
+                hh = max(hh, b_col[be - 1]);
+            }
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            ww += __shfl_xor_sync(FULL, ww, o);
+            ll = min(ll, __shfl_xor_sync(FULL, ll, o));
+            hh = max(hh, __shfl_xor_sync(FULL, hh, o));
+        }
+        if ((int)lane == src) {
+            w = ww;
+            l = ll;
+            h = hh;
+        }
+    }
+    u32 b = NBINS;  // lanes past the last row count in no bin
+    if (i < m) {
+        u64 span = 0, q = w;
+        if (w > 128) {
             lo[i] = l;
             hi[i] = h;
             span = (u64)h - (u64)l + 1;
             q = umin64(w, span);
         }
         work[i] = (u32)umin64(w, 0xffffffffull);
-        const u32 b = bin_of(w, q, span);
-        atomicAdd(&counts[b], 1u);
+        b = bin_of(w, q, span, e - s, 0);
         if (b == BIN_BLOCK) atomicMax(&qmax, q);
         if (b == BIN_DENSE) atomicMax(&smax, span);
     }
+    count_bin(counts, b);
     __syncthreads();
     if (threadIdx.x < NBINS && counts[threadIdx.x])
         atomicAdd(&meta[M_SYM_COUNT + threadIdx.x], (u64)counts[threadIdx.x]);
@@ -162,8 +230,9 @@ extern "C" __global__ void spg_analyze(const u64* __restrict__ a_off, const u32*
     }
 }
 
-__device__ __forceinline__ u32 row_bin(u32 phase, u32 i, const u32* work, const u32* lo,
-                                       const u32* hi, const u32* nnz, u64* span_out, u64* q_out) {
+__device__ __forceinline__ u32 row_bin(u32 phase, u32 i, const u64* a_off, const u32* work,
+                                       const u32* lo, const u32* hi, const u32* nnz, u64* span_out,
+                                       u64* q_out) {
     const u64 w = work[i];
     u64 span = 0, q = w;
     if (w > 128) {
@@ -172,26 +241,28 @@ __device__ __forceinline__ u32 row_bin(u32 phase, u32 i, const u32* work, const 
     }
     *span_out = span;
     *q_out = q;
-    return bin_of(w, q, span);
+    return bin_of(w, q, span, a_off[i + 1] - a_off[i], phase);
 }
 
 // Numeric bins from the exact row nnz: counts and the sizing maxima.
-extern "C" __global__ void spg_bin_numeric(const u32* __restrict__ work, const u32* __restrict__ lo,
+extern "C" __global__ void spg_bin_numeric(const u64* __restrict__ a_off,
+                                           const u32* __restrict__ work, const u32* __restrict__ lo,
                                            const u32* __restrict__ hi, const u32* __restrict__ nnz,
                                            u32 m, u64* __restrict__ meta) {
-    __shared__ u32 counts[NBINS];
+    __shared__ u32 counts[NBINS + 1];
     __shared__ u64 qmax, smax;
-    if (threadIdx.x < NBINS) counts[threadIdx.x] = 0;
+    if (threadIdx.x <= NBINS) counts[threadIdx.x] = 0;
     if (threadIdx.x == 0) { qmax = 0; smax = 0; }
     __syncthreads();
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    u32 b = NBINS;
     if (i < m) {
         u64 span, q;
-        const u32 b = row_bin(1, i, work, lo, hi, nnz, &span, &q);
-        atomicAdd(&counts[b], 1u);
+        b = row_bin(1, i, a_off, work, lo, hi, nnz, &span, &q);
         if (b == BIN_BLOCK) atomicMax(&qmax, q);
         if (b == BIN_DENSE) atomicMax(&smax, span);
     }
+    count_bin(counts, b);
     __syncthreads();
     if (threadIdx.x < NBINS && counts[threadIdx.x])
         atomicAdd(&meta[M_NUM_COUNT + threadIdx.x], (u64)counts[threadIdx.x]);
@@ -205,28 +276,29 @@ extern "C" __global__ void spg_bin_numeric(const u32* __restrict__ work, const u
 // [start_b, start_b + count_b) with start_b the sum of the counts of bins
 // 1..b-1; bin 0 rows are left out. Positions inside a bin come from atomics
 // and vary from run to run, which changes only the order rows are computed in.
-extern "C" __global__ void spg_scatter(const u32* __restrict__ work, const u32* __restrict__ lo,
-                                       const u32* __restrict__ hi, const u32* __restrict__ nnz,
-                                       u32 m, u32 phase, u64* __restrict__ meta,
-                                       u32* __restrict__ rows) {
-    __shared__ u32 counts[NBINS];
+extern "C" __global__ void spg_scatter(const u64* __restrict__ a_off, const u32* __restrict__ work,
+                                       const u32* __restrict__ lo, const u32* __restrict__ hi,
+                                       const u32* __restrict__ nnz, u32 m, u32 phase,
+                                       u64* __restrict__ meta, u32* __restrict__ rows) {
+    __shared__ u32 counts[NBINS + 1];
     __shared__ u64 base[NBINS];
-    if (threadIdx.x < NBINS) counts[threadIdx.x] = 0;
+    if (threadIdx.x <= NBINS) counts[threadIdx.x] = 0;
     __syncthreads();
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    u32 b = 0, local = 0;
+    u32 b = 0;
     if (i < m) {
         u64 span, q;
-        b = row_bin(phase, i, work, lo, hi, nnz, &span, &q);
-        if (b != 0) local = atomicAdd(&counts[b], 1u);
+        b = row_bin(phase, i, a_off, work, lo, hi, nnz, &span, &q);
     }
+    const u32 local = count_bin(counts, b);
     __syncthreads();
     const u32 cnt_at = phase == 0 ? M_SYM_COUNT : M_NUM_COUNT;
     const u32 cur_at = phase == 0 ? M_SYM_CURSOR : M_NUM_CURSOR;
     if (threadIdx.x > 0 && threadIdx.x < NBINS && counts[threadIdx.x]) {
         u64 start = 0;
         for (u32 c = 1; c < threadIdx.x; ++c) start += meta[cnt_at + c];
-        base[threadIdx.x] = start + atomicAdd(&meta[cur_at + threadIdx.x], (u64)counts[threadIdx.x]);
+        const u64 mine = counts[threadIdx.x];
+        base[threadIdx.x] = start + atomicAdd(&meta[cur_at + threadIdx.x], mine);
     }
     __syncthreads();
     if (i < m && b != 0) rows[base[b] + local] = i;
@@ -290,8 +362,8 @@ extern "C" __global__ void spg_scan_local(const u32* __restrict__ in, u32 n, u64
 
 // One block of 1024: scans the block sums in place, writes out[n] = total and
 // the total to the meta buffer.
-extern "C" __global__ void spg_scan_top(u64* __restrict__ sums, u32 nb, u64* __restrict__ out, u32 n,
-                                        u64* __restrict__ meta) {
+extern "C" __global__ void spg_scan_top(u64* __restrict__ sums, u32 nb, u64* __restrict__ out,
+                                        u32 n, u64* __restrict__ meta) {
     u64 carry = 0;
     for (u32 base = 0; base < nb; base += blockDim.x) {
         const u32 i = base + threadIdx.x;
@@ -307,7 +379,8 @@ extern "C" __global__ void spg_scan_top(u64* __restrict__ sums, u32 nb, u64* __r
     }
 }
 
-extern "C" __global__ void spg_scan_add(u64* __restrict__ out, u32 n, const u64* __restrict__ sums) {
+extern "C" __global__ void spg_scan_add(u64* __restrict__ out, u32 n,
+                                        const u64* __restrict__ sums) {
     const u64 add = sums[blockIdx.x];
     const u64 base = (u64)blockIdx.x * SCAN_BLOCK;
     for (u32 q = threadIdx.x; q < SCAN_BLOCK; q += blockDim.x)
@@ -332,15 +405,57 @@ __device__ __forceinline__ u64 lower_bound(const u32* __restrict__ col, u64 lo, 
     return lo;
 }
 
+// One warp walks the products of 32 (or fewer) B row ranges: lane l holds
+// [bs, be) of one B row and the A value av it is scaled by; lanes are in A's
+// order. The products are visited in t order (lane, then position in the
+// range) in chunks of 32, calling sink(t_base + t, col, a, b, active) with all
+// 32 lanes (so sinks may use warp collectives). I is the type of the product
+// counts: u32 where they are known to be below 2^32 (the sort bins: half the
+// shuffles), else u64. Returns the number of products.
+template <typename T, bool VALS, typename I, typename Sink>
+__device__ __forceinline__ I chunk_products(const Csr<T>& B, u64 bs, u64 be, T av, u64 t_base,
+                                            Sink& sink) {
+    const int lane = threadIdx.x & 31;
+    const I len = (I)(be - bs);
+    I incl = len;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const I y = __shfl_up_sync(FULL, incl, o);
+        if (lane >= o) incl += y;
+    }
+    const I total = __shfl_sync(FULL, incl, 31);
+    const I excl = incl - len;
+    for (I r0 = 0; r0 < total; r0 += 32) {
+        const I r = r0 + lane;
+        const bool act = r < total;
+        // Owner: the smallest lane o with incl[o] > r.
+        int o = 0;
+#pragma unroll
+        for (int s = 16; s > 0; s >>= 1) {
+            const I v = __shfl_sync(FULL, incl, o + s - 1);
+            if (v <= r) o += s;
+        }
+        const u64 ob = __shfl_sync(FULL, bs, o);
+        const I oe = __shfl_sync(FULL, excl, o);
+        T a = T(0), b = T(0);
+        if (VALS) a = __shfl_sync(FULL, av, o);
+        u32 col = EMPTY;
+        if (act) {
+            const u64 q = ob + (u64)(r - oe);
+            col = B.col[q];
+            if (VALS) b = B.val[q];
+        }
+        sink(t_base + r, col, a, b, act);
+    }
+    return total;
+}
+
 // One warp walks the products A(row,p) B(p,j) of a row in t order (p in A's
-// order, then B's row in order), in chunks of 32, calling
-// sink(t, col, a, b, active) with all 32 lanes (so sinks may use warp
-// collectives). With clip, only columns in [c_lo, c_hi) are visited.
-// A's row is read in chunks of 32 entries, chunk c0, c0 + stride, ... (the
-// symbolic block kernels split a row's A chunks among warps; t is then not
-// meaningful, and unused). I is the type of the product counts: u32 where the
-// row is known to have fewer than 2^32 products (the sort bins: half the
-// shuffles), else u64. Returns the number of products visited.
+// order, then B's row in order) with chunk_products. With clip, only columns
+// in [c_lo, c_hi) are visited (B's rows are cut by binary search). A's row is
+// read in chunks of 32 entries, chunk c0, c0 + stride, ... (the symbolic block
+// kernels split a row's A chunks among warps; t is then not meaningful, and
+// unused). Returns the number of products visited.
 template <typename T, bool VALS, typename I, typename Sink>
 __device__ __forceinline__ u64 for_products(const Csr<T>& A, const Csr<T>& B, u32 row, bool clip,
                                             u64 c_lo, u64 c_hi, u32 c0, u32 stride, Sink& sink) {
@@ -358,43 +473,23 @@ __device__ __forceinline__ u64 for_products(const Csr<T>& A, const Csr<T>& B, u3
             be = B.off[p + 1];
             if (clip && bs < be) {
                 if ((u64)B.col[bs] < c_lo) bs = lower_bound(B.col, bs + 1, be, c_lo);
-                if (bs < be && (u64)B.col[be - 1] >= c_hi) be = lower_bound(B.col, bs, be - 1, c_hi);
+                if (bs < be && (u64)B.col[be - 1] >= c_hi)
+                    be = lower_bound(B.col, bs, be - 1, c_hi);
             }
         }
-        const I len = (I)(be - bs);
-        I incl = len;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const I y = __shfl_up_sync(FULL, incl, o);
-            if (lane >= o) incl += y;
-        }
-        const I total = __shfl_sync(FULL, incl, 31);
-        const I excl = incl - len;
-        for (I r0 = 0; r0 < total; r0 += 32) {
-            const I r = r0 + lane;
-            const bool act = r < total;
-            // Owner: the smallest lane o with incl[o] > r.
-            int o = 0;
-#pragma unroll
-            for (int s = 16; s > 0; s >>= 1) {
-                const I v = __shfl_sync(FULL, incl, o + s - 1);
-                if (v <= r) o += s;
-            }
-            const u64 ob = __shfl_sync(FULL, bs, o);
-            const I oe = __shfl_sync(FULL, excl, o);
-            T a = T(0), b = T(0);
-            if (VALS) a = __shfl_sync(FULL, av, o);
-            u32 col = EMPTY;
-            if (act) {
-                const u64 q = ob + (u64)(r - oe);
-                col = B.col[q];
-                if (VALS) b = B.val[q];
-            }
-            sink(t_base + r, col, a, b, act);
-        }
-        t_base += total;
+        t_base += chunk_products<T, VALS, I>(B, bs, be, av, t_base, sink);
     }
     return t_base;
+}
+
+__device__ __forceinline__ u32 warp_max(u32 v) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(FULL, v);
+#else
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(FULL, v, o));
+    return v;
+#endif
 }
 
 // Applies one chunk's products to the accumulator slot `key` (unique per
@@ -406,7 +501,7 @@ __device__ __forceinline__ bool ordered_apply(T* acc_slot, u32 key, bool act, T 
     const int lane = threadIdx.x & 31;
     const u32 peers = __match_any_sync(FULL, key);
     const bool leader = act && (__ffs(peers) - 1) == lane;
-    const u32 most = __reduce_max_sync(FULL, act ? (u32)__popc(peers) : 0u);
+    const u32 most = warp_max(act ? (u32)__popc(peers) : 0u);
     if (most <= 1) {
         if (act) *acc_slot = madd(a, b, *acc_slot);
         return act;
@@ -425,6 +520,140 @@ __device__ __forceinline__ bool ordered_apply(T* acc_slot, u32 key, bool act, T 
     if (leader) *acc_slot = acc;
     return leader;
 }
+
+// ----------------------------------------------------- bin 10: k-way merge
+
+// One thread per row whose A row has at most MERGE_MAX_A entries: the row is
+// the merge of those (sorted) B rows. Each step takes the smallest head
+// column and applies the heads holding it in A's order, so the fma chain is
+// the canonical one without any sorting or table; all state is in registers
+// (the loops over the lists are unrolled).
+template <typename T, bool NUM>
+struct Merge {
+    u64 pos[MERGE_MAX_A], end[MERGE_MAX_A];
+    u32 head[MERGE_MAX_A];
+    T av[MERGE_MAX_A];
+
+    __device__ __forceinline__ void init(const Csr<T>& A, const Csr<T>& B, u32 row) {
+        const u64 a0 = A.off[row], alen = A.off[row + 1] - a0;
+#pragma unroll
+        for (int l = 0; l < MERGE_MAX_A; ++l) {
+            head[l] = EMPTY;
+            pos[l] = end[l] = 0;
+            av[l] = T(0);
+            if (l < alen) {
+                const u32 p = A.col[a0 + l];
+                if (NUM) av[l] = A.val[a0 + l];
+                pos[l] = B.off[p];
+                end[l] = B.off[p + 1];
+                if (pos[l] < end[l]) head[l] = B.col[pos[l]];
+            }
+        }
+    }
+
+    // The next column and its value; EMPTY when the row is done.
+    __device__ __forceinline__ u32 next(const Csr<T>& B, T* value) {
+        u32 c = head[0];
+#pragma unroll
+        for (int l = 1; l < MERGE_MAX_A; ++l) c = min(c, head[l]);
+        if (c == EMPTY) return EMPTY;
+        T acc = T(0);
+#pragma unroll
+        for (int l = 0; l < MERGE_MAX_A; ++l) {
+            if (head[l] == c) {
+                if (NUM) acc = madd(av[l], B.val[pos[l]], acc);
+                ++pos[l];
+                head[l] = pos[l] < end[l] ? B.col[pos[l]] : EMPTY;
+            }
+        }
+        *value = acc;
+        return c;
+    }
+};
+
+#define MERGE_THREADS 128
+
+extern "C" __global__ void spg_sym_merge(const u64* a_off, const u32* a_col, const u64* b_off,
+                                         const u32* b_col, const u32* rows, u32 count, u32* nnz,
+                                         u64* meta) {
+    const u32 r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= count) return;
+    const Csr<float> A{a_off, a_col, nullptr}, B{b_off, b_col, nullptr};
+    const u32 row = rows[r];
+    Merge<float, false> mg;
+    mg.init(A, B, row);
+    u32 n = 0;
+    float unused;
+    // Each step emits one column, and a row has at most MERGE_MAX_W products.
+    while (n <= MERGE_MAX_W && mg.next(B, &unused) != EMPTY) ++n;
+    nnz[row] = n;
+}
+
+// The numeric merge stages each warp's output through shared memory, D
+// entries per row at a time, so that a warp writes one row's run with
+// consecutive lanes (a thread writing its own row would scatter every store
+// over 32 rows). D = 32 for f32, 16 for f64 (static shared memory <= 48 KiB).
+template <typename T, int D>
+__device__ __forceinline__ void num_merge(Csr<T> A, Csr<T> B, const u32* __restrict__ rows,
+                                          u32 count, const u64* __restrict__ c_off,
+                                          u32* __restrict__ c_col, T* __restrict__ c_val,
+                                          u64* meta) {
+    __shared__ u32 s_col[MERGE_THREADS / 32][32][D + 1];
+    __shared__ T s_val[MERGE_THREADS / 32][32][D + 1];
+    const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const u32 r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (blockIdx.x * blockDim.x + wid * 32 >= count) return;  // whole warp past the end
+    Merge<T, true> mg;
+    u64 out0 = 0, out_n = 0;
+    bool done = r >= count;
+    if (!done) {
+        const u32 row = rows[r];
+        mg.init(A, B, row);
+        out0 = c_off[row];
+        out_n = c_off[row + 1] - out0;
+    }
+    u64 n = 0;
+    while (__any_sync(FULL, !done)) {
+        u32 k = 0;  // entries of this tile
+        for (int step = 0; step < D; ++step) {
+            if (!done) {
+                T v;
+                const u32 c = mg.next(B, &v);
+                if (c == EMPTY || n + k >= out_n) {
+                    done = true;
+                    if (c != EMPTY) raise_flag(meta, FLAG_NNZ_MISMATCH);
+                } else {
+                    s_col[wid][lane][k] = c;
+                    s_val[wid][lane][k] = v;
+                    ++k;
+                }
+            }
+        }
+        __syncwarp();
+        for (int src = 0; src < 32; ++src) {
+            const u32 ks = __shfl_sync(FULL, k, src);
+            const u64 base = __shfl_sync(FULL, out0 + n, src);
+            for (u32 e = lane; e < ks; e += 32) {
+                c_col[base + e] = s_col[wid][src][e];
+                c_val[base + e] = s_val[wid][src][e];
+            }
+        }
+        n += k;
+        __syncwarp();
+    }
+    if (r < count && n != out_n) raise_flag(meta, FLAG_NNZ_MISMATCH);
+}
+
+#define NUM_MERGE_ENTRY(NAME, T, D)                                                             \
+    extern "C" __global__ void __launch_bounds__(MERGE_THREADS)                                \
+        NAME(const u64* a_off, const u32* a_col, const T* a_val, const u64* b_off,              \
+             const u32* b_col, const T* b_val, const u32* rows, u32 count, const u64* c_off,    \
+             u32* c_col, T* c_val, u64* meta) {                                                 \
+        num_merge<T, D>(Csr<T>{a_off, a_col, a_val}, Csr<T>{b_off, b_col, b_val}, rows, count,  \
+                     c_off, c_col, c_val, meta);                                                \
+    }
+NUM_MERGE_ENTRY(spg_num_merge_f32, float, 32)
+NUM_MERGE_ENTRY(spg_num_merge_f64, double, 16)
 
 // ------------------------------------------------------------- bins 1-3: sort
 
@@ -521,7 +750,8 @@ __device__ __forceinline__ void sym_sort(Csr<float> A, Csr<float> B, const u32* 
 }
 
 template <int E, typename T>
-__device__ __forceinline__ void num_sort(Csr<T> A, Csr<T> B, const u32* __restrict__ rows, u32 count,
+__device__ __forceinline__ void num_sort(Csr<T> A, Csr<T> B, const u32* __restrict__ rows,
+                                         u32 count,
                                          const u64* __restrict__ c_off, u32* __restrict__ c_col,
                                          T* __restrict__ c_val, u64* __restrict__ meta) {
     __shared__ u32 scol[SORT_WARPS][32 * E];
@@ -722,7 +952,8 @@ __device__ __forceinline__ void num_warp_hash(Csr<T> A, Csr<T> B, const u32* __r
     if (r >= count) return;
     const u32 nw = blockDim.x >> 5;
     T* vals = reinterpret_cast<T*>(smem) + (u64)wid * size;
-    u32* keys = reinterpret_cast<u32*>(reinterpret_cast<T*>(smem) + (u64)nw * size) + (u64)wid * size;
+    u32* keys =
+        reinterpret_cast<u32*>(reinterpret_cast<T*>(smem) + (u64)nw * size) + (u64)wid * size;
     for (u32 s = lane; s < size; s += 32) {
         keys[s] = EMPTY;
         vals[s] = T(0);
@@ -764,8 +995,9 @@ __device__ __forceinline__ void num_warp_hash(Csr<T> A, Csr<T> B, const u32* __r
     }
 }
 
-extern "C" __global__ void spg_sym_warp_hash(const u64* a_off, const u32* a_col, const u64* b_off, const u32* b_col,
-                      const u32* rows, u32 count, u32 size, u32 shift, u32* nnz, u64* meta) {
+extern "C" __global__ void spg_sym_warp_hash(const u64* a_off, const u32* a_col, const u64* b_off,
+                                             const u32* b_col, const u32* rows, u32 count,
+                                             u32 size, u32 shift, u32* nnz, u64* meta) {
     sym_warp_hash(Csr<float>{a_off, a_col, nullptr}, Csr<float>{b_off, b_col, nullptr}, rows, count,
                   size, shift, nnz, meta);
 }
@@ -819,88 +1051,198 @@ struct NumDenseSink {
     }
 };
 
-// One block per row (rows r = blockIdx.x, + gridDim.x, ...), each block with
-// its own window of `win` columns (a multiple of 32) at region + blockIdx.x *
-// win: values (numeric) and bits, all zero between rows. Symbolic warps split
-// A's row; numeric warps split the window's columns.
+// Boundaries of B row [bs, be) at the columns c0 + width * j / g, j = 0..g
+// (g <= BLOCK_WARPS): out[j] = lower_bound - bs. The g + 1 binary searches
+// run in lockstep, so their loads overlap instead of queueing one behind the
+// other.
+__device__ __forceinline__ void split_bounds(const u32* __restrict__ col, u64 bs, u64 be, u64 c0,
+                                             u64 width, u32 g, u32* out) {
+    u64 lo[BLOCK_WARPS + 1], hi[BLOCK_WARPS + 1], tg[BLOCK_WARPS + 1];
+    const u64 first = bs < be ? col[bs] : 0, last = bs < be ? col[be - 1] : 0;
+#pragma unroll
+    for (int j = 0; j <= BLOCK_WARPS; ++j) {
+        tg[j] = c0 + width * (u64)min((u32)j, g) / g;
+        if (bs == be || tg[j] <= first) {
+            lo[j] = hi[j] = bs;
+        } else if (tg[j] > last) {
+            lo[j] = hi[j] = be;
+        } else {  // first < tg <= last: the answer is in (bs, be - 1]
+            lo[j] = bs + 1;
+            hi[j] = be - 1;
+        }
+    }
+    for (;;) {
+        bool more = false;
+#pragma unroll
+        for (int j = 0; j <= BLOCK_WARPS; ++j) {
+            if (lo[j] < hi[j]) {
+                const u64 mid = lo[j] + ((hi[j] - lo[j]) >> 1);
+                if ((u64)col[mid] < tg[j]) lo[j] = mid + 1; else hi[j] = mid;
+                more = true;
+            }
+        }
+        if (!more) break;
+    }
+#pragma unroll
+    for (int j = 0; j <= BLOCK_WARPS; ++j)
+        if (j <= g) out[j] = (u32)(lo[j] - bs);
+}
+
+// Takes the next row of a bin for the whole block (dynamic scheduling: blocks
+// that drew light rows draw again, so heavy rows don't pile up on one block).
+// Returns count when the bin is exhausted.
+__device__ __forceinline__ u32 next_row(u64* queue, u32 count) {
+    __shared__ u32 next;
+    __syncthreads();  // everyone is done with the previous row
+    if (threadIdx.x == 0) next = (u32)umin64(atomicAdd(queue, 1ull), (u64)count);
+    __syncthreads();
+    return next;
+}
+
+// Emits (numeric) or counts the columns whose bits are set in the window
+// [c0, c0 + nwords * 32), in order, and clears the bits and values. Returns
+// the number of columns (the same on every thread).
 template <typename T, bool NUM>
-__device__ __forceinline__ void dense_rows(Csr<T> A, Csr<T> B, const u32* __restrict__ rows,
-                                           u32 count, const u32* __restrict__ lo,
-                                           const u32* __restrict__ hi, u64 win, T* region_vals,
-                                           u32* region_bits, u32* __restrict__ nnz,
-                                           const u64* __restrict__ c_off, u32* __restrict__ c_col,
-                                           T* __restrict__ c_val, u64* meta) {
+__device__ __forceinline__ u64 emit_window(u32* bits, T* vals, u64 c0, u64 nwords, u64 out,
+                                           u32* __restrict__ c_col, T* __restrict__ c_val) {
+    u64 emitted = 0;
+    for (u64 w0 = 0; w0 < nwords; w0 += blockDim.x) {
+        const u64 wi = w0 + threadIdx.x;
+        const u32 word = wi < nwords ? bits[wi] : 0u;
+        u32 total;
+        const u32 before = block_excl_scan<u32>((u32)__popc(word), &total);
+        if (NUM && word) {
+            u64 pos = out + emitted + before;
+            u32 rest = word;
+            while (rest) {
+                const u32 bit = __ffs(rest) - 1;
+                rest &= rest - 1;
+                const u64 idx = wi * 32 + bit;
+                c_col[pos] = (u32)(c0 + idx);
+                c_val[pos] = vals[idx];
+                vals[idx] = T(0);
+                ++pos;
+            }
+        }
+        if (word) bits[wi] = 0u;
+        emitted += total;
+    }
+    __syncthreads();
+    return emitted;
+}
+
+// Symbolic bin 8: one block per row, a bitmap over a window of `win` columns
+// (a multiple of 32) in dynamic shared memory; warps split A's row (no order
+// is needed to count). Spans wider than the window are done window by window.
+__device__ __forceinline__ void sym_dense_rows(Csr<float> A, Csr<float> B,
+                                               const u32* __restrict__ rows, u32 count,
+                                               const u32* __restrict__ lo,
+                                               const u32* __restrict__ hi, u64 win,
+                                               u32* __restrict__ nnz, u64* meta) {
+    extern __shared__ __align__(16) unsigned char smem[];
     const u32 wid = threadIdx.x >> 5, g = blockDim.x >> 5;
-    u32* bits = region_bits + (u64)blockIdx.x * (win >> 5);
-    T* vals = NUM ? region_vals + (u64)blockIdx.x * win : nullptr;
-    for (u32 r = blockIdx.x; r < count; r += gridDim.x) {
+    u32* bits = reinterpret_cast<u32*>(smem);
+    for (u32 w = threadIdx.x; w < (win >> 5); w += blockDim.x) bits[w] = 0u;
+    for (;;) {
+        const u32 r = next_row(&meta[M_SYM_QUEUE], count);
+        if (r >= count) break;
         const u32 row = rows[r];
         const u64 first = lo[row], end = (u64)hi[row] + 1;
-        const u64 out0 = NUM ? c_off[row] : 0;
-        u64 emitted = 0;
+        u64 n = 0;
         for (u64 c0 = first; c0 < end; c0 += win) {
             const u64 c1 = umin64(c0 + win, end);
-            if (NUM) {
-                u64 s_lo, s_hi;
-                warp_range(c0, c1, wid, g, &s_lo, &s_hi);
-                NumDenseSink<T> sink{bits, vals, c0};
-                if (s_lo < s_hi) for_products<T, true, u64>(A, B, row, true, s_lo, s_hi, 0, 1, sink);
-            } else {
-                SymDenseSink sink{bits, c0};
-                for_products<T, false, u64>(A, B, row, c1 - c0 < end - first, c0, c1, wid, g, sink);
-            }
+            SymDenseSink sink{bits, c0};
+            for_products<float, false, u64>(A, B, row, c1 - c0 < end - first, c0, c1, wid, g, sink);
             __syncthreads();
-            const u64 nwords = (c1 - c0 + 31) >> 5;
-            for (u64 w0 = 0; w0 < nwords; w0 += blockDim.x) {
-                const u64 wi = w0 + threadIdx.x;
-                const u32 word = wi < nwords ? bits[wi] : 0u;
-                u32 total;
-                const u32 before = block_excl_scan<u32>((u32)__popc(word), &total);
-                if (NUM && word) {
-                    u64 pos = out0 + emitted + before;
-                    u32 rest = word;
-                    while (rest) {
-                        const u32 bit = __ffs(rest) - 1;
-                        rest &= rest - 1;
-                        const u64 idx = wi * 32 + bit;
-                        c_col[pos] = (u32)(c0 + idx);
-                        c_val[pos] = vals[idx];
-                        vals[idx] = T(0);
-                        ++pos;
-                    }
-                }
-                if (word) bits[wi] = 0u;
-                emitted += total;
-            }
-            __syncthreads();
+            n += emit_window<float, false>(bits, nullptr, c0, (c1 - c0 + 31) >> 5, 0, nullptr,
+                                           nullptr);
         }
-        if (threadIdx.x == 0) {
-            if (NUM) {
-                if (emitted != c_off[row + 1] - out0) raise_flag(meta, FLAG_NNZ_MISMATCH);
-            } else {
-                nnz[row] = (u32)emitted;
-            }
-        }
+        if (threadIdx.x == 0) nnz[row] = (u32)n;
     }
 }
 
-extern "C" __global__ void spg_sym_dense(const u64* a_off, const u32* a_col, const u64* b_off, const u32* b_col,
-                  const u32* rows, u32 count, const u32* lo, const u32* hi, u64 win,
-                  u32* region_bits, u32* nnz, u64* meta) {
-    dense_rows<float, false>(Csr<float>{a_off, a_col, nullptr}, Csr<float>{b_off, b_col, nullptr},
-                             rows, count, lo, hi, win, nullptr, region_bits, nnz, nullptr, nullptr,
-                             nullptr, meta);
+// Numeric bin 8: one block of BLOCK_WARPS warps per row, values over a window
+// of `win` columns in global memory (region_vals + blockIdx.x * win, zero
+// between rows), the bitmap in dynamic shared memory. Warp w owns the columns
+// [c0 + width w / g, c0 + width (w + 1) / g) of the window, which keeps every
+// column's chain in one warp and in order. A's row goes by segments of
+// blockDim entries: first every thread cuts one B row at all the warps'
+// bounds (split_bounds, into shared memory), then each warp walks its part of
+// the segment's B rows.
+template <typename T>
+__device__ __forceinline__ void num_dense_rows(Csr<T> A, Csr<T> B, const u32* __restrict__ rows,
+                                               u32 count, const u32* __restrict__ lo,
+                                               const u32* __restrict__ hi, u64 win,
+                                               T* region_vals, const u64* __restrict__ c_off,
+                                               u32* __restrict__ c_col, T* __restrict__ c_val,
+                                               u64* meta) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ u32 cut[BLOCK_WARPS * 32][BLOCK_WARPS + 1];
+    __shared__ u64 seg_bs[BLOCK_WARPS * 32];
+    __shared__ T seg_av[BLOCK_WARPS * 32];
+    const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5, g = blockDim.x >> 5;
+    u32* bits = reinterpret_cast<u32*>(smem);
+    T* vals = region_vals + (u64)blockIdx.x * win;
+    for (u32 w = threadIdx.x; w < (win >> 5); w += blockDim.x) bits[w] = 0u;
+    for (;;) {
+        const u32 r = next_row(&meta[M_NUM_QUEUE], count);
+        if (r >= count) break;
+        const u32 row = rows[r];
+        const u64 first = lo[row], end = (u64)hi[row] + 1;
+        const u64 a_beg = A.off[row], a_end = A.off[row + 1];
+        const u64 out0 = c_off[row];
+        u64 emitted = 0;
+        for (u64 c0 = first; c0 < end; c0 += win) {
+            const u64 c1 = umin64(c0 + win, end);
+            NumDenseSink<T> sink{bits, vals, c0};
+            for (u64 seg = a_beg; seg < a_end; seg += blockDim.x) {
+                const u32 seg_len = (u32)umin64(blockDim.x, a_end - seg);
+                if (threadIdx.x < seg_len) {
+                    const u64 k = seg + threadIdx.x;
+                    const u32 p = A.col[k];
+                    const u64 bs = B.off[p], be = B.off[p + 1];
+                    seg_bs[threadIdx.x] = bs;
+                    seg_av[threadIdx.x] = A.val[k];
+                    split_bounds(B.col, bs, be, c0, c1 - c0, g, cut[threadIdx.x]);
+                }
+                __syncthreads();
+                for (u32 kb = 0; kb < seg_len; kb += 32) {
+                    const u32 kl = kb + lane;
+                    u64 bs = 0, be = 0;
+                    T av = T(0);
+                    if (kl < seg_len) {
+                        bs = seg_bs[kl] + cut[kl][wid];
+                        be = seg_bs[kl] + cut[kl][wid + 1];
+                        av = seg_av[kl];
+                    }
+                    chunk_products<T, true, u64>(B, bs, be, av, 0, sink);
+                }
+                __syncthreads();
+            }
+            emitted += emit_window<T, true>(bits, vals, c0, (c1 - c0 + 31) >> 5, out0 + emitted,
+                                            c_col, c_val);
+        }
+        if (threadIdx.x == 0 && emitted != c_off[row + 1] - out0)
+            raise_flag(meta, FLAG_NNZ_MISMATCH);
+    }
+}
+
+extern "C" __global__ void spg_sym_dense(const u64* a_off, const u32* a_col, const u64* b_off,
+                                         const u32* b_col, const u32* rows, u32 count,
+                                         const u32* lo, const u32* hi, u64 win, u32* nnz,
+                                         u64* meta) {
+    sym_dense_rows(Csr<float>{a_off, a_col, nullptr}, Csr<float>{b_off, b_col, nullptr}, rows,
+                   count, lo, hi, win, nnz, meta);
 }
 
 #define NUM_DENSE_ENTRY(NAME, T)                                                                \
     extern "C" __global__ void __launch_bounds__(BLOCK_WARPS * 32)                             \
         NAME(const u64* a_off, const u32* a_col, const T* a_val, const u64* b_off,              \
              const u32* b_col, const T* b_val, const u32* rows, u32 count, const u32* lo,       \
-             const u32* hi, u64 win, T* region_vals, u32* region_bits, const u64* c_off,        \
-             u32* c_col, T* c_val, u64* meta) {                                                 \
-        dense_rows<T, true>(Csr<T>{a_off, a_col, a_val}, Csr<T>{b_off, b_col, b_val}, rows,     \
-                            count, lo, hi, win, region_vals, region_bits, nullptr, c_off, c_col, \
-                            c_val, meta);                                                       \
+             const u32* hi, u64 win, T* region_vals, const u64* c_off, u32* c_col, T* c_val,    \
+             u64* meta) {                                                                       \
+        num_dense_rows<T>(Csr<T>{a_off, a_col, a_val}, Csr<T>{b_off, b_col, b_val}, rows, count, \
+                          lo, hi, win, region_vals, c_off, c_col, c_val, meta);                 \
     }
 NUM_DENSE_ENTRY(spg_num_dense_f32, float)
 NUM_DENSE_ENTRY(spg_num_dense_f64, double)
@@ -988,9 +1330,10 @@ __device__ __forceinline__ void block_hash_rows(Csr<T> A, Csr<T> B, const u32* _
     }
 }
 
-extern "C" __global__ void spg_sym_block_hash(const u64* a_off, const u32* a_col, const u64* b_off, const u32* b_col,
-                       const u32* rows, u32 count, const u32* lo, const u32* hi, u32 size,
-                       u32 shift, u32* gkeys, u32* nnz, u64* meta) {
+extern "C" __global__ void spg_sym_block_hash(const u64* a_off, const u32* a_col, const u64* b_off,
+                                              const u32* b_col, const u32* rows, u32 count,
+                                              const u32* lo, const u32* hi, u32 size, u32 shift,
+                                              u32* gkeys, u32* nnz, u64* meta) {
     block_hash_rows<float, false>(Csr<float>{a_off, a_col, nullptr},
                                   Csr<float>{b_off, b_col, nullptr}, rows, count, lo, hi, size,
                                   shift, gkeys, nullptr, nnz, nullptr, nullptr, nullptr, meta);

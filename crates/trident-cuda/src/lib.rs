@@ -21,7 +21,7 @@
 //! | --- | --- | --- |
 //! | DenseGemm f32/f64 | `kernels/dense_gemm.cu` | tiled SGEMM (128x128 block, 8x8 per thread, double-buffered); simpler f64 |
 //! | NearestPairs | `kernels/nearest_pairs.cu` | uniform grid on B built on the device, exact ring search per query, device top-k |
-//! | SparseGemm f32/f64 | `kernels/sparse_gemm.cu` | two-phase Gustavson, rows binned by products: warp bitonic sort (<= 128 products), warp shared-memory hash, block dense window or block hash for long rows; exact allocation of C; values fma-summed in A's column order |
+//! | SparseGemm f32/f64 | `kernels/sparse_gemm.cu` | two-phase Gustavson, rows binned by work: thread k-way merge (short rows), warp bitonic sort (<= 128 products), warp shared-memory hash, block dense window or block hash for long rows; exact allocation of C; each value fma-summed in A's column order |
 //!
 //! Results are deterministic: no kernel uses a float reduction whose order
 //! depends on scheduling (atomics only count and place integers; SpGEMM
@@ -60,6 +60,7 @@ pub struct CudaBackend {
     cc: (i32, i32),
     sm_count: u32,
     max_smem_optin: u32,
+    l2_bytes: u32,
     modules: device::ModuleCache,
     gemm_tile: std::sync::atomic::AtomicU8,
     cell_target: std::sync::atomic::AtomicU32,
@@ -132,6 +133,7 @@ impl CudaBackend {
         let sm_count = attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         let max_smem_optin =
             attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
+        let l2_bytes = attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as u32;
         let name = ctx
             .name()
             .map_err(driver_error("reading the device name"))?;
@@ -143,6 +145,7 @@ impl CudaBackend {
             cc,
             sm_count,
             max_smem_optin,
+            l2_bytes,
             modules: Default::default(),
             gemm_tile: Default::default(),
             cell_target: nearest_pairs::DEFAULT_CELL_TARGET.to_bits().into(),

@@ -35,6 +35,9 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "spg_scan_local",
     "spg_scan_top",
     "spg_scan_add",
+    "spg_sym_merge",
+    "spg_num_merge_f32",
+    "spg_num_merge_f64",
     "spg_sym_sort1",
     "spg_sym_sort2",
     "spg_sym_sort4",
@@ -55,21 +58,22 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "spg_num_block_hash_f64",
 ];
 
-/// Bins of the kernel file (`NBINS`, `BIN_DENSE`, `BIN_BLOCK`).
-const NBINS: usize = 10;
+/// Bins of the kernel file (`NBINS`, `BIN_DENSE`, `BIN_BLOCK`, `BIN_MERGE`).
+const NBINS: usize = 11;
 const BIN_DENSE: usize = 8;
 const BIN_BLOCK: usize = 9;
+const BIN_MERGE: usize = 10;
 
 /// Layout of the kernels' meta buffer (u64 words), as in the kernel file.
 const M_SYM_COUNT: usize = 0;
-const M_NUM_COUNT: usize = 10;
-const M_SYM_BLOCK_Q: usize = 40;
-const M_SYM_SPAN: usize = 41;
-const M_NUM_BLOCK_Q: usize = 42;
-const M_NUM_SPAN: usize = 43;
-const M_TOTAL: usize = 44;
-const M_FLAGS: usize = 45;
-const META_WORDS: usize = 64;
+const M_NUM_COUNT: usize = 16;
+const M_SYM_BLOCK_Q: usize = 64;
+const M_SYM_SPAN: usize = 65;
+const M_NUM_BLOCK_Q: usize = 66;
+const M_NUM_SPAN: usize = 67;
+const M_TOTAL: usize = 68;
+const M_FLAGS: usize = 69;
+const META_WORDS: usize = 80;
 
 /// Warps per block of the sort kernels (`SORT_WARPS`).
 const SORT_WARPS: usize = 8;
@@ -79,11 +83,21 @@ const BLOCK_THREADS: u32 = 256;
 const SCAN_BLOCK: usize = 2048;
 /// Shared memory a block of the warp-hash kernels aims at (all its warps' tables).
 const WARP_HASH_SMEM: usize = 64 << 10;
-/// Device memory the per-block scratch of bins 8 and 9 may take (windows,
-/// global tables): beyond it fewer blocks run at once, none is refused.
+/// Device memory the global hash tables of bin 9 may take: beyond it fewer
+/// blocks run at once, none is refused.
 const SCRATCH_BUDGET: usize = 512 << 20;
 /// Widest dense window in columns by default (a multiple of 256, below 2^31).
 pub(crate) const DENSE_WIN_MAX: u64 = 1 << 24;
+/// Widest window of the dense kernels, whose bitmap lives in shared memory
+/// (32 KiB).
+const BITMAP_WIN_MAX: u64 = 1 << 18;
+/// Threads of the symbolic dense kernel (its warps share a row's A chunks:
+/// no order to keep). 1024 measured slower than 256 on rmat-16-8 (H100).
+const SYM_DENSE_THREADS: u32 = 256;
+/// Narrowest window the numeric dense kernel is given (columns).
+const DENSE_MIN_WIN: u64 = 4096;
+/// Threads per block of the merge kernels (one row per thread).
+const MERGE_THREADS: u32 = 128;
 
 fn count_u32(field: &'static str, n: usize) -> Result<u32> {
     u32::try_from(n).map_err(|_| Error::TooLarge {
@@ -108,7 +122,9 @@ macro_rules! launch {
         let name: &str = $name;
         let cfg: LaunchConfig = $cfg;
         let f = $be.function(&KERNEL, name)?;
-        if cfg.shared_mem_bytes > 48 * 1024 {
+        // Opt in above 16 KiB: the kernels' static shared memory counts
+        // against the same 48 KiB default.
+        if cfg.shared_mem_bytes > 16 * 1024 {
             $be.set_dynamic_smem(&f, cfg.shared_mem_bytes)?;
         }
         let mut l = $be.stream().launch_builder(&f);
@@ -158,6 +174,37 @@ fn bin_slices(list: &CudaBuffer<u32>, counts: &[u64]) -> Vec<(u64, u32)> {
         start += c;
     }
     out
+}
+
+/// Phase timings on stderr when `TRIDENT_SPGEMM_TRACE` is set (development:
+/// each lap synchronizes the stream, so traced runs are slower overall).
+struct Trace {
+    on: bool,
+    t: std::time::Instant,
+}
+
+impl Trace {
+    fn new() -> Self {
+        Trace {
+            on: std::env::var_os("TRIDENT_SPGEMM_TRACE").is_some(),
+            t: std::time::Instant::now(),
+        }
+    }
+
+    fn lap(&mut self, be: &CudaBackend, what: impl FnOnce() -> String) -> Result<()> {
+        if self.on {
+            be.stream()
+                .synchronize()
+                .map_err(crate::driver_error("synchronize (trace)"))?;
+            eprintln!(
+                "spgemm trace: {:8.3} ms  {}",
+                self.t.elapsed().as_secs_f64() * 1e3,
+                what()
+            );
+            self.t = std::time::Instant::now();
+        }
+        Ok(())
+    }
 }
 
 fn flags_error(flags: u64) -> Result<()> {
@@ -212,21 +259,19 @@ impl CudaBackend {
         Ok(v)
     }
 
-    /// Dense window and block count for bin 8 rows of span up to `span`.
-    fn dense_plan(&self, count: u32, span: u64, bytes_per_col: f64) -> (u64, usize) {
-        let cap = self
+    /// Column window of bin 8 for rows of span up to `span`: the whole span
+    /// where it fits, else the widest multiple of 256 within `cap` and the
+    /// user's limit ([`CudaBackend::set_spgemm_window`]).
+    fn dense_window(&self, span: u64, cap: u64) -> u64 {
+        let user = self
             .spgemm_window
             .load(std::sync::atomic::Ordering::Relaxed);
-        let win = (span.div_ceil(256).max(1) * 256).min(cap);
-        let per_block = (win as f64 * bytes_per_col).ceil() as usize;
-        let blocks = (count as usize)
-            .min(4 * self.sm_count() as usize)
-            .min((SCRATCH_BUDGET / per_block.max(1)).max(1));
-        (win, blocks)
+        let cap = (cap.min(user) / 256).max(1) * 256;
+        (span.div_ceil(256).max(1) * 256).min(cap)
     }
 
     /// The symbolic pass: row nnz for every bin.
-    fn symbolic(&self, a: Ptrs, b: Ptrs, r: &Rows, meta: &[u64]) -> Result<()> {
+    fn symbolic(&self, a: Ptrs, b: Ptrs, r: &Rows, meta: &[u64], tr: &mut Trace) -> Result<()> {
         let slices = bin_slices(&r.list, &meta[M_SYM_COUNT..M_SYM_COUNT + NBINS]);
         let (lp, hp, np, mp) = (r.lo.ptr(), r.hi.ptr(), r.nnz.ptr(), r.meta.ptr());
         for (bin, &(rows, count)) in slices.iter().enumerate() {
@@ -273,16 +318,15 @@ impl CudaBackend {
                     );
                 }
                 BIN_DENSE => {
-                    let (win, blocks) = self.dense_plan(count, meta[M_SYM_SPAN], 0.125);
-                    let bits = self.alloc_zeroed_named::<u32>(
-                        blocks * (win as usize / 32),
-                        "spgemm bitmaps",
-                    )?;
-                    let bp = bits.ptr();
+                    // The bitmap lives in shared memory: no scratch. Rows are
+                    // drawn from a queue, so the grid is what fits the device
+                    // (8 blocks of 256 threads per SM).
+                    let win = self.dense_window(meta[M_SYM_SPAN], BITMAP_WIN_MAX);
+                    let blocks = (count as usize).min(8 * self.sm_count() as usize);
                     launch!(
                         self,
                         "spg_sym_dense",
-                        cfg(blocks, BLOCK_THREADS, 0)?,
+                        cfg(blocks, SYM_DENSE_THREADS, win as usize / 8)?,
                         &a.off,
                         &a.col,
                         &b.off,
@@ -292,7 +336,25 @@ impl CudaBackend {
                         &lp,
                         &hp,
                         &win,
-                        &bp,
+                        &np,
+                        &mp
+                    );
+                }
+                BIN_MERGE => {
+                    launch!(
+                        self,
+                        "spg_sym_merge",
+                        cfg(
+                            (count as usize).div_ceil(MERGE_THREADS as usize),
+                            MERGE_THREADS,
+                            0
+                        )?,
+                        &a.off,
+                        &a.col,
+                        &b.off,
+                        &b.col,
+                        &rows,
+                        &count,
                         &np,
                         &mp
                     );
@@ -324,6 +386,7 @@ impl CudaBackend {
                 }
                 _ => unreachable!("bin {bin} of {NBINS}"),
             }
+            tr.lap(self, || format!("symbolic bin {bin}: {count} rows"))?;
         }
         Ok(())
     }
@@ -362,6 +425,7 @@ impl CudaBackend {
         c_off: u64,
         c_col: u64,
         c_val: u64,
+        tr: &mut Trace,
     ) -> Result<()> {
         let ty = T::NAME;
         let tsize = std::mem::size_of::<T>();
@@ -420,19 +484,24 @@ impl CudaBackend {
                     );
                 }
                 BIN_DENSE => {
-                    let (win, blocks) =
-                        self.dense_plan(count, meta[M_NUM_SPAN], tsize as f64 + 0.125);
+                    // Three blocks fit an SM (registers). Their value windows
+                    // are sized to stay within half the L2 cache together:
+                    // every product is a read-modify-write of one, and from
+                    // DRAM that costs more than walking A's row once per
+                    // window.
+                    let blocks = (count as usize).min(3 * self.sm_count() as usize);
+                    let l2_cols = self.l2_cache_bytes() as u64 / 2 / (blocks * tsize) as u64;
+                    let win = self.dense_window(
+                        meta[M_NUM_SPAN],
+                        BITMAP_WIN_MAX.min(l2_cols.max(DENSE_MIN_WIN)),
+                    );
                     let vals =
                         self.alloc_zeroed_named::<T>(blocks * win as usize, "spgemm windows")?;
-                    let bits = self.alloc_zeroed_named::<u32>(
-                        blocks * (win as usize / 32),
-                        "spgemm bitmaps",
-                    )?;
-                    let (vp, bp) = (vals.ptr(), bits.ptr());
+                    let vp = vals.ptr();
                     launch!(
                         self,
                         &format!("spg_num_dense_{ty}"),
-                        cfg(blocks, BLOCK_THREADS, 0)?,
+                        cfg(blocks, BLOCK_THREADS, win as usize / 8)?,
                         &a.off,
                         &a.col,
                         &a.val,
@@ -445,7 +514,29 @@ impl CudaBackend {
                         &hp,
                         &win,
                         &vp,
-                        &bp,
+                        &c_off,
+                        &c_col,
+                        &c_val,
+                        &mp
+                    );
+                }
+                BIN_MERGE => {
+                    launch!(
+                        self,
+                        &format!("spg_num_merge_{ty}"),
+                        cfg(
+                            (count as usize).div_ceil(MERGE_THREADS as usize),
+                            MERGE_THREADS,
+                            0
+                        )?,
+                        &a.off,
+                        &a.col,
+                        &a.val,
+                        &b.off,
+                        &b.col,
+                        &b.val,
+                        &rows,
+                        &count,
                         &c_off,
                         &c_col,
                         &c_val,
@@ -491,6 +582,7 @@ impl CudaBackend {
                 }
                 _ => unreachable!("bin {bin} of {NBINS}"),
             }
+            tr.lap(self, || format!("numeric bin {bin}: {count} rows"))?;
         }
         Ok(())
     }
@@ -532,6 +624,10 @@ impl CudaBackend {
             r.meta.ptr(),
         );
         let rows_cfg = || cfg(m.div_ceil(256), 256, 0);
+        let mut tr = Trace::new();
+        tr.lap(self, || {
+            format!("start: {m} x {n}, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz())
+        })?;
 
         // Products and spans per row, symbolic bins.
         launch!(
@@ -549,11 +645,18 @@ impl CudaBackend {
             &mp
         );
         let meta = self.download_meta(&r.meta)?;
+        tr.lap(self, || {
+            format!(
+                "analyze, bins {:?}",
+                &meta[M_SYM_COUNT..M_SYM_COUNT + NBINS]
+            )
+        })?;
         let phase0 = 0u32;
         launch!(
             self,
             "spg_scatter",
             rows_cfg()?,
+            &ap.off,
             &wp,
             &lp,
             &hp,
@@ -563,13 +666,15 @@ impl CudaBackend {
             &mp,
             &lsp
         );
-        self.symbolic(ap, bp, &r, &meta)?;
+        tr.lap(self, || "scatter".into())?;
+        self.symbolic(ap, bp, &r, &meta, &mut tr)?;
 
         // Offsets, nnz of C, numeric bins.
         launch!(
             self,
             "spg_bin_numeric",
             rows_cfg()?,
+            &ap.off,
             &wp,
             &lp,
             &hp,
@@ -606,6 +711,13 @@ impl CudaBackend {
         );
         launch!(self, "spg_scan_add", cfg(blocks, 256, 0)?, &op, &m32, &sp);
         let meta = self.download_meta(&r.meta)?;
+        tr.lap(self, || {
+            format!(
+                "bins, scan: nnz(C) {}, numeric bins {:?}",
+                meta[M_TOTAL],
+                &meta[M_NUM_COUNT..M_NUM_COUNT + NBINS]
+            )
+        })?;
         let nnz = usize::try_from(meta[M_TOTAL]).map_err(|_| Error::TooLarge {
             field: "nnz of C",
             value: meta[M_TOTAL] as u128,
@@ -618,6 +730,7 @@ impl CudaBackend {
             self,
             "spg_scatter",
             rows_cfg()?,
+            &ap.off,
             &wp,
             &lp,
             &hp,
@@ -627,7 +740,17 @@ impl CudaBackend {
             &mp,
             &lsp
         );
-        self.numeric::<T>(ap, bp, &r, &meta, op, c_indices.ptr(), c_values.ptr())?;
+        tr.lap(self, || "allocate C, scatter".into())?;
+        self.numeric::<T>(
+            ap,
+            bp,
+            &r,
+            &meta,
+            op,
+            c_indices.ptr(),
+            c_values.ptr(),
+            &mut tr,
+        )?;
         let mut flags = [0u64; M_FLAGS + 1];
         self.download_into(&r.meta, &mut flags)?;
         flags_error(flags[M_FLAGS])?;

@@ -3,11 +3,13 @@
 //! against a host model of the kernels' arithmetic (each entry is the fma
 //! chain over A's columns in order, starting from 0, which every bin must
 //! reproduce exactly), and against a second run (determinism). The matrices
-//! are chosen to land rows in every bin: short rows (warp sort), medium rows
-//! (warp hash), long rows with narrow spans (dense windows, also forced to
-//! several windows) and long rows spread over many columns (block hash in
-//! shared and in global memory), plus power-law rows, empty rows, explicit
-//! zeros, cancellation and column indices near `u32::MAX`. Skipped without CUDA.
+//! are chosen to land rows in every bin: short rows (thread merge, warp
+//! sort), medium rows (warp hash), long rows with narrow spans (dense windows,
+//! also forced to several windows) and long rows spread over many columns
+//! (block hash in shared and in global memory), plus power-law rows, empty
+//! rows, explicit zeros, cancellation and column indices near `u32::MAX`.
+//! Skipped without CUDA. `TRIDENT_SPGEMM_TRACE=1` prints each phase's time
+//! and bin counts.
 
 mod common;
 
