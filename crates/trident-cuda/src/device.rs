@@ -222,6 +222,11 @@ impl CudaBackend {
         self.sm_count
     }
 
+    /// Size of the L2 cache in bytes.
+    pub fn l2_cache_bytes(&self) -> u32 {
+        self.l2_bytes
+    }
+
     /// Largest dynamic shared memory a block may opt into, in bytes.
     pub fn max_shared_per_block(&self) -> u32 {
         self.max_smem_optin

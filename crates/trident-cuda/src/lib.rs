@@ -7,8 +7,8 @@
 //! What it is: [`CudaBackend`], a handle on one GPU implementing the host
 //! traits of `trident-core` (upload, compute, download) and the device traits
 //! ([`trident_core::DeviceMemory`], [`trident_core::DenseGemmDevice`],
-//! [`trident_core::NearestPairsDevice`]) that keep data on the GPU between
-//! calls. The device layer those build on is documented in [`device`].
+//! [`trident_core::SparseGemmDevice`], [`trident_core::NearestPairsDevice`])
+//! that keep data on the GPU between calls. The device layer those build on is documented in [`device`].
 //!
 //! What it is not: a CUDA toolkit wrapper. It needs only the driver
 //! (`libcuda`) and NVRTC (`libnvrtc`) at run time and nothing at build time, so
@@ -21,10 +21,11 @@
 //! | --- | --- | --- |
 //! | DenseGemm f32/f64 | `kernels/dense_gemm.cu` | tiled SGEMM (128x128 block, 8x8 per thread, double-buffered); simpler f64 |
 //! | NearestPairs | `kernels/nearest_pairs.cu` | uniform grid on B built on the device, exact ring search per query, device top-k |
-//! | SparseGemm | `kernels/sparse_gemm.cu` | see `sparse_gemm` |
+//! | SparseGemm f32/f64 | `kernels/sparse_gemm.cu` | two-phase Gustavson, rows binned by work: thread k-way merge (short rows), warp bitonic sort (<= 128 products), warp shared-memory hash, block dense window or block hash for long rows; exact allocation of C; each value fma-summed in A's column order |
 //!
 //! Results are deterministic: no kernel uses a float reduction whose order
-//! depends on scheduling (atomics only count and place integers).
+//! depends on scheduling (atomics only count and place integers; SpGEMM
+//! accumulates each entry in A's column order, see `kernels/sparse_gemm.cu`).
 #![warn(missing_docs)]
 
 mod dense_gemm;
@@ -48,6 +49,7 @@ pub use device::{CudaBuffer, KernelSource, driver_error};
 pub const KERNELS: &[(&KernelSource, &[&str])] = &[
     (&dense_gemm::KERNEL, dense_gemm::ENTRY_POINTS),
     (&nearest_pairs::KERNEL, nearest_pairs::ENTRY_POINTS),
+    (&sparse_gemm::KERNEL, sparse_gemm::ENTRY_POINTS),
 ];
 
 /// The CUDA backend: one device, one stream, a kernel cache.
@@ -58,9 +60,11 @@ pub struct CudaBackend {
     cc: (i32, i32),
     sm_count: u32,
     max_smem_optin: u32,
+    l2_bytes: u32,
     modules: device::ModuleCache,
     gemm_tile: std::sync::atomic::AtomicU8,
     cell_target: std::sync::atomic::AtomicU32,
+    spgemm_window: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -129,6 +133,7 @@ impl CudaBackend {
         let sm_count = attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         let max_smem_optin =
             attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
+        let l2_bytes = attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as u32;
         let name = ctx
             .name()
             .map_err(driver_error("reading the device name"))?;
@@ -140,9 +145,11 @@ impl CudaBackend {
             cc,
             sm_count,
             max_smem_optin,
+            l2_bytes,
             modules: Default::default(),
             gemm_tile: Default::default(),
             cell_target: nearest_pairs::DEFAULT_CELL_TARGET.to_bits().into(),
+            spgemm_window: sparse_gemm::DENSE_WIN_MAX.into(),
         })
     }
 

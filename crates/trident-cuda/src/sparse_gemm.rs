@@ -1,15 +1,849 @@
-//! SparseGemm for [`CudaBackend`]: not implemented yet.
+//! SparseGemm for [`CudaBackend`]: `kernels/sparse_gemm.cu`.
+//!
+//! Two-phase Gustavson with rows binned by work (the kernel file's header has
+//! the bins and the determinism argument): a per-row product count and column
+//! span, a symbolic pass giving each row's exact nnz, a scan into u64 offsets,
+//! an exact allocation of C, and a numeric pass writing each row sorted.
+//! Every value of C is `fma`-accumulated in the order of A's columns, the same
+//! way in every bin, so results are bit-identical from run to run (and do not
+//! depend on how rows were binned).
+//!
+//! The host waits on the device three times per product: for the bin counts
+//! (to size the launches), for the nnz of C (to allocate it exactly), and for
+//! the error flags after the numeric pass (so a kernel bug is an error, never
+//! a silently wrong matrix). Everything else is queued on the stream.
 
-use trident_core::Error;
-use trident_core::{CsrMatrix, Result, Scalar, SparseGemm};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use trident_core::{
+    CsrMatrix, DeviceCsr, Error, Result, Scalar, SparseGemm, SparseGemmDevice, validate,
+};
 
 use crate::CudaBackend;
+use crate::device::{CudaBuffer, DriverFailure, KernelSource};
+
+/// `kernels/sparse_gemm.cu`.
+pub(crate) const KERNEL: KernelSource = KernelSource {
+    name: "sparse_gemm",
+    source: include_str!("../../../kernels/sparse_gemm.cu"),
+};
+
+/// Entry points of `kernels/sparse_gemm.cu` (the tidy test checks them).
+pub(crate) const ENTRY_POINTS: &[&str] = &[
+    "spg_analyze",
+    "spg_bin_numeric",
+    "spg_scatter",
+    "spg_scan_local",
+    "spg_scan_top",
+    "spg_scan_add",
+    "spg_sym_merge",
+    "spg_num_merge_f32",
+    "spg_num_merge_f64",
+    "spg_sym_sort1",
+    "spg_sym_sort2",
+    "spg_sym_sort4",
+    "spg_sym_warp_hash",
+    "spg_sym_dense",
+    "spg_sym_block_hash",
+    "spg_num_sort1_f32",
+    "spg_num_sort2_f32",
+    "spg_num_sort4_f32",
+    "spg_num_sort1_f64",
+    "spg_num_sort2_f64",
+    "spg_num_sort4_f64",
+    "spg_num_warp_hash_f32",
+    "spg_num_warp_hash_f64",
+    "spg_num_dense_f32",
+    "spg_num_dense_f64",
+    "spg_num_block_hash_f32",
+    "spg_num_block_hash_f64",
+];
+
+/// Bins of the kernel file (`NBINS`, `BIN_DENSE`, `BIN_BLOCK`, `BIN_MERGE`).
+const NBINS: usize = 11;
+const BIN_DENSE: usize = 8;
+const BIN_BLOCK: usize = 9;
+const BIN_MERGE: usize = 10;
+
+/// Layout of the kernels' meta buffer (u64 words), as in the kernel file.
+const M_SYM_COUNT: usize = 0;
+const M_NUM_COUNT: usize = 16;
+const M_SYM_BLOCK_Q: usize = 64;
+const M_SYM_SPAN: usize = 65;
+const M_NUM_BLOCK_Q: usize = 66;
+const M_NUM_SPAN: usize = 67;
+const M_TOTAL: usize = 68;
+const M_FLAGS: usize = 69;
+const META_WORDS: usize = 80;
+
+/// Warps per block of the sort kernels (`SORT_WARPS`).
+const SORT_WARPS: usize = 8;
+/// Threads of the block-per-row kernels (`BLOCK_WARPS * 32`).
+const BLOCK_THREADS: u32 = 256;
+/// Elements per block of `spg_scan_local` (`SCAN_BLOCK`).
+const SCAN_BLOCK: usize = 2048;
+/// Shared memory a block of the warp-hash kernels aims at (all its warps' tables).
+const WARP_HASH_SMEM: usize = 64 << 10;
+/// Device memory the global hash tables of bin 9 may take: beyond it fewer
+/// blocks run at once, none is refused.
+const SCRATCH_BUDGET: usize = 512 << 20;
+/// Widest dense window in columns by default (a multiple of 256, below 2^31).
+pub(crate) const DENSE_WIN_MAX: u64 = 1 << 24;
+/// Widest window of the dense kernels, whose bitmap lives in shared memory
+/// (32 KiB).
+const BITMAP_WIN_MAX: u64 = 1 << 18;
+/// Threads of the symbolic dense kernel (its warps share a row's A chunks:
+/// no order to keep). 1024 measured slower than 256 on rmat-16-8 (H100).
+const SYM_DENSE_THREADS: u32 = 256;
+/// Narrowest window the numeric dense kernel is given (columns).
+const DENSE_MIN_WIN: u64 = 4096;
+/// Threads per block of the merge kernels (one row per thread).
+const MERGE_THREADS: u32 = 128;
+
+fn count_u32(field: &'static str, n: usize) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Error::TooLarge {
+        field,
+        value: n as u128,
+        limit: u32::MAX as u128,
+    })
+}
+
+fn cfg(blocks: usize, threads: u32, smem: usize) -> Result<LaunchConfig> {
+    Ok(LaunchConfig {
+        grid_dim: (count_u32("spgemm grid", blocks.max(1))?, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: count_u32("spgemm shared memory", smem)?,
+    })
+}
+
+/// Queues `$name` (a `&str`) of `kernels/sparse_gemm.cu`; dynamic shared memory
+/// above 48 KiB is opted into first.
+macro_rules! launch {
+    ($be:expr, $name:expr, $cfg:expr, $($arg:expr),* $(,)?) => {{
+        let name: &str = $name;
+        let cfg: LaunchConfig = $cfg;
+        let f = $be.function(&KERNEL, name)?;
+        // Opt in above 16 KiB: the kernels' static shared memory counts
+        // against the same 48 KiB default.
+        if cfg.shared_mem_bytes > 16 * 1024 {
+            $be.set_dynamic_smem(&f, cfg.shared_mem_bytes)?;
+        }
+        let mut l = $be.stream().launch_builder(&f);
+        $( l.arg($arg); )*
+        // SAFETY: the arguments match the kernel's parameter list in
+        // kernels/sparse_gemm.cu (pointers as u64, counts as u32, windows as
+        // u64), and every buffer holds the elements the kernel indexes (sized
+        // by the caller from the same counts).
+        unsafe { l.launch(cfg) }.map_err(|err| {
+            Error::Backend(Box::new(DriverFailure { op: format!("launch {name}"), err }))
+        })?;
+    }};
+}
+
+/// Device pointers of a CSR operand.
+#[derive(Clone, Copy)]
+struct Ptrs {
+    off: u64,
+    col: u64,
+    val: u64,
+}
+
+fn ptrs<T: Scalar>(m: &DeviceCsr<CudaBackend, T>) -> Ptrs {
+    Ptrs {
+        off: m.offsets.ptr(),
+        col: m.indices.ptr(),
+        val: m.values.ptr(),
+    }
+}
+
+/// Per-row scratch of one product.
+struct Rows {
+    work: CudaBuffer<u32>,
+    lo: CudaBuffer<u32>,
+    hi: CudaBuffer<u32>,
+    nnz: CudaBuffer<u32>,
+    list: CudaBuffer<u32>,
+    meta: CudaBuffer<u64>,
+}
+
+/// A bin's slice of the row list: device pointer and count.
+fn bin_slices(list: &CudaBuffer<u32>, counts: &[u64]) -> Vec<(u64, u32)> {
+    let mut start = 0u64;
+    let mut out = vec![(0, 0); NBINS];
+    for (b, &c) in counts.iter().enumerate().skip(1) {
+        out[b] = (list.ptr() + 4 * start, c as u32);
+        start += c;
+    }
+    out
+}
+
+/// Phase timings on stderr when `TRIDENT_SPGEMM_TRACE` is set (development:
+/// each lap synchronizes the stream, so traced runs are slower overall).
+struct Trace {
+    on: bool,
+    t: std::time::Instant,
+}
+
+impl Trace {
+    fn new() -> Self {
+        Trace {
+            on: std::env::var_os("TRIDENT_SPGEMM_TRACE").is_some(),
+            t: std::time::Instant::now(),
+        }
+    }
+
+    fn lap(&mut self, be: &CudaBackend, what: impl FnOnce() -> String) -> Result<()> {
+        if self.on {
+            be.stream()
+                .synchronize()
+                .map_err(crate::driver_error("synchronize (trace)"))?;
+            eprintln!(
+                "spgemm trace: {:8.3} ms  {}",
+                self.t.elapsed().as_secs_f64() * 1e3,
+                what()
+            );
+            self.t = std::time::Instant::now();
+        }
+        Ok(())
+    }
+}
+
+fn flags_error(flags: u64) -> Result<()> {
+    if flags == 0 {
+        return Ok(());
+    }
+    let mut what = Vec::new();
+    if flags & 1 != 0 {
+        what.push("a hash table overflowed");
+    }
+    if flags & 2 != 0 {
+        what.push("a row's numeric nnz differs from its symbolic count");
+    }
+    Err(Error::Backend(
+        format!(
+            "internal error in kernels/sparse_gemm.cu ({}): a bug of the CUDA backend, \
+             the result was discarded",
+            what.join("; ")
+        )
+        .into(),
+    ))
+}
+
+/// `(table slots, log2)` for a hash table holding up to `q` keys at load <= 1/2.
+fn table_size(q: u64) -> Result<(u32, u32)> {
+    let size = (2 * q.max(1)).next_power_of_two();
+    if size > 1 << 31 {
+        return Err(Error::TooLarge {
+            field: "spgemm row hash table",
+            value: size as u128,
+            limit: 1 << 31,
+        });
+    }
+    Ok((size as u32, size.trailing_zeros()))
+}
+
+impl CudaBackend {
+    /// Sets the widest column window of SpGEMM's dense accumulator (rows whose
+    /// span is wider are computed window by window). Tests use it to reach the
+    /// multi-window path on small matrices; results do not depend on it.
+    /// Rounded up to a multiple of 256 and clamped to `[256, 2^24]`.
+    #[doc(hidden)]
+    pub fn set_spgemm_window(&self, cols: u64) {
+        let w = cols.clamp(256, DENSE_WIN_MAX).div_ceil(256) * 256;
+        self.spgemm_window
+            .store(w, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn download_meta(&self, meta: &CudaBuffer<u64>) -> Result<Vec<u64>> {
+        let v = self.download_vec(meta)?;
+        flags_error(v[M_FLAGS])?;
+        Ok(v)
+    }
+
+    /// Column window of bin 8 for rows of span up to `span`: the whole span
+    /// where it fits, else the widest multiple of 256 within `cap` and the
+    /// user's limit ([`CudaBackend::set_spgemm_window`]).
+    fn dense_window(&self, span: u64, cap: u64) -> u64 {
+        let user = self
+            .spgemm_window
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let cap = (cap.min(user) / 256).max(1) * 256;
+        (span.div_ceil(256).max(1) * 256).min(cap)
+    }
+
+    /// The symbolic pass: row nnz for every bin.
+    fn symbolic(&self, a: Ptrs, b: Ptrs, r: &Rows, meta: &[u64], tr: &mut Trace) -> Result<()> {
+        let slices = bin_slices(&r.list, &meta[M_SYM_COUNT..M_SYM_COUNT + NBINS]);
+        let (lp, hp, np, mp) = (r.lo.ptr(), r.hi.ptr(), r.nnz.ptr(), r.meta.ptr());
+        for (bin, &(rows, count)) in slices.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            match bin {
+                1..=3 => {
+                    let name = ["spg_sym_sort1", "spg_sym_sort2", "spg_sym_sort4"][bin - 1];
+                    let blocks = (count as usize).div_ceil(SORT_WARPS);
+                    launch!(
+                        self,
+                        name,
+                        cfg(blocks, (SORT_WARPS * 32) as u32, 0)?,
+                        &a.off,
+                        &a.col,
+                        &b.off,
+                        &b.col,
+                        &rows,
+                        &count,
+                        &np
+                    );
+                }
+                4..=7 => {
+                    let (size, log2) = table_size(256u64 << (bin - 4))?;
+                    let shift = 32 - log2;
+                    let per_warp = size as usize * 4;
+                    let warps = (WARP_HASH_SMEM / per_warp).clamp(1, 8);
+                    let blocks = (count as usize).div_ceil(warps);
+                    launch!(
+                        self,
+                        "spg_sym_warp_hash",
+                        cfg(blocks, (warps * 32) as u32, warps * per_warp)?,
+                        &a.off,
+                        &a.col,
+                        &b.off,
+                        &b.col,
+                        &rows,
+                        &count,
+                        &size,
+                        &shift,
+                        &np,
+                        &mp
+                    );
+                }
+                BIN_DENSE => {
+                    // The bitmap lives in shared memory: no scratch. Rows are
+                    // drawn from a queue, so the grid is what fits the device
+                    // (8 blocks of 256 threads per SM).
+                    let win = self.dense_window(meta[M_SYM_SPAN], BITMAP_WIN_MAX);
+                    let blocks = (count as usize).min(8 * self.sm_count() as usize);
+                    launch!(
+                        self,
+                        "spg_sym_dense",
+                        cfg(blocks, SYM_DENSE_THREADS, win as usize / 8)?,
+                        &a.off,
+                        &a.col,
+                        &b.off,
+                        &b.col,
+                        &rows,
+                        &count,
+                        &lp,
+                        &hp,
+                        &win,
+                        &np,
+                        &mp
+                    );
+                }
+                BIN_MERGE => {
+                    launch!(
+                        self,
+                        "spg_sym_merge",
+                        cfg(
+                            (count as usize).div_ceil(MERGE_THREADS as usize),
+                            MERGE_THREADS,
+                            0
+                        )?,
+                        &a.off,
+                        &a.col,
+                        &b.off,
+                        &b.col,
+                        &rows,
+                        &count,
+                        &np,
+                        &mp
+                    );
+                }
+                BIN_BLOCK => {
+                    let (size, log2) = table_size(meta[M_SYM_BLOCK_Q])?;
+                    let shift = 32 - log2;
+                    let bytes = size as usize * 4;
+                    let (blocks, smem, table) = self.block_table_plan(count, bytes)?;
+                    let gk = table.as_ref().map_or(0, |t| t.ptr());
+                    launch!(
+                        self,
+                        "spg_sym_block_hash",
+                        cfg(blocks, BLOCK_THREADS, smem)?,
+                        &a.off,
+                        &a.col,
+                        &b.off,
+                        &b.col,
+                        &rows,
+                        &count,
+                        &lp,
+                        &hp,
+                        &size,
+                        &shift,
+                        &gk,
+                        &np,
+                        &mp
+                    );
+                }
+                _ => unreachable!("bin {bin} of {NBINS}"),
+            }
+            tr.lap(self, || format!("symbolic bin {bin}: {count} rows"))?;
+        }
+        Ok(())
+    }
+
+    /// Blocks, dynamic shared memory and (when the table does not fit shared
+    /// memory) the global tables for bin 9, `bytes` per table.
+    fn block_table_plan(
+        &self,
+        count: u32,
+        bytes: usize,
+    ) -> Result<(usize, usize, Option<CudaBuffer<u8>>)> {
+        // Room for the kernels' static shared memory (scan sums, a counter).
+        let smem_limit = (self.max_shared_per_block() as usize).saturating_sub(1024);
+        let blocks = (count as usize).min(2 * self.sm_count() as usize);
+        if bytes <= smem_limit {
+            return Ok((blocks, bytes, None));
+        }
+        let blocks = blocks.min((SCRATCH_BUDGET / bytes).max(1));
+        let total = blocks.checked_mul(bytes).ok_or(Error::TooLarge {
+            field: "spgemm global hash tables",
+            value: blocks as u128 * bytes as u128,
+            limit: usize::MAX as u128,
+        })?;
+        let table = self.alloc::<u8>(total, "spgemm global hash tables")?;
+        Ok((blocks, 0, Some(table)))
+    }
+
+    /// The numeric pass: values and sorted columns of every row into C.
+    #[allow(clippy::too_many_arguments)]
+    fn numeric<T: Scalar>(
+        &self,
+        a: Ptrs,
+        b: Ptrs,
+        r: &Rows,
+        meta: &[u64],
+        c_off: u64,
+        c_col: u64,
+        c_val: u64,
+        tr: &mut Trace,
+    ) -> Result<()> {
+        let ty = T::NAME;
+        let tsize = std::mem::size_of::<T>();
+        let slices = bin_slices(&r.list, &meta[M_NUM_COUNT..M_NUM_COUNT + NBINS]);
+        let (lp, hp, mp) = (r.lo.ptr(), r.hi.ptr(), r.meta.ptr());
+        for (bin, &(rows, count)) in slices.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            match bin {
+                1..=3 => {
+                    let e = [1, 2, 4][bin - 1];
+                    let blocks = (count as usize).div_ceil(SORT_WARPS);
+                    launch!(
+                        self,
+                        &format!("spg_num_sort{e}_{ty}"),
+                        cfg(blocks, (SORT_WARPS * 32) as u32, 0)?,
+                        &a.off,
+                        &a.col,
+                        &a.val,
+                        &b.off,
+                        &b.col,
+                        &b.val,
+                        &rows,
+                        &count,
+                        &c_off,
+                        &c_col,
+                        &c_val,
+                        &mp
+                    );
+                }
+                4..=7 => {
+                    let (size, log2) = table_size(256u64 << (bin - 4))?;
+                    let shift = 32 - log2;
+                    let per_warp = size as usize * (4 + tsize);
+                    let warps = (WARP_HASH_SMEM / per_warp).clamp(1, 8);
+                    let blocks = (count as usize).div_ceil(warps);
+                    launch!(
+                        self,
+                        &format!("spg_num_warp_hash_{ty}"),
+                        cfg(blocks, (warps * 32) as u32, warps * per_warp)?,
+                        &a.off,
+                        &a.col,
+                        &a.val,
+                        &b.off,
+                        &b.col,
+                        &b.val,
+                        &rows,
+                        &count,
+                        &size,
+                        &shift,
+                        &c_off,
+                        &c_col,
+                        &c_val,
+                        &mp
+                    );
+                }
+                BIN_DENSE => {
+                    // Three blocks fit an SM (registers). Their value windows
+                    // are sized to stay within half the L2 cache together:
+                    // every product is a read-modify-write of one, and from
+                    // DRAM that costs more than walking A's row once per
+                    // window.
+                    let blocks = (count as usize).min(3 * self.sm_count() as usize);
+                    let l2_cols = self.l2_cache_bytes() as u64 / 2 / (blocks * tsize) as u64;
+                    let win = self.dense_window(
+                        meta[M_NUM_SPAN],
+                        BITMAP_WIN_MAX.min(l2_cols.max(DENSE_MIN_WIN)),
+                    );
+                    let vals =
+                        self.alloc_zeroed_named::<T>(blocks * win as usize, "spgemm windows")?;
+                    let vp = vals.ptr();
+                    launch!(
+                        self,
+                        &format!("spg_num_dense_{ty}"),
+                        cfg(blocks, BLOCK_THREADS, win as usize / 8)?,
+                        &a.off,
+                        &a.col,
+                        &a.val,
+                        &b.off,
+                        &b.col,
+                        &b.val,
+                        &rows,
+                        &count,
+                        &lp,
+                        &hp,
+                        &win,
+                        &vp,
+                        &c_off,
+                        &c_col,
+                        &c_val,
+                        &mp
+                    );
+                }
+                BIN_MERGE => {
+                    launch!(
+                        self,
+                        &format!("spg_num_merge_{ty}"),
+                        cfg(
+                            (count as usize).div_ceil(MERGE_THREADS as usize),
+                            MERGE_THREADS,
+                            0
+                        )?,
+                        &a.off,
+                        &a.col,
+                        &a.val,
+                        &b.off,
+                        &b.col,
+                        &b.val,
+                        &rows,
+                        &count,
+                        &c_off,
+                        &c_col,
+                        &c_val,
+                        &mp
+                    );
+                }
+                BIN_BLOCK => {
+                    let (size, log2) = table_size(meta[M_NUM_BLOCK_Q])?;
+                    let shift = 32 - log2;
+                    let bytes = size as usize * (4 + tsize);
+                    let (blocks, smem, table) = self.block_table_plan(count, bytes)?;
+                    // Global tables: blocks * size values, then blocks * size keys.
+                    let (gk, gv) = match &table {
+                        Some(t) => {
+                            let vals = blocks as u64 * size as u64 * tsize as u64;
+                            (t.ptr() + vals, t.ptr())
+                        }
+                        None => (0, 0),
+                    };
+                    launch!(
+                        self,
+                        &format!("spg_num_block_hash_{ty}"),
+                        cfg(blocks, BLOCK_THREADS, smem)?,
+                        &a.off,
+                        &a.col,
+                        &a.val,
+                        &b.off,
+                        &b.col,
+                        &b.val,
+                        &rows,
+                        &count,
+                        &lp,
+                        &hp,
+                        &size,
+                        &shift,
+                        &gk,
+                        &gv,
+                        &c_off,
+                        &c_col,
+                        &c_val,
+                        &mp
+                    );
+                }
+                _ => unreachable!("bin {bin} of {NBINS}"),
+            }
+            tr.lap(self, || format!("numeric bin {bin}: {count} rows"))?;
+        }
+        Ok(())
+    }
+
+    /// `C = A B` on device operands whose shapes are checked.
+    fn product<T: Scalar>(
+        &self,
+        a: &DeviceCsr<Self, T>,
+        b: &DeviceCsr<Self, T>,
+    ) -> Result<DeviceCsr<Self, T>> {
+        let (m, n) = (a.rows(), b.cols());
+        let m32 = count_u32("a.rows", m)?;
+        count_u32("b.cols", n)?;
+        if m == 0 || a.nnz() == 0 || b.nnz() == 0 {
+            return Ok(DeviceCsr::from_parts(
+                m,
+                n,
+                0,
+                self.alloc_zeroed_named::<u64>(m + 1, "spgemm C offsets")?,
+                self.alloc::<u32>(0, "spgemm C indices")?,
+                self.alloc::<T>(0, "spgemm C values")?,
+            ));
+        }
+        let (ap, bp) = (ptrs(a), ptrs(b));
+        let r = Rows {
+            work: self.alloc::<u32>(m, "spgemm row work")?,
+            lo: self.alloc::<u32>(m, "spgemm row spans")?,
+            hi: self.alloc::<u32>(m, "spgemm row spans")?,
+            nnz: self.alloc_zeroed_named::<u32>(m, "spgemm row nnz")?,
+            list: self.alloc::<u32>(m, "spgemm row bins")?,
+            meta: self.alloc_zeroed_named::<u64>(META_WORDS, "spgemm meta")?,
+        };
+        let (wp, lp, hp, np, lsp, mp) = (
+            r.work.ptr(),
+            r.lo.ptr(),
+            r.hi.ptr(),
+            r.nnz.ptr(),
+            r.list.ptr(),
+            r.meta.ptr(),
+        );
+        let rows_cfg = || cfg(m.div_ceil(256), 256, 0);
+        let mut tr = Trace::new();
+        tr.lap(self, || {
+            format!("start: {m} x {n}, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz())
+        })?;
+
+        // Products and spans per row, symbolic bins.
+        launch!(
+            self,
+            "spg_analyze",
+            rows_cfg()?,
+            &ap.off,
+            &ap.col,
+            &bp.off,
+            &bp.col,
+            &m32,
+            &wp,
+            &lp,
+            &hp,
+            &mp
+        );
+        let meta = self.download_meta(&r.meta)?;
+        tr.lap(self, || {
+            format!(
+                "analyze, bins {:?}",
+                &meta[M_SYM_COUNT..M_SYM_COUNT + NBINS]
+            )
+        })?;
+        let phase0 = 0u32;
+        launch!(
+            self,
+            "spg_scatter",
+            rows_cfg()?,
+            &ap.off,
+            &wp,
+            &lp,
+            &hp,
+            &np,
+            &m32,
+            &phase0,
+            &mp,
+            &lsp
+        );
+        tr.lap(self, || "scatter".into())?;
+        self.symbolic(ap, bp, &r, &meta, &mut tr)?;
+
+        // Offsets, nnz of C, numeric bins.
+        launch!(
+            self,
+            "spg_bin_numeric",
+            rows_cfg()?,
+            &ap.off,
+            &wp,
+            &lp,
+            &hp,
+            &np,
+            &m32,
+            &mp
+        );
+        let c_offsets = self.alloc::<u64>(m + 1, "spgemm C offsets")?;
+        let blocks = m.div_ceil(SCAN_BLOCK);
+        let sums = self.alloc::<u64>(blocks, "spgemm scan sums")?;
+        let (op, sp, nb) = (
+            c_offsets.ptr(),
+            sums.ptr(),
+            count_u32("scan blocks", blocks)?,
+        );
+        launch!(
+            self,
+            "spg_scan_local",
+            cfg(blocks, 256, 0)?,
+            &np,
+            &m32,
+            &op,
+            &sp
+        );
+        launch!(
+            self,
+            "spg_scan_top",
+            cfg(1, 1024, 0)?,
+            &sp,
+            &nb,
+            &op,
+            &m32,
+            &mp
+        );
+        launch!(self, "spg_scan_add", cfg(blocks, 256, 0)?, &op, &m32, &sp);
+        let meta = self.download_meta(&r.meta)?;
+        tr.lap(self, || {
+            format!(
+                "bins, scan: nnz(C) {}, numeric bins {:?}",
+                meta[M_TOTAL],
+                &meta[M_NUM_COUNT..M_NUM_COUNT + NBINS]
+            )
+        })?;
+        let nnz = usize::try_from(meta[M_TOTAL]).map_err(|_| Error::TooLarge {
+            field: "nnz of C",
+            value: meta[M_TOTAL] as u128,
+            limit: usize::MAX as u128,
+        })?;
+        let c_indices = self.alloc::<u32>(nnz, "spgemm C indices")?;
+        let c_values = self.alloc::<T>(nnz, "spgemm C values")?;
+        let phase1 = 1u32;
+        launch!(
+            self,
+            "spg_scatter",
+            rows_cfg()?,
+            &ap.off,
+            &wp,
+            &lp,
+            &hp,
+            &np,
+            &m32,
+            &phase1,
+            &mp,
+            &lsp
+        );
+        tr.lap(self, || "allocate C, scatter".into())?;
+        self.numeric::<T>(
+            ap,
+            bp,
+            &r,
+            &meta,
+            op,
+            c_indices.ptr(),
+            c_values.ptr(),
+            &mut tr,
+        )?;
+        let mut flags = [0u64; M_FLAGS + 1];
+        self.download_into(&r.meta, &mut flags)?;
+        flags_error(flags[M_FLAGS])?;
+        Ok(DeviceCsr::from_parts(
+            m, n, nnz, c_offsets, c_indices, c_values,
+        ))
+    }
+}
+
+fn check_device_csr<T: Scalar>(field: &'static str, m: &DeviceCsr<CudaBackend, T>) -> Result<()> {
+    if m.offsets.len() != m.rows() + 1 || m.indices.len() < m.nnz() || m.values.len() < m.nnz() {
+        return Err(Error::dim(
+            field,
+            format!(
+                "a {} x {} matrix with {} entries has buffers of {} offsets, {} indices, {} values",
+                m.rows(),
+                m.cols(),
+                m.nnz(),
+                m.offsets.len(),
+                m.indices.len(),
+                m.values.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl<T: Scalar> SparseGemmDevice<T> for CudaBackend {
+    fn upload_csr(&self, m: &CsrMatrix<T>) -> Result<DeviceCsr<Self, T>> {
+        let offsets: Vec<u64> = m.offsets().iter().map(|&o| o as u64).collect();
+        Ok(DeviceCsr::from_parts(
+            m.rows(),
+            m.cols(),
+            m.nnz(),
+            self.upload_named(&offsets, "csr offsets")?,
+            self.upload_named(m.indices(), "csr indices")?,
+            self.upload_named(m.values(), "csr values")?,
+        ))
+    }
+
+    fn download_csr(&self, m: &DeviceCsr<Self, T>) -> Result<CsrMatrix<T>> {
+        check_device_csr("m", m)?;
+        let mut offsets = vec![0u64; m.rows() + 1];
+        self.download_into(&m.offsets, &mut offsets)?;
+        let mut indices = vec![0u32; m.nnz()];
+        self.download_into(&m.indices, &mut indices)?;
+        let mut values = vec![T::ZERO; m.nnz()];
+        self.download_into(&m.values, &mut values)?;
+        let offsets = offsets
+            .into_iter()
+            .map(|o| {
+                usize::try_from(o).map_err(|_| Error::TooLarge {
+                    field: "offsets",
+                    value: o as u128,
+                    limit: usize::MAX as u128,
+                })
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        CsrMatrix::new(m.rows(), m.cols(), offsets, indices, values)
+    }
+
+    fn spgemm_device(
+        &self,
+        a: &DeviceCsr<Self, T>,
+        b: &DeviceCsr<Self, T>,
+    ) -> Result<DeviceCsr<Self, T>> {
+        check_device_csr("a", a)?;
+        check_device_csr("b", b)?;
+        if a.cols() != b.rows() {
+            return Err(Error::dim(
+                "b.rows",
+                format!(
+                    "A is {} x {} but B is {} x {}",
+                    a.rows(),
+                    a.cols(),
+                    b.rows(),
+                    b.cols()
+                ),
+            ));
+        }
+        self.product(a, b)
+    }
+}
 
 impl<T: Scalar> SparseGemm<T> for CudaBackend {
     fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
-        let _ = (a, b);
-        Err(Error::Unsupported(
-            "SparseGemm is not implemented on this backend yet".into(),
-        ))
+        validate::spgemm(a, b)?;
+        if a.nnz() == 0 || b.nnz() == 0 {
+            return CsrMatrix::zeros(a.rows(), b.cols());
+        }
+        let da = self.upload_csr(a)?;
+        let db = self.upload_csr(b)?;
+        let dc = self.spgemm_device(&da, &db)?;
+        self.download_csr(&dc)
     }
 }

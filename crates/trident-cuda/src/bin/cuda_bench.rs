@@ -1,6 +1,6 @@
 //! Benchmarks of the CUDA backend on the SPEC cases, against the vendor
 //! libraries on the same device buffers in the same run (cuBLAS SGEMM for
-//! GEMM; SpGEMM rows add cuSPARSE).
+//! GEMM; cuSPARSE SpGEMM for SpGEMM).
 //!
 //! Usage: `cuda_bench [--reps N] [FILTER...]`: runs the cases whose name
 //! contains one of the filters (all when none). Device times come from CUDA
@@ -19,12 +19,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::cublas::{CudaBlas, result as blas, sys as blas_sys};
+use cudarc::cusparse::{result as sparse, sys as sp};
 use cudarc::driver::sys::CUevent_flags;
 use trident_core::{
-    DenseGemm, DenseGemmDevice, DeviceMat, DeviceMemory, Error, GemmParams, MatMut, MatRef,
-    NearestPairs, NearestPairsDevice, Neighbor, Result, dist2,
+    CsrMatrix, DenseGemm, DenseGemmDevice, DeviceMat, DeviceMemory, Error, GemmParams, MatMut,
+    MatRef, NearestPairs, NearestPairsDevice, Neighbor, Result, SparseGemm, SparseGemmDevice,
+    dist2,
 };
-use trident_cuda::{CudaBackend, GemmTile, driver_error};
+use trident_cuda::{CudaBackend, CudaBuffer, GemmTile, driver_error};
 use trident_testkit::cases;
 
 const SEED: u64 = 0x7121_d3a7;
@@ -119,7 +121,7 @@ fn gemm_case(ctx: &Bench, n: usize) -> Result<Vec<Row>> {
         cols: n,
         ld: n,
     };
-    let mut pc = be.alloc::<f32>(n * n, "C (cuBLAS)")?;
+    let pc = be.alloc::<f32>(n * n, "C (cuBLAS)")?;
     let p = GemmParams::<f32>::default();
     let flops = 2.0 * (n as f64).powi(3);
     let tflops = |ms: f64| flops / (ms * 1e-3) / 1e12;
@@ -298,11 +300,328 @@ fn pairs_clustered(ctx: &Bench) -> Result<Vec<Row>> {
     )
 }
 
+fn sparse_err(what: &'static str) -> impl Fn(sparse::CusparseError) -> Error {
+    move |e| Error::Backend(format!("cuSPARSE {what}: {e:?}").into())
+}
+
+/// A cuSPARSE handle on the backend's stream, destroyed on drop.
+struct Cusparse(sp::cusparseHandle_t);
+
+impl Cusparse {
+    fn new(be: &CudaBackend) -> Result<Self> {
+        let h = Cusparse(sparse::create().map_err(sparse_err("create"))?);
+        // SAFETY: a live handle and the backend's live stream (same driver
+        // object under both crates' type names).
+        unsafe { sp::cusparseSetStream(h.0, be.stream().cu_stream() as _) }
+            .result()
+            .map_err(sparse_err("set stream"))?;
+        Ok(h)
+    }
+}
+
+impl Drop for Cusparse {
+    fn drop(&mut self) {
+        // SAFETY: created by `Cusparse::new`, destroyed once.
+        let _ = unsafe { sparse::destroy(self.0) };
+    }
+}
+
+/// A cuSPARSE CSR descriptor (i32 offsets and indices, f32 values) over
+/// device buffers that outlive it.
+struct SpMat(sp::cusparseSpMatDescr_t);
+
+impl SpMat {
+    fn csr(rows: usize, cols: usize, nnz: usize, off: u64, col: u64, val: u64) -> Result<Self> {
+        let mut d = std::ptr::null_mut();
+        // SAFETY: the pointers are device buffers of rows + 1, nnz and nnz
+        // elements (or null with nnz = 0 for an output to be filled later).
+        unsafe {
+            sp::cusparseCreateCsr(
+                &mut d,
+                rows as i64,
+                cols as i64,
+                nnz as i64,
+                off as *mut _,
+                col as *mut _,
+                val as *mut _,
+                sp::cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                sp::cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                sp::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
+                sp::cudaDataType::CUDA_R_32F,
+            )
+        }
+        .result()
+        .map_err(sparse_err("create CSR descriptor"))?;
+        Ok(SpMat(d))
+    }
+}
+
+impl Drop for SpMat {
+    fn drop(&mut self) {
+        // SAFETY: created by `SpMat::csr`, destroyed once.
+        let _ = unsafe { sp::cusparseDestroySpMat(self.0) };
+    }
+}
+
+/// cuSPARSE's C = A B: offsets, indices, values in device memory.
+struct PeerCsr {
+    off: CudaBuffer<i32>,
+    col: CudaBuffer<i32>,
+    val: CudaBuffer<f32>,
+}
+
+/// One full cuSPARSE SpGEMM (work estimation, compute, size query, output
+/// allocation, copy) with the default algorithm, as a user would call it.
+fn cusparse_spgemm(
+    be: &CudaBackend,
+    h: &Cusparse,
+    a: &SpMat,
+    b: &SpMat,
+    (m, n): (usize, usize),
+) -> Result<PeerCsr> {
+    use sp::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE as NT;
+    let alg = sp::cusparseSpGEMMAlg_t::CUSPARSE_SPGEMM_DEFAULT;
+    let ty = sp::cudaDataType::CUDA_R_32F;
+    let (alpha, beta) = (1.0f32, 0.0f32);
+    let (pa, pb) = ((&alpha as *const f32).cast(), (&beta as *const f32).cast());
+    let c = SpMat::csr(m, n, 0, 0, 0, 0)?;
+    let mut descr = std::ptr::null_mut();
+    // SAFETY: cuSPARSE calls on live descriptors; every buffer handed over is
+    // a device allocation of at least the size cuSPARSE asked for, queued on
+    // the handle's stream, and outlives the calls (frees are stream-ordered).
+    unsafe {
+        sp::cusparseSpGEMM_createDescr(&mut descr)
+            .result()
+            .map_err(sparse_err("SpGEMM descriptor"))?;
+        let run = || -> Result<PeerCsr> {
+            let mut size1 = 0usize;
+            sp::cusparseSpGEMM_workEstimation(
+                h.0,
+                NT,
+                NT,
+                pa,
+                a.0,
+                b.0,
+                pb,
+                c.0,
+                ty,
+                alg,
+                descr,
+                &mut size1,
+                std::ptr::null_mut(),
+            )
+            .result()
+            .map_err(sparse_err("workEstimation (size)"))?;
+            let buf1 = be.alloc::<u8>(size1, "cuSPARSE buffer 1")?;
+            sp::cusparseSpGEMM_workEstimation(
+                h.0,
+                NT,
+                NT,
+                pa,
+                a.0,
+                b.0,
+                pb,
+                c.0,
+                ty,
+                alg,
+                descr,
+                &mut size1,
+                buf1.ptr() as *mut _,
+            )
+            .result()
+            .map_err(sparse_err("workEstimation"))?;
+            let mut size2 = 0usize;
+            sp::cusparseSpGEMM_compute(
+                h.0,
+                NT,
+                NT,
+                pa,
+                a.0,
+                b.0,
+                pb,
+                c.0,
+                ty,
+                alg,
+                descr,
+                &mut size2,
+                std::ptr::null_mut(),
+            )
+            .result()
+            .map_err(sparse_err("compute (size)"))?;
+            let buf2 = be.alloc::<u8>(size2, "cuSPARSE buffer 2")?;
+            sp::cusparseSpGEMM_compute(
+                h.0,
+                NT,
+                NT,
+                pa,
+                a.0,
+                b.0,
+                pb,
+                c.0,
+                ty,
+                alg,
+                descr,
+                &mut size2,
+                buf2.ptr() as *mut _,
+            )
+            .result()
+            .map_err(sparse_err("compute"))?;
+            let (mut rows, mut cols, mut nnz) = (0i64, 0i64, 0i64);
+            sp::cusparseSpMatGetSize(c.0, &mut rows, &mut cols, &mut nnz)
+                .result()
+                .map_err(sparse_err("SpMatGetSize"))?;
+            let out = PeerCsr {
+                off: be.alloc::<i32>(m + 1, "cuSPARSE C offsets")?,
+                col: be.alloc::<i32>(nnz as usize, "cuSPARSE C indices")?,
+                val: be.alloc::<f32>(nnz as usize, "cuSPARSE C values")?,
+            };
+            sp::cusparseCsrSetPointers(
+                c.0,
+                out.off.ptr() as *mut _,
+                out.col.ptr() as *mut _,
+                out.val.ptr() as *mut _,
+            )
+            .result()
+            .map_err(sparse_err("CsrSetPointers"))?;
+            sp::cusparseSpGEMM_copy(h.0, NT, NT, pa, a.0, b.0, pb, c.0, ty, alg, descr)
+                .result()
+                .map_err(sparse_err("copy"))?;
+            drop((buf1, buf2));
+            Ok(out)
+        };
+        let out = run();
+        let _ = sp::cusparseSpGEMM_destroyDescr(descr);
+        out
+    }
+}
+
+fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<Row>> {
+    let be = &ctx.be;
+    let case = cases::spec_cases()
+        .into_iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| Error::arg("case", format!("{name} is not a SPEC case")))?;
+    let cases::Input::Spgemm32(c) = case.input(SEED) else {
+        return Err(Error::arg(
+            "case",
+            format!("{name} is not an f32 SpGEMM case"),
+        ));
+    };
+    let (a, b) = (&c.a, &c.b);
+    let products = a.products_with(b);
+    let gflops = |ms: f64| 2.0 * products as f64 / (ms * 1e-3) / 1e9;
+    let (da, db) = (be.upload_csr(a)?, be.upload_csr(b)?);
+
+    let ours = ctx.time(|| be.spgemm_device(&da, &db).map(|_| ()))?;
+    let mine = be.download_csr(&be.spgemm_device(&da, &db)?)?;
+    let again = be.download_csr(&be.spgemm_device(&da, &db)?)?;
+    let bits = |m: &CsrMatrix<f32>| m.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let deterministic = mine == again && bits(&mine) == bits(&again);
+    let h2h = ctx.wall(3, || be.spgemm(a, b).map(|_| ()))?;
+
+    // cuSPARSE wants i32 offsets: uploaded as a separate copy (outside the
+    // timing). Indices are shared (u32 below 2^31 reads the same as i32),
+    // values too.
+    let to_i32 = |m: &CsrMatrix<f32>| -> Result<Vec<i32>> {
+        m.offsets()
+            .iter()
+            .map(|&o| {
+                i32::try_from(o).map_err(|_| Error::TooLarge {
+                    field: "cuSPARSE offsets",
+                    value: o as u128,
+                    limit: i32::MAX as u128,
+                })
+            })
+            .collect()
+    };
+    let (oa, ob) = (be.upload(&to_i32(a)?)?, be.upload(&to_i32(b)?)?);
+    let h = Cusparse::new(be)?;
+    let sa = SpMat::csr(
+        a.rows(),
+        a.cols(),
+        a.nnz(),
+        oa.ptr(),
+        da.indices.ptr(),
+        da.values.ptr(),
+    )?;
+    let sb = SpMat::csr(
+        b.rows(),
+        b.cols(),
+        b.nnz(),
+        ob.ptr(),
+        db.indices.ptr(),
+        db.values.ptr(),
+    )?;
+    let dims = (a.rows(), b.cols());
+    let (peer, check) = match ctx.time(|| cusparse_spgemm(be, &h, &sa, &sb, dims).map(|_| ())) {
+        Ok(t) => {
+            let p = cusparse_spgemm(be, &h, &sa, &sb, dims)?;
+            let (off, col, val) = (
+                be.download_vec(&p.off)?,
+                be.download_vec(&p.col)?,
+                be.download_vec(&p.val)?,
+            );
+            let same_structure = off
+                .iter()
+                .zip(mine.offsets())
+                .all(|(&x, &y)| x as usize == y)
+                && col.len() == mine.nnz()
+                && col.iter().zip(mine.indices()).all(|(&x, &y)| x as u32 == y);
+            let worst = val
+                .iter()
+                .zip(mine.values())
+                .map(|(&x, &y)| ((x - y).abs() / x.abs().max(1e-30)) as f64)
+                .fold(0.0f64, f64::max);
+            (
+                Some(t),
+                format!(
+                    "{}, max rel diff to cuSPARSE {worst:.1e}, {}",
+                    if same_structure {
+                        "structure = cuSPARSE's"
+                    } else {
+                        "STRUCTURE DIFFERS from cuSPARSE"
+                    },
+                    if deterministic {
+                        "bit-identical reruns"
+                    } else {
+                        "NOT DETERMINISTIC"
+                    }
+                ),
+            )
+        }
+        Err(e) => (None, format!("cuSPARSE failed: {e}")),
+    };
+    let figure = match peer {
+        Some(p) => format!(
+            "{:.1} vs {:.1} GFLOP/s, nnz(C) {}",
+            gflops(ours),
+            gflops(p),
+            mine.nnz()
+        ),
+        None => format!("{:.1} GFLOP/s, nnz(C) {}", gflops(ours), mine.nnz()),
+    };
+    Ok(vec![Row {
+        case: name.to_string(),
+        ours_ms: ours,
+        peer_ms: peer,
+        figure,
+        h2h_ms: Some(h2h),
+        check,
+    }])
+}
+
 type CaseFn = fn(&Bench) -> Result<Vec<Row>>;
 
 const CASES: &[(&str, CaseFn)] = &[
     ("gemm-4096", |c| gemm_case(c, 4096)),
     ("gemm-8192", |c| gemm_case(c, 8192)),
+    ("spgemm-poisson2d-2048", |c| {
+        spgemm_case(c, "spgemm-poisson2d-2048")
+    }),
+    ("spgemm-rmat-16-8", |c| spgemm_case(c, "spgemm-rmat-16-8")),
+    ("spgemm-uniform-1M-8", |c| {
+        spgemm_case(c, "spgemm-uniform-1M-8")
+    }),
     ("pairs-1M-400K", pairs_uniform),
     ("pairs-clustered", pairs_clustered),
 ];
@@ -371,6 +690,20 @@ fn main() {
         println!(
             "| {} | {:.3} | {peer} | {ratio} | {h2h} | {} | {} |",
             r.case, r.ours_ms, r.figure, r.check
+        );
+    }
+    let sp: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.case.starts_with("spgemm-"))
+        .filter_map(|r| r.peer_ms.map(|p| p / r.ours_ms))
+        .collect();
+    if !sp.is_empty() {
+        let geo = (sp.iter().map(|x| x.ln()).sum::<f64>() / sp.len() as f64).exp();
+        println!();
+        println!(
+            "SpGEMM: geometric mean of cuSPARSE/ours over {} cases = {geo:.2} \
+             (cuSPARSE timed from workEstimation to copy, its i32 offset copies excluded)",
+            sp.len()
         );
     }
     if failed {
