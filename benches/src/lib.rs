@@ -50,7 +50,10 @@ impl Workload {
 /// them when `names` is empty. Unknown names are returned as the error, so a
 /// typo is reported rather than silently running nothing.
 pub fn select_cases(names: &[String]) -> std::result::Result<Vec<Case>, Vec<String>> {
-    let all = cases::spec_cases();
+    let mut all = cases::spec_cases();
+    if !names.is_empty() {
+        all.extend(extra_cases());
+    }
     let unknown: Vec<String> = names
         .iter()
         .filter(|n| !all.iter().any(|c| &c.name == *n))
@@ -63,6 +66,14 @@ pub fn select_cases(names: &[String]) -> std::result::Result<Vec<Case>, Vec<Stri
         .into_iter()
         .filter(|c| names.is_empty() || names.contains(&c.name))
         .collect())
+}
+
+/// Cases outside SPEC's table that an issue names a target for, selectable by
+/// name only: `gemm-2048` (the CPU backend's GEMM target size).
+pub fn extra_cases() -> Vec<Case> {
+    vec![Case::new("gemm-2048", "dense_gemm", false, |s| {
+        Input::Gemm32(cases::gemm(2048, s))
+    })]
 }
 
 /// The SPEC cases of one primitive (one of [`trident::PRIMITIVES`]).
