@@ -1,6 +1,9 @@
 //! DenseGemm for [`RayonBackend`]: the `gemm` crate's packed, cache-blocked
 //! SIMD micro-kernels (AVX2/FMA/AVX-512 picked at run time), parallel on this
-//! backend's own pool.
+//! backend's own pool. The AVX-512 kernels need the crate's `x86-v4` feature,
+//! which the workspace enables: on the 2-core EPYC of BENCHMARKS.md they took
+//! gemm-2048 from 0.79x to 1.05x numpy/OpenBLAS. They are chosen by CPU feature
+//! detection at run time, so a build stays portable (no `target-cpu`).
 //!
 //! Why `gemm` (0.19): it is pure Rust, reaches BLAS-class speed on x86 and
 //! aarch64, and takes arbitrary row and column strides, so `Op::T` and the
