@@ -43,6 +43,7 @@ use trident_core::{Backend, Error, Result};
 
 pub use dense_gemm::GemmTile;
 pub use device::{CudaBuffer, KernelSource, driver_error};
+pub use nearest_pairs::DEFAULT_CELL_TARGET;
 
 /// Every kernel source this crate embeds, with its entry points (the tidy
 /// test checks each `kernels/*.cu` of ours is listed and names them).

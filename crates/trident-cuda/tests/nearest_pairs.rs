@@ -121,11 +121,11 @@ fn uniform_and_clustered_match_brute_force() {
     let b = clustered(&mut rng, 900, &centers, 1e4);
     check_all(&be, &a, &b, "clustered");
     // Cell sizing must not change results.
-    for t in [0.25f32, 16.0] {
+    for t in [0.25f32, 2.0, 64.0] {
         be.set_cell_target(t);
         check_all(&be, &a, &b, &format!("clustered, cell target {t}"));
     }
-    be.set_cell_target(2.0);
+    be.set_cell_target(trident_cuda::DEFAULT_CELL_TARGET);
 }
 
 #[test]

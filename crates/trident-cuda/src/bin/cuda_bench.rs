@@ -26,7 +26,7 @@ use trident_core::{
     MatRef, NearestPairs, NearestPairsDevice, Neighbor, Result, SparseGemm, SparseGemmDevice,
     dist2,
 };
-use trident_cuda::{CudaBackend, CudaBuffer, GemmTile, driver_error};
+use trident_cuda::{CudaBackend, CudaBuffer, DEFAULT_CELL_TARGET, GemmTile, driver_error};
 use trident_testkit::cases;
 
 const SEED: u64 = 0x7121_d3a7;
@@ -248,11 +248,11 @@ fn pairs_rows(ctx: &Bench, name: &str, case: &cases::PairsCase) -> Result<Vec<Ro
     );
 
     let mut rows = Vec::new();
-    for target in [2.0f32, 1.0, 4.0, 8.0] {
+    for target in [DEFAULT_CELL_TARGET, 2.0, 4.0, 16.0] {
         be.set_cell_target(target);
         let ours = ctx.time(|| be.closest_pairs_device(&da, &db, k).map(|_| ()))?;
         let nearest = ctx.time(|| be.nearest_device(&da, &db, &mut nn))?;
-        let h2h = if target == 2.0 {
+        let h2h = if target == DEFAULT_CELL_TARGET {
             Some(ctx.wall(5, || be.closest_pairs(&case.a, &case.b, k).map(|_| ()))?)
         } else {
             None
@@ -263,14 +263,14 @@ fn pairs_rows(ctx: &Bench, name: &str, case: &cases::PairsCase) -> Result<Vec<Ro
             peer_ms: None,
             figure: format!("nearest alone {nearest:.3} ms"),
             h2h_ms: h2h,
-            check: if target == 2.0 {
+            check: if target == DEFAULT_CELL_TARGET {
                 check.clone()
             } else {
                 String::new()
             },
         });
     }
-    be.set_cell_target(2.0);
+    be.set_cell_target(DEFAULT_CELL_TARGET);
     let mut knn = be.alloc::<Neighbor>(na * case.knn_k, "knn out")?;
     let knn_ms = ctx.time(|| be.knn_device(&da, &db, case.knn_k, &mut knn))?;
     rows.push(Row {
