@@ -225,10 +225,10 @@ impl GridGraph {
             if source_side[v] {
                 c += self.sink[v];
                 for &dir in self.dirs() {
-                    if let Some(u) = self.neighbor(v, dir) {
-                        if !source_side[u] {
-                            c += self.caps[dir as usize * n + v];
-                        }
+                    if let Some(u) = self.neighbor(v, dir)
+                        && !source_side[u]
+                    {
+                        c += self.caps[dir as usize * n + v];
                     }
                 }
             } else {

@@ -196,13 +196,13 @@ pub fn encode<T: Scalar>(
             ),
         ));
     }
-    if let Some(e) = rule.error_target() {
-        if e.is_nan() || e < 0.0 || e.is_infinite() {
-            return Err(Error::arg(
-                "rule",
-                format!("error target {e} must be finite and >= 0"),
-            ));
-        }
+    if let Some(e) = rule.error_target()
+        && (e.is_nan() || e < 0.0 || e.is_infinite())
+    {
+        return Err(Error::arg(
+            "rule",
+            format!("error target {e} must be finite and >= 0"),
+        ));
     }
     check_view_finite("signals", signals)
 }

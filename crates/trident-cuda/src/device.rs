@@ -97,7 +97,7 @@ impl<T: Element> CudaBuffer<T> {
     pub fn cast<U: Element>(self) -> Result<CudaBuffer<U>> {
         let bytes = self.num_bytes();
         let size = std::mem::size_of::<U>();
-        if size == 0 || bytes % size != 0 {
+        if size == 0 || !bytes.is_multiple_of(size) {
             return Err(Error::dim(
                 "buffer",
                 format!("{bytes} bytes is not a whole number of {size}-byte elements"),

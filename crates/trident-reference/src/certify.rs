@@ -544,14 +544,13 @@ pub fn omp<T: Scalar>(
     let mut best_remaining = 0.0;
     for t in 0..=atoms.len() {
         let r2 = dot(&r, &r);
-        if t < atoms.len() {
-            if let Some(e) = eps {
-                if r2 <= e - band(e) {
-                    return Err(format!(
-                        "step {t}: ||r||^2 = {r2:e} already met the target {e:e}; OMP should have stopped"
-                    ));
-                }
-            }
+        if t < atoms.len()
+            && let Some(e) = eps
+            && r2 <= e - band(e)
+        {
+            return Err(format!(
+                "step {t}: ||r||^2 = {r2:e} already met the target {e:e}; OMP should have stopped"
+            ));
         }
         let best = (0..d.atoms)
             .filter(|&j| !chosen[j])
@@ -712,18 +711,23 @@ pub fn network_flow(g: &FlowNetwork, r: &NetworkFlow) -> Certificate {
             }
         }
     }
-    if let Some(v) = (0..n).find(|&v| seen[v] != r.source_side[v]) {
-        return Err(format!(
+    labels_match(&seen, &r.source_side)
+}
+
+/// The returned labels must be exactly the set reachable from s (`seen`).
+fn labels_match(seen: &[bool], labels: &[bool]) -> Certificate {
+    match (0..seen.len()).find(|&v| seen[v] != labels[v]) {
+        Some(v) => Err(format!(
             "node {v}: labelled {} but {} from s in the residual graph",
-            if r.source_side[v] {
+            if labels[v] {
                 "source side"
             } else {
                 "sink side"
             },
             if seen[v] { "reachable" } else { "unreachable" }
-        ));
+        )),
+        None => Ok(0.0),
     }
-    Ok(0.0)
 }
 
 /// Certifies a grid answer exactly. A grid answer carries no flow, so one is
@@ -808,16 +812,5 @@ pub fn grid_cut(g: &GridGraph, r: &GridCut) -> Certificate {
             }
         }
     }
-    if let Some(v) = (0..n).find(|&v| seen[v] != r.source_side[v]) {
-        return Err(format!(
-            "node {v}: labelled {} but {} from s in the residual graph",
-            if r.source_side[v] {
-                "source side"
-            } else {
-                "sink side"
-            },
-            if seen[v] { "reachable" } else { "unreachable" }
-        ));
-    }
-    Ok(0.0)
+    labels_match(&seen, &r.source_side)
 }

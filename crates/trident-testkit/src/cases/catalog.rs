@@ -319,7 +319,7 @@ fn spgemm_cases(size: Size) -> Vec<Case> {
         false,
         move |s| Input::Spgemm64(SpgemmCase::square(rmat(scale, 8, s))),
     );
-    let rname = if rows >= 1024 && rows % 1024 == 0 {
+    let rname = if rows >= 1024 && rows.is_multiple_of(1024) {
         format!("{}K", rows / 1024)
     } else {
         rows.to_string()
@@ -425,7 +425,7 @@ fn pairs_cases(size: Size) -> Vec<Case> {
     let mut v = Vec::new();
     let (na, nb) = pick(size, (2000usize, 1000usize), (200_000, 80_000));
     let tag = |n: usize| {
-        if n >= 1000 && n % 1000 == 0 {
+        if n >= 1000 && n.is_multiple_of(1000) {
             format!("{}K", n / 1000)
         } else {
             n.to_string()
