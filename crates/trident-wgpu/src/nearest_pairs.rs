@@ -3,6 +3,10 @@
 use trident_core::{Error, NearestPairs, Neighbor, Pair, Point, Result};
 
 use crate::WgpuBackend;
+use crate::pipeline::Kernel;
+
+/// Kernels of this primitive (built by `warm_up`).
+pub(crate) const KERNELS: &[&Kernel] = &[];
 
 impl NearestPairs for WgpuBackend {
     fn nearest(&self, _a: &[Point], _b: &[Point], _out: &mut [Neighbor]) -> Result<()> {
