@@ -137,10 +137,24 @@ fn gemm_f32(
     let n0 = wid.x * BN;
     let tx = lid % 16u;
     let ty = lid / 16u;
-    var acc: array<vec4<f32>, 16>; // [row 0..8][col piece 0..2]: acc[r * 2 + h]
-    for (var i = 0u; i < 16u; i = i + 1u) {
-        acc[i] = vec4<f32>(0.0);
-    }
+    // 16 named accumulators, not an array: a dynamically indexed private
+    // array would live in local memory instead of registers.
+    var c00 = vec4<f32>(0.0);
+    var c01 = vec4<f32>(0.0);
+    var c10 = vec4<f32>(0.0);
+    var c11 = vec4<f32>(0.0);
+    var c20 = vec4<f32>(0.0);
+    var c21 = vec4<f32>(0.0);
+    var c30 = vec4<f32>(0.0);
+    var c31 = vec4<f32>(0.0);
+    var c40 = vec4<f32>(0.0);
+    var c41 = vec4<f32>(0.0);
+    var c50 = vec4<f32>(0.0);
+    var c51 = vec4<f32>(0.0);
+    var c60 = vec4<f32>(0.0);
+    var c61 = vec4<f32>(0.0);
+    var c70 = vec4<f32>(0.0);
+    var c71 = vec4<f32>(0.0);
     var ra = fetch_a(lid, m0, 0u);
     var rb = fetch_b(lid, n0, 0u);
     for (var k0 = 0u; k0 < p.k; k0 = k0 + BK) {
@@ -157,34 +171,57 @@ fn gemm_f32(
             let a1 = as_[kk * (BM / 4u) + 16u + ty];
             let b0 = bs_[kk * (BN / 4u) + tx];
             let b1 = bs_[kk * (BN / 4u) + 16u + tx];
-            for (var r = 0u; r < 4u; r = r + 1u) {
-                acc[r * 2u] = fma(vec4<f32>(a0[r]), b0, acc[r * 2u]);
-                acc[r * 2u + 1u] = fma(vec4<f32>(a0[r]), b1, acc[r * 2u + 1u]);
-                acc[(r + 4u) * 2u] = fma(vec4<f32>(a1[r]), b0, acc[(r + 4u) * 2u]);
-                acc[(r + 4u) * 2u + 1u] = fma(vec4<f32>(a1[r]), b1, acc[(r + 4u) * 2u + 1u]);
-            }
+            c00 = fma(vec4<f32>(a0.x), b0, c00);
+            c01 = fma(vec4<f32>(a0.x), b1, c01);
+            c40 = fma(vec4<f32>(a1.x), b0, c40);
+            c41 = fma(vec4<f32>(a1.x), b1, c41);
+            c10 = fma(vec4<f32>(a0.y), b0, c10);
+            c11 = fma(vec4<f32>(a0.y), b1, c11);
+            c50 = fma(vec4<f32>(a1.y), b0, c50);
+            c51 = fma(vec4<f32>(a1.y), b1, c51);
+            c20 = fma(vec4<f32>(a0.z), b0, c20);
+            c21 = fma(vec4<f32>(a0.z), b1, c21);
+            c60 = fma(vec4<f32>(a1.z), b0, c60);
+            c61 = fma(vec4<f32>(a1.z), b1, c61);
+            c30 = fma(vec4<f32>(a0.w), b0, c30);
+            c31 = fma(vec4<f32>(a0.w), b1, c31);
+            c70 = fma(vec4<f32>(a1.w), b0, c70);
+            c71 = fma(vec4<f32>(a1.w), b1, c71);
         }
     }
+    store_row(m0 + ty * 4u + 0u, n0 + tx * 4u, c00);
+    store_row(m0 + ty * 4u + 0u, n0 + 64u + tx * 4u, c01);
+    store_row(m0 + ty * 4u + 1u, n0 + tx * 4u, c10);
+    store_row(m0 + ty * 4u + 1u, n0 + 64u + tx * 4u, c11);
+    store_row(m0 + ty * 4u + 2u, n0 + tx * 4u, c20);
+    store_row(m0 + ty * 4u + 2u, n0 + 64u + tx * 4u, c21);
+    store_row(m0 + ty * 4u + 3u, n0 + tx * 4u, c30);
+    store_row(m0 + ty * 4u + 3u, n0 + 64u + tx * 4u, c31);
+    store_row(m0 + 64u + ty * 4u + 0u, n0 + tx * 4u, c40);
+    store_row(m0 + 64u + ty * 4u + 0u, n0 + 64u + tx * 4u, c41);
+    store_row(m0 + 64u + ty * 4u + 1u, n0 + tx * 4u, c50);
+    store_row(m0 + 64u + ty * 4u + 1u, n0 + 64u + tx * 4u, c51);
+    store_row(m0 + 64u + ty * 4u + 2u, n0 + tx * 4u, c60);
+    store_row(m0 + 64u + ty * 4u + 2u, n0 + 64u + tx * 4u, c61);
+    store_row(m0 + 64u + ty * 4u + 3u, n0 + tx * 4u, c70);
+    store_row(m0 + 64u + ty * 4u + 3u, n0 + 64u + tx * 4u, c71);
+}
+
+// Writes 4 consecutive elements of C's row `row` from column `col0`.
+fn store_row(row: u32, col0: u32, v: vec4<f32>) {
+    if (row >= p.m) {
+        return;
+    }
     let read_c = (p.flags & 4u) == 0u;
-    for (var r = 0u; r < 8u; r = r + 1u) {
-        let row = m0 + select(ty * 4u + r, 64u + ty * 4u + r - 4u, r >= 4u);
-        if (row >= p.m) {
-            continue;
-        }
-        for (var h = 0u; h < 2u; h = h + 1u) {
-            let v = acc[r * 2u + h];
-            let col0 = n0 + h * 64u + tx * 4u;
-            for (var j = 0u; j < 4u; j = j + 1u) {
-                let col = col0 + j;
-                if (col < p.n) {
-                    let idx = row * p.ldc + col;
-                    var out = p.alpha * v[j];
-                    if (read_c) {
-                        out = fma(p.beta, c[idx], out);
-                    }
-                    c[idx] = out;
-                }
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        let col = col0 + j;
+        if (col < p.n) {
+            let idx = row * p.ldc + col;
+            var out = p.alpha * v[j];
+            if (read_c) {
+                out = fma(p.beta, c[idx], out);
             }
+            c[idx] = out;
         }
     }
 }

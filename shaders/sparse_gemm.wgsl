@@ -2,12 +2,12 @@
 //
 // Two phases with exact output sizing, one thread per row of C:
 //  1. `spg_products`: products(i) = sum of |B row k| over A's row i; the row
-//     gets a hash table of size pow2 >= 2 * products (capped at pow2 >= 2 *
-//     cols), so the load stays <= 1/2. The host scans the sizes into offsets
+//     gets a hash table of 1.5 * products + 1 slots (capped at 2 * cols), so
+//     the load stays <= 2/3. The host scans the sizes into offsets
 //     (shaders/scan.wgsl) and allocates the tables.
 //  2. `spg_accumulate`: the row's thread walks A's row in stored order and
 //     each B row in stored order, inserting (j, a_ik * b_kj) into its table
-//     (linear probing; key j + 1, 0 = empty) and adding to the value when j is
+//     (hash modulo the size, linear probing; key j + 1, 0 = empty) and adding to the value when j is
 //     there. Each C(i, j) is therefore summed in A's column order, by one
 //     thread: deterministic. Products that cancel stay as explicit entries.
 //     The number of distinct j is the row's nnz; the host scans those into
@@ -45,20 +45,10 @@ fn row_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * 256u;
 }
 
-fn next_pow2(x: u32) -> u32 {
-    if (x <= 1u) {
-        return 1u;
-    }
-    if (x > 0x80000000u) {
-        return 0x80000000u;
-    }
-    return 1u << (32u - countLeadingZeros(x - 1u));
-}
-
-fn hash_of(j: u32, mask: u32) -> u32 {
+fn hash_of(j: u32, size: u32) -> u32 {
     var h = j * 0x9E3779B1u;
     h = h ^ (h >> 15u);
-    return h & mask;
+    return h % size;
 }
 
 @compute @workgroup_size(256)
@@ -79,7 +69,7 @@ fn spg_products(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     }
     var size = 0u;
     if (p > 0u) {
-        size = min(next_pow2(select(2u * p, 0xffffffffu, p > 0x7fffffffu)), sp.cap);
+        size = min(select(p + p / 2u + 1u, 0xffffffffu, p > 0xa0000000u), sp.cap);
     }
     hoff[i] = size;
     if (size >= 1024u) {
@@ -98,7 +88,7 @@ fn spg_accumulate(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
         return;
     }
     let base = hoff[i];
-    let mask = hoff[i + 1u] - base - 1u;
+    let size = hoff[i + 1u] - base;
     var n = 0u;
     for (var e = a_off[2u * i]; e < a_off[2u * i + 2u]; e = e + 1u) {
         let k = a_idx[e];
@@ -106,7 +96,7 @@ fn spg_accumulate(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
         for (var f = b_off[2u * k]; f < b_off[2u * k + 2u]; f = f + 1u) {
             let j = b_idx[f];
             let v = av * b_val[f];
-            var h = hash_of(j, mask);
+            var h = hash_of(j, size);
             loop {
                 let s = table[base + h];
                 if (s.x == 0u) {
@@ -118,7 +108,10 @@ fn spg_accumulate(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
                     table[base + h].y = bitcast<u32>(bitcast<f32>(s.y) + v);
                     break;
                 }
-                h = (h + 1u) & mask;
+                h = h + 1u;
+                if (h == size) {
+                    h = 0u;
+                }
             }
         }
     }

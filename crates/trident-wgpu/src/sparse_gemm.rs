@@ -104,10 +104,11 @@ impl WgpuBackend {
         b: &DeviceCsr<Self, T>,
     ) -> Result<DeviceCsr<Self, T>> {
         let rows = a.rows();
-        let cap = (2 * b.cols().max(1) as u64).next_power_of_two();
+        // A row has at most `cols` distinct columns: 2 * cols slots keep load <= 1/2.
+        let cap = 2 * b.cols().max(1) as u64;
         let params = self.uniform(&Params {
             rows: rows as u32,
-            cap: cap.min(1 << 31) as u32,
+            cap: cap.min(u32::MAX as u64) as u32,
             _pad: [0; 2],
         });
         let (a_off, b_off) = (a.offsets.cast_ref::<u32>()?, b.offsets.cast_ref::<u32>()?);
