@@ -85,10 +85,13 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
 
 /// Push-relabel iterations between two global relabels, by default.
 ///
-/// A guess to be tuned on the H100 (`flow_bench` tries several): the global
-/// relabel costs one launch per BFS level, an iteration two launches over
-/// the active list only.
-pub const DEFAULT_RELABEL_PERIOD: u32 = 48;
+/// Measured on an H100 (`flow_bench`, run 1 in the cuda-flow notes):
+/// device-resident cut-512 took 1.35 / 1.23 / 1.97 / 4.58 ms at periods
+/// 8 / 24 / 64 / 200, cut-2048 5.24 / 5.84 / 8.49 / 14.93 ms, cut3d-256
+/// 12.5 ms at 24 and 16.1 at 64. Short periods win: a global relabel costs
+/// one launch per BFS level but its exact heights stop flow from sloshing
+/// between nodes whose local heights are stale.
+pub const DEFAULT_RELABEL_PERIOD: u32 = 16;
 
 /// Global relabels after which a solve gives up with an error. Each round
 /// after a global relabel moves flow, so this is never reached by a correct

@@ -96,7 +96,7 @@ fn random_grids_match_the_reference() {
                 let v = k % n;
                 let dir = trident_core::Dir::ALL[k / n];
                 let u = g.neighbor(v, dir).unwrap_or(v);
-                if v % 3 == 0 || u % 3 == 0 {
+                if v.is_multiple_of(3) || u.is_multiple_of(3) {
                     *c = 0;
                 }
             }
