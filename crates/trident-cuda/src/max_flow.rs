@@ -363,6 +363,7 @@ impl CudaBackend {
         let mut tag = 0u32;
         let mut depth = 32u32;
         let mut rounds = 0u32;
+        let mut levels = 0u64;
         let lv = Level::Grid {
             w,
             h,
@@ -386,6 +387,7 @@ impl CudaBackend {
                 unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_grid_bfs_init"))?;
             }
             depth = self.mf_bfs(&wk, &fns.level, &lv, 0, depth + 8)?;
+            levels += depth as u64;
             // Active nodes.
             self.memset_zero(&mut wk.counts)?;
             {
@@ -429,6 +431,10 @@ impl CudaBackend {
             }
         }
         // Flow value.
+        trace(format_args!(
+            "grid: {rounds} global relabels, {levels} BFS levels, {} push-relabel iterations",
+            (rounds - 1) * period
+        ));
         let out = self.alloc_zeroed_named::<i64>(1, "max_flow value")?;
         {
             let f = self.mf_fn(&format!("mf_grid_flow_{sfx}"))?;
@@ -465,6 +471,7 @@ impl CudaBackend {
     }
 
     fn network_solve<C: Counter>(&self, g: &FlowNetwork, total: i64) -> Result<NetworkFlow> {
+        let t0 = std::time::Instant::now();
         to_counter::<C>(total)?;
         let n = g.nodes();
         let arcs = g.arcs();
@@ -525,6 +532,10 @@ impl CudaBackend {
         let res_d = self.upload_named(&res_c, "max_flow residuals")?;
         let e_d = self.upload_named(&ex_c, "max_flow excess")?;
         drop((res_c, ex_c, head, rev));
+        trace(format_args!(
+            "network: CSR built and uploaded at {:.2} ms",
+            t0.elapsed().as_secs_f64() * 1e3
+        ));
         let mut wk = self.work(n)?;
         let sfx = C::SFX;
         let fns = Fns {
@@ -558,7 +569,7 @@ impl CudaBackend {
             res: rsp,
         };
         let period = self.flow_period();
-        let (mut tag, mut depth, mut rounds) = (0u32, 32u32, 0u32);
+        let (mut tag, mut depth, mut rounds, mut levels) = (0u32, 32u32, 0u32, 0u64);
         loop {
             rounds += 1;
             if rounds > MAX_ROUNDS {
@@ -574,6 +585,7 @@ impl CudaBackend {
                 unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_net_bfs_init"))?;
             }
             depth = self.mf_bfs(&wk, &fns.level, &lv, 0, depth + 8)?;
+            levels += depth as u64;
             self.memset_zero(&mut wk.counts)?;
             {
                 let mut l = self.stream().launch_builder(&collect);
@@ -637,6 +649,11 @@ impl CudaBackend {
         self.mf_bfs(&wk, &fns.level, &lv, 1, 32)?;
         let mut labels = self.alloc::<u8>(n, "max_flow labels")?;
         self.mf_labels(&wk, &mut labels)?;
+        trace(format_args!(
+            "network: {rounds} global relabels, {levels} BFS levels, {} push-relabel iterations, device done at {:.2} ms",
+            (rounds - 1) * period,
+            t0.elapsed().as_secs_f64() * 1e3
+        ));
         let side = self.download_vec(&labels)?;
         let res_back: Vec<C> = self.download_vec(&res_d)?;
         let e_back: Vec<C> = self.download_vec(&e_d)?;
@@ -647,12 +664,25 @@ impl CudaBackend {
             .map(|(i, a)| a.cap - res_back[pos[2 * i] as usize].into())
             .collect();
         let mut excess: Vec<i64> = e_back.iter().map(|&x| x.into()).collect();
+        let t1 = std::time::Instant::now();
         return_excess(g, &mut arc_flow, &mut excess)?;
+        trace(format_args!(
+            "network: excess returned on the host in {:.2} ms",
+            t1.elapsed().as_secs_f64() * 1e3
+        ));
         Ok(NetworkFlow {
             flow,
             source_side: side.iter().map(|&b| b != 0).collect(),
             arc_flow,
         })
+    }
+}
+
+/// Prints solver statistics to stderr when `TRIDENT_MF_TRACE` is set (for
+/// the benchmark notes: how many relabels and levels a case needs).
+fn trace(args: std::fmt::Arguments<'_>) {
+    if std::env::var_os("TRIDENT_MF_TRACE").is_some() {
+        eprintln!("max_flow trace: {args}");
     }
 }
 
