@@ -44,7 +44,7 @@ use trident_core::{Backend, Error, Result};
 
 pub use dense_gemm::GemmTile;
 pub use device::{CudaBuffer, KernelSource, driver_error};
-pub use max_flow::{DEFAULT_RELABEL_PERIOD, GridOnDevice};
+pub use max_flow::{DEFAULT_NETWORK_RELABEL_PERIOD, DEFAULT_RELABEL_PERIOD, GridOnDevice};
 pub use nearest_pairs::DEFAULT_CELL_TARGET;
 
 /// Every kernel source this crate embeds, with its entry points (the tidy
@@ -70,6 +70,7 @@ pub struct CudaBackend {
     cell_target: std::sync::atomic::AtomicU32,
     spgemm_window: std::sync::atomic::AtomicU64,
     flow_period: std::sync::atomic::AtomicU32,
+    net_period: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -156,6 +157,7 @@ impl CudaBackend {
             cell_target: nearest_pairs::DEFAULT_CELL_TARGET.to_bits().into(),
             spgemm_window: sparse_gemm::DENSE_WIN_MAX.into(),
             flow_period: max_flow::DEFAULT_RELABEL_PERIOD.into(),
+            net_period: max_flow::DEFAULT_NETWORK_RELABEL_PERIOD.into(),
         })
     }
 

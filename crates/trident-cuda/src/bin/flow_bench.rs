@@ -10,7 +10,7 @@
 //! same graph.
 //!
 //! ```text
-//! flow_bench [--reps R] [--periods 16,48,128] [--dump DIR] [--cases cut-512,cut-2048,cut3d-256,flow-rmf]
+//! flow_bench [--reps R] [--periods 8,16] [--net-periods 48,128] [--dump DIR] [--cases cut-512,cut-2048,cut3d-256,flow-rmf]
 //! ```
 
 use std::io::Write;
@@ -116,6 +116,11 @@ fn main() -> Result<()> {
         .split(',')
         .filter_map(|s| s.parse().ok())
         .collect();
+    let net_periods: Vec<u32> = opt("--net-periods")
+        .unwrap_or_else(|| trident_cuda::DEFAULT_NETWORK_RELABEL_PERIOD.to_string())
+        .split(',')
+        .filter_map(|s| s.parse().ok())
+        .collect();
     let dumpdir = opt("--dump");
     let cases = opt("--cases").unwrap_or_else(|| "cut-512,cut-2048,cut3d-256,flow-rmf".into());
     let cuda = CudaBackend::new(0)?;
@@ -131,22 +136,29 @@ fn main() -> Result<()> {
                     want = rayon.network_flow(&g)?.flow;
                     Ok(())
                 })?;
-                let got = cuda.network_flow(&g)?;
-                let cert = trident_reference::certify::network_flow(&g, &got);
-                let (cmin, cmed) = time(reps, || cuda.network_flow(&g).map(|_| ()))?;
                 println!(
-                    "flow-rmf: {} nodes {} arcs, flow {want}; rayon min {rmin:.2} ms median {rmed:.2} ms; \
-                     cuda host-to-host min {cmin:.2} ms median {cmed:.2} ms ({}, certificate {}); rayon/cuda {:.2}x",
+                    "flow-rmf: {} nodes {} arcs, flow {want}; rayon min {rmin:.2} ms median {rmed:.2} ms",
                     g.nodes(),
-                    g.arcs().len(),
-                    if got.flow == want {
-                        "EXACT"
-                    } else {
-                        "MISMATCH"
-                    },
-                    if cert.is_ok() { "ok" } else { "FAILED" },
-                    rmin / cmin
+                    g.arcs().len()
                 );
+                for &k in &net_periods {
+                    cuda.set_network_relabel_period(k);
+                    let got = cuda.network_flow(&g)?;
+                    let cert = trident_reference::certify::network_flow(&g, &got);
+                    let (cmin, cmed) = time(reps, || cuda.network_flow(&g).map(|_| ()))?;
+                    println!(
+                        "flow-rmf: cuda period {k}: host-to-host min {cmin:.2} ms median {cmed:.2} ms \
+                         ({}, certificate {}); rayon/cuda {:.2}x",
+                        if got.flow == want {
+                            "EXACT"
+                        } else {
+                            "MISMATCH"
+                        },
+                        if cert.is_ok() { "ok" } else { "FAILED" },
+                        rmin / cmin
+                    );
+                }
+                cuda.set_network_relabel_period(0);
             }
             c => {
                 let g = if let Some(n) = c.strip_prefix("cut3d-") {
