@@ -60,15 +60,20 @@ pub(crate) struct Compiled {
     layout: wgpu::BindGroupLayout,
 }
 
+/// A cache slot: the built item, or the message of its build failure.
+type Slot<T> = std::result::Result<T, String>;
+
+/// A kernel's cache key: (shader name, entry point).
+type KernelKey = (&'static str, &'static str);
+
 /// Compiled shader modules and pipelines of one device.
 ///
 /// A failure stays cached as its message: the source is fixed at build time,
 /// so compiling again would give the same error.
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    modules: RwLock<HashMap<&'static str, std::result::Result<wgpu::ShaderModule, String>>>,
-    pipelines:
-        RwLock<HashMap<(&'static str, &'static str), std::result::Result<Arc<Compiled>, String>>>,
+    modules: RwLock<HashMap<&'static str, Slot<wgpu::ShaderModule>>>,
+    pipelines: RwLock<HashMap<KernelKey, Slot<Arc<Compiled>>>>,
 }
 
 fn poisoned() -> Error {
@@ -314,11 +319,11 @@ impl Encoder<'_> {
         for (a, b) in args.iter().zip(k.bindings) {
             let (max, align) = match b {
                 Bind::Uniform => (
-                    lim.max_uniform_buffer_binding_size as u64,
+                    lim.max_uniform_buffer_binding_size,
                     lim.min_uniform_buffer_offset_alignment as u64,
                 ),
                 _ => (
-                    lim.max_storage_buffer_binding_size as u64,
+                    lim.max_storage_buffer_binding_size,
                     lim.min_storage_buffer_offset_alignment as u64,
                 ),
             };
