@@ -3,10 +3,17 @@
 //! The wgpu backend: WGSL compute shaders (from `shaders/`) on whatever adapter
 //! wgpu finds: Vulkan, Metal, DX12, or llvmpipe on a machine without a GPU.
 //!
-//! What it is today: the adapter and device probe, so that the facade and
-//! `verify` report it truthfully. What it is not yet: the primitives. Every
-//! primitive answers [`Error::Unsupported`], which the facade's [`Trident`]
-//! handle passes on to the next backend and `verify` reports as skipped.
+//! Modules: [`context`] (adapter, device, the limits requested from the
+//! adapter, `subgroups`, wgpu errors and device loss as [`Error`]s),
+//! [`pipeline`] (shaders of `shaders/`, pipelines built once per device and
+//! cached, dispatch recording with binding-limit checks), [`buffer`]
+//! (device buffers and [`trident_core::DeviceMemory`]), a device scan, and one
+//! module per primitive. f32 only: WGSL has no f64, so f64 calls answer
+//! [`Error::Unsupported`], which the facade's [`Trident`] handle passes on to
+//! the next backend and `verify` reports as skipped.
+//!
+//! Implemented: DenseGemm, SparseGemm, NearestPairs (host and device-resident
+//! traits). SparseCoder and MaxFlow answer `Unsupported` for now.
 //!
 //! [`Trident`]: https://docs.rs/trident
 #![warn(missing_docs)]
