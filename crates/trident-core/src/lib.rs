@@ -45,9 +45,10 @@ mod flow;
 mod points;
 mod scalar;
 mod sparse;
+pub mod tol;
 pub mod validate;
 
-pub use coder::{Dictionary, SparseCoder, SparseCodes, StopRule, UNIT_NORM_TOL};
+pub use coder::{Dictionary, SparseCoder, SparseCodes, StopRule};
 pub use dense::{DenseGemm, GemmDims, GemmParams, MatMut, MatRef, Op, Precision};
 pub use device::{
     DenseGemmDevice, DeviceCsr, DeviceMat, DeviceMemory, Element, NearestPairsDevice,
@@ -58,6 +59,7 @@ pub use flow::{Arc, Dir, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
 pub use points::{NearestPairs, Neighbor, Pair, Point, dist2, dist2_f64};
 pub use scalar::Scalar;
 pub use sparse::{CsrMatrix, MAX_DIM, SparseGemm};
+pub use tol::UNIT_NORM_TOL;
 
 /// What every backend handle says about itself.
 pub trait Backend: Send + Sync {

@@ -9,131 +9,36 @@
 //! [`CsrMatrix::new`], codes via [`trident_core::validate::sparse_codes`]),
 //! whatever the backend claims.
 //!
-//! Every comparison has the form `|x - y| <= max(rel * |x|, abs)` with `x` the
-//! reference ([`Tol`]). Exact ties accept any valid choice: nearest-neighbour
+//! Every comparison has the form `|x - y| <= rel * |x| + abs` with `x` the
+//! reference ([`Tol`]); the numbers are `trident_core::tol`'s, listed in
+//! `docs/tolerances.md`, the same the reference's certificates use. Exact ties accept any valid choice: nearest-neighbour
 //! answers are judged by the distance of the returned point, not its index;
 //! OMP accepts another atom at a step whose best correlations are within the
 //! near-tie tolerance; max-flow labels are unique, so they must be identical.
 //!
-//! Choices SPEC leaves open, made here:
-//! - SpGEMM f64 uses `1e-12 * sum |A||B|` (SPEC's 1e-5 is written for f32).
+//! Choices the contract leaves open, made here:
 //! - The `d2` a nearest-neighbour backend reports must match the exact distance
-//!   of the index it returns within [`Tol::NN`].
+//!   of the index it returns within [`Tol::NEAREST`].
 //! - OMP: the reported `||r||^2` must match the residual recomputed in f64 from
 //!   the backend's own atoms and coefficients, and the reference's, within
-//!   [`Tol::OMP_RESIDUAL`] with a rounding floor of `1e-6 ||x||^2` (f32) or
-//!   `1e-12 ||x||^2` (f64). Under an error target, a path that stops one step
-//!   earlier or later is accepted when the reference's residual at that point is
-//!   within `1e-3` relative of the target.
+//!   [`tol::OMP_RESIDUAL`] with the floor [`tol::Omp::res_abs`] times
+//!   `||x||^2`. Under an error target, a path that stops one step earlier or
+//!   later is accepted when the reference's residual at that point is within
+//!   [`tol::OMP_RESIDUAL`] relative of the target.
 
+use trident_core::tol;
+pub use trident_core::tol::Tol;
 use trident_core::{
     CsrMatrix, Dictionary, Error, FlowNetwork, GridCut, GridGraph, Neighbor, NetworkFlow, Pair,
     Point, Precision, Primitives, Result, Scalar, SparseCodes, dist2_f64,
 };
 
-use crate::cases::{GemmCase, Input, OmpCase, PairsCase, SpgemmCase, convert};
-
-/// A tolerance: `y` matches the reference `x` when `|x - y| <= max(rel * |x|, abs)`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Tol {
-    /// Relative part.
-    pub rel: f64,
-    /// Absolute floor.
-    pub abs: f64,
-}
-
-impl Tol {
-    /// Strict f32 GEMM: `||C - C_ref||_F / ||C_ref||_F <= 1e-5` (k <= 16384).
-    pub const GEMM_STRICT_F32: Tol = Tol {
-        rel: 1e-5,
-        abs: 1e-30,
-    };
-    /// f64 GEMM: Frobenius relative `1e-12`.
-    pub const GEMM_F64: Tol = Tol {
-        rel: 1e-12,
-        abs: 1e-300,
-    };
-    /// TF32 GEMM: Frobenius relative `5e-3`.
-    pub const GEMM_TF32: Tol = Tol {
-        rel: 5e-3,
-        abs: 1e-30,
-    };
-    /// f32 SpGEMM: each value within `1e-5 * sum_p |A(i,p)| |B(p,j)|`.
-    pub const SPGEMM_F32: Tol = Tol {
-        rel: 1e-5,
-        abs: 0.0,
-    };
-    /// f64 SpGEMM: each value within `1e-12 * sum_p |A(i,p)| |B(p,j)|`.
-    pub const SPGEMM_F64: Tol = Tol {
-        rel: 1e-12,
-        abs: 0.0,
-    };
-    /// Nearest neighbours: exact distance within `1e-6` relative, `1e-6` absolute
-    /// of the optimum.
-    pub const NN: Tol = Tol {
-        rel: 1e-6,
-        abs: 1e-6,
-    };
-    /// OMP coefficients in f32: `||g - g_ref|| / ||g_ref|| <= 1e-3`.
-    pub const OMP_COEF_F32: Tol = Tol {
-        rel: 1e-3,
-        abs: 1e-30,
-    };
-    /// OMP coefficients in f64: `1e-8`.
-    pub const OMP_COEF_F64: Tol = Tol {
-        rel: 1e-8,
-        abs: 1e-300,
-    };
-    /// OMP final residual: `1e-3` relative (the absolute floor is per signal).
-    pub const OMP_RESIDUAL: Tol = Tol {
-        rel: 1e-3,
-        abs: 0.0,
-    };
-    /// OMP near tie in f32: a step whose two best `|<d_j, r>|` are within `1e-4`
-    /// relative may pick either.
-    pub const OMP_TIE_F32: Tol = Tol {
-        rel: 1e-4,
-        abs: 0.0,
-    };
-    /// OMP near tie in f64: `1e-10` relative.
-    pub const OMP_TIE_F64: Tol = Tol {
-        rel: 1e-10,
-        abs: 0.0,
-    };
-    /// Max flow: exact.
-    pub const EXACT: Tol = Tol { rel: 0.0, abs: 0.0 };
-
-    /// The allowed deviation from the reference value `x`.
-    pub fn bound(&self, x: f64) -> f64 {
-        (self.rel * x.abs()).max(self.abs)
-    }
-    /// `|x - y| / bound(x)`: `<= 1` passes. 0 for an exact match, infinite for a
-    /// mismatch under a zero bound or a NaN.
-    pub fn ratio(&self, x: f64, y: f64) -> f64 {
-        let err = (x - y).abs();
-        if err == 0.0 {
-            return 0.0;
-        }
-        if err.is_nan() {
-            return f64::INFINITY;
-        }
-        let b = self.bound(x);
-        if b == 0.0 { f64::INFINITY } else { err / b }
-    }
-    /// `true` when `y` matches the reference `x`.
-    pub fn accepts(&self, x: f64, y: f64) -> bool {
-        self.ratio(x, y) <= 1.0
-    }
-}
-
-/// The tolerance SPEC sets for a GEMM in scalar `T` at `precision`.
+/// The GEMM tolerance for scalar `T` at `precision` ([`tol::gemm`]).
 pub fn gemm_tol<T: Scalar>(precision: Precision) -> Tol {
-    match (T::NAME, precision) {
-        ("f64", _) => Tol::GEMM_F64,
-        (_, Precision::Tf32) => Tol::GEMM_TF32,
-        _ => Tol::GEMM_STRICT_F32,
-    }
+    tol::gemm::<T>(precision)
 }
+
+use crate::cases::{GemmCase, Input, OmpCase, PairsCase, SpgemmCase, convert};
 
 /// The result of comparing one output: the worst error as a multiple of its
 /// tolerance and the problems found (empty when it passes).
@@ -377,10 +282,10 @@ pub fn compare(input: &Input, exp: &Expected, got: &Produced) -> Verdict {
         (Input::Gemm32(c), Expected::Gemm(e), Produced::Gemm32(g)) => gemm(c, e, g),
         (Input::Gemm64(c), Expected::Gemm(e), Produced::Gemm64(g)) => gemm(c, e, g),
         (Input::Spgemm32(c), Expected::Spgemm { c: e, bound }, Produced::Spgemm32(g)) => {
-            spgemm(c, e, bound, g, Tol::SPGEMM_F32)
+            spgemm(c, e, bound, g, Tol::rel(tol::SPGEMM_F32))
         }
         (Input::Spgemm64(c), Expected::Spgemm { c: e, bound }, Produced::Spgemm64(g)) => {
-            spgemm(c, e, bound, g, Tol::SPGEMM_F64)
+            spgemm(c, e, bound, g, Tol::rel(tol::SPGEMM_F64))
         }
         (
             Input::Pairs(c),
@@ -601,13 +506,13 @@ fn check_neighbor(
         return f64::INFINITY;
     }
     let d = dist2_f64(a, &b[got.index as usize]);
-    v.ratio(Tol::NN.ratio(optimum, d), || {
+    v.ratio(Tol::NEAREST.ratio(optimum, d), || {
         format!(
             "{what}: returned B[{}] at d2 = {d} but the optimum is {optimum}",
             got.index
         )
     });
-    v.ratio(Tol::NN.ratio(d, got.d2 as f64), || {
+    v.ratio(Tol::NEAREST.ratio(d, got.d2 as f64), || {
         format!(
             "{what}: reported d2 = {} but B[{}] is at exactly {d}",
             got.d2, got.index
@@ -616,7 +521,7 @@ fn check_neighbor(
     d
 }
 
-/// Checks `nearest`: each returned point's exact distance within [`Tol::NN`]
+/// Checks `nearest`: each returned point's exact distance within [`Tol::NEAREST`]
 /// of the optimum, and the reported `d2` with it.
 pub fn check_nearest(a: &[Point], b: &[Point], expected: &[Neighbor], got: &[Neighbor]) -> Verdict {
     let mut v = Verdict::default();
@@ -670,7 +575,7 @@ pub fn check_knn(
 }
 
 /// Checks `closest_pairs`: `min(k, |A|)` pairs of distinct A points, each
-/// paired with a nearest B point (within [`Tol::NN`]), distances matching the
+/// paired with a nearest B point (within [`Tol::NEAREST`]), distances matching the
 /// reference's sorted distances position by position.
 pub fn check_pairs(
     a: &[Point],
@@ -719,7 +624,7 @@ pub fn check_pairs(
         let e = &expected[t];
         let rank_opt = dist2_f64(&a[e.a as usize], &b[e.b as usize]);
         if d.is_finite() {
-            v.ratio(Tol::NN.ratio(rank_opt, d), || {
+            v.ratio(Tol::NEAREST.ratio(rank_opt, d), || {
                 format!(
                     "pair {t}: d2 = {d}, but the {t}-th smallest nearest distance is {rank_opt}"
                 )
@@ -776,22 +681,14 @@ pub fn omp<T: Scalar>(
         v.fail(format!("malformed codes: {e}"));
         return v;
     }
-    let is_f32 = T::NAME == "f32";
-    let (coef_tol, tie_tol) = if is_f32 {
-        (Tol::OMP_COEF_F32, Tol::OMP_TIE_F32)
-    } else {
-        (Tol::OMP_COEF_F64, Tol::OMP_TIE_F64)
-    };
-    let floor = if is_f32 { 1e-6 } else { 1e-12 };
+    let t = tol::Omp::of::<T>();
+    let (coef_tol, tie_tol) = (Tol::rel(t.coef_rel), Tol::rel(t.tie_rel));
     let d: Vec<f64> = case.dict.data().iter().map(|x| x.to_f64()).collect();
     let max_atoms = case.rule.max_atoms(n, k);
     for i in 0..l {
         let x: Vec<f64> = case.signal(i).iter().map(|t| t.to_f64()).collect();
         let xx = norm2(&x);
-        let res_tol = Tol {
-            rel: Tol::OMP_RESIDUAL.rel,
-            abs: floor * xx,
-        };
+        let res_tol = t.residual(xx);
         let (ga, gc) = got.signal(i);
         let (ea, ec) = expected.signal(i);
         let reported = got.residual_norm2[i].to_f64();
@@ -859,7 +756,9 @@ pub fn omp<T: Scalar>(
             // stopping decision was a rounding-level call.
             let at = residual_at(&d, n, k, &x, &ea[..common]);
             let ok = match case.rule.error_target() {
-                Some(eps) => Tol::OMP_RESIDUAL.accepts(eps, at) || res_tol.accepts(0.0, at),
+                Some(eps) => {
+                    Tol::rel(tol::OMP_RESIDUAL).accepts(eps, at) || res_tol.accepts(0.0, at)
+                }
                 None => res_tol.accepts(0.0, at),
             };
             if !ok {
