@@ -42,6 +42,7 @@ mod dense;
 pub mod device;
 mod error;
 mod flow;
+mod kind;
 mod points;
 mod scalar;
 mod sparse;
@@ -56,6 +57,7 @@ pub use device::{
 };
 pub use error::{Error, Result};
 pub use flow::{Arc, Dir, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
+pub use kind::{BackendKind, Primitive};
 pub use points::{NearestPairs, Neighbor, Pair, Point, dist2, dist2_f64};
 pub use scalar::Scalar;
 pub use sparse::{CsrMatrix, MAX_DIM, SparseGemm};
@@ -98,11 +100,12 @@ impl<B> Primitives for B where
 {
 }
 
-/// The primitive names, as `verify --primitive` and reports spell them.
+/// The primitive names, as `verify --primitive` and reports spell them
+/// ([`Primitive::name`] of [`Primitive::ALL`]).
 pub const PRIMITIVES: [&str; 5] = [
-    "dense_gemm",
-    "sparse_gemm",
-    "nearest_pairs",
-    "sparse_coder",
-    "max_flow",
+    Primitive::ALL[0].name(),
+    Primitive::ALL[1].name(),
+    Primitive::ALL[2].name(),
+    Primitive::ALL[3].name(),
+    Primitive::ALL[4].name(),
 ];
