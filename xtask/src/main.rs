@@ -78,10 +78,11 @@ fn device_build(args: &[String]) -> Result<(), String> {
         "build",
         "--release",
         "-p",
-        "trident-cuda",
+        "trident-benches",
         "--features",
-        "peers",
-        "--bins",
+        "cuda",
+        "--bin",
+        "cuda_bench",
     ]);
     run(c)?;
     let target = std::env::var("CARGO_TARGET_DIR")

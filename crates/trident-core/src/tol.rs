@@ -37,8 +37,9 @@ pub const SPGEMM_F32: f64 = 1e-5;
 /// pair); an f64 sum of `p` products is off by at most `p * 1.1e-16 * sum |..|`,
 /// so `1e-12` holds for rows of up to ~9,000 products per entry, and a backend
 /// that silently accumulated in f32 (error ~`6e-8 * sum |..|`) still fails.
-/// Measured: `verify --size small` on rayon and the reference certificate
-/// both stay below 1e-3 of this bound.
+/// Measured (`cargo xtask verify --size small`, seed `0x7121de5eed000001`):
+/// the worst error / tolerance over the f32 and f64 SpGEMM cases is 0.018 on
+/// rayon, and the reference passes its certificate, under these factors.
 pub const SPGEMM_F64: f64 = 1e-12;
 
 /// Nearest pairs, relative part: a returned point's exact squared distance
