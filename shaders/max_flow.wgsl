@@ -170,6 +170,88 @@ fn grid_relax(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 }
 
+// The open arcs of v for a relax sweep, as a direction mask: mode 0 the arcs
+// v -> u with residual capacity, mode 1 the arcs u -> v.
+fn relax_mask(v: u32) -> u32 {
+    var mask = 0u;
+    for (var d = 0u; d < P.dirs; d = d + 1u) {
+        var open = false;
+        if (P.mode == 0u) {
+            open = atomicLoad(&rc[d * P.n + v]) > 0;
+        } else if (has_nb(v, d)) {
+            open = atomicLoad(&rc[(d ^ 1u) * P.n + nb(v, d)]) > 0;
+        }
+        if (open) {
+            mask = mask | (1u << d);
+        }
+    }
+    return mask;
+}
+
+const TILE: u32 = 16u;
+// Jacobi rounds inside a tile per sweep: a distance crosses a whole tile
+// in one sweep instead of one node.
+const LOCAL: u32 = 16u;
+var<workgroup> tile_h: array<u32, 256>;
+
+// The same sweep on a 16 x 16 tile of one z slice (workgroup (x, y, z) =
+// tile (x, y) of slice z), iterated LOCAL times in workgroup memory; arcs
+// leaving the tile read the global heights. Values still only fall and stay
+// lengths of real paths, so the stopping rule is unchanged.
+@compute @workgroup_size(16, 16)
+fn grid_relax_tile(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+    let x = wid.x * TILE + lid.x;
+    let y = wid.y * TILE + lid.y;
+    let l = lid.y * TILE + lid.x;
+    let inside = x < P.width && y < P.height;
+    let v = wid.z * P.plane + y * P.width + x;
+    var h = INF;
+    var mask = 0u;
+    let fixed_at = select(0u, 1u, P.mode == 0u);
+    if (inside) {
+        h = atomicLoad(&hgt[v]);
+        if (h > fixed_at) {
+            mask = relax_mask(v);
+        }
+    }
+    let h0 = h;
+    tile_h[l] = h;
+    for (var it = 0u; it < LOCAL; it = it + 1u) {
+        workgroupBarrier();
+        var best = h;
+        for (var d = 0u; d < P.dirs; d = d + 1u) {
+            if ((mask & (1u << d)) == 0u) {
+                continue;
+            }
+            var hu = INF;
+            if (d == 0u && lid.x + 1u < TILE) {
+                hu = tile_h[l + 1u];
+            } else if (d == 1u && lid.x > 0u) {
+                hu = tile_h[l - 1u];
+            } else if (d == 2u && lid.y + 1u < TILE) {
+                hu = tile_h[l + TILE];
+            } else if (d == 3u && lid.y > 0u) {
+                hu = tile_h[l - TILE];
+            } else {
+                hu = atomicLoad(&hgt[nb(v, d)]);
+            }
+            if (hu + 1u < best) {
+                best = hu + 1u;
+            }
+        }
+        workgroupBarrier();
+        h = best;
+        tile_h[l] = h;
+    }
+    if (h < h0) {
+        atomicStore(&hgt[v], h);
+        atomicAdd(&ctr[0], 1u);
+    }
+}
+
 // Counts the nodes with excess that can still reach the sink.
 @compute @workgroup_size(256)
 fn grid_count(@builtin(global_invocation_id) gid: vec3<u32>) {

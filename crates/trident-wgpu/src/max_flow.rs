@@ -74,6 +74,7 @@ macro_rules! kernel {
 kernel!(GRID_INIT, "grid_init", GRID_BINDINGS);
 kernel!(GRID_RELAX_INIT, "grid_relax_init", GRID_BINDINGS);
 kernel!(GRID_RELAX, "grid_relax", GRID_BINDINGS);
+kernel!(GRID_RELAX_TILE, "grid_relax_tile", GRID_BINDINGS);
 kernel!(GRID_COUNT, "grid_count", GRID_BINDINGS);
 kernel!(GRID_PUSH, "grid_push", GRID_BINDINGS);
 kernel!(GRID_FLOW, "grid_flow", GRID_BINDINGS);
@@ -88,6 +89,7 @@ pub(crate) static KERNELS: &[&Kernel] = &[
     &GRID_INIT,
     &GRID_RELAX_INIT,
     &GRID_RELAX,
+    &GRID_RELAX_TILE,
     &GRID_COUNT,
     &GRID_PUSH,
     &GRID_FLOW,
@@ -149,6 +151,8 @@ struct Solve<'a> {
     groups: [u32; 3],
     relax_init: &'static Kernel,
     relax: &'static Kernel,
+    /// Workgroups of `relax` (the tiled grid sweep has its own shape).
+    relax_groups: [u32; 3],
     count: &'static Kernel,
     push: &'static Kernel,
 }
@@ -171,10 +175,10 @@ impl Solve<'_> {
         let mut host = [0u32; 2];
         loop {
             for _ in 1..batch {
-                enc.dispatch(self.relax, &args, self.groups)?;
+                enc.dispatch(self.relax, &args, self.relax_groups)?;
             }
             enc.zero(self.ctr);
-            enc.dispatch(self.relax, &args, self.groups)?;
+            enc.dispatch(self.relax, &args, self.relax_groups)?;
             if count {
                 enc.dispatch(self.count, &args, self.groups)?;
             }
@@ -193,12 +197,21 @@ impl Solve<'_> {
     /// the target (`p` has mode 0).
     fn run(&self, p: &wgpu::Buffer) -> Result<()> {
         let args = self.args(p);
-        for _ in 0..MAX_ROUNDS {
+        let trace = std::env::var_os("TRIDENT_WGPU_TRACE").is_some();
+        let (mut total_sweeps, mut total_passes) = (0u64, 0u64);
+        for round in 0..MAX_ROUNDS {
             let (sweeps, active) = self.relabel(p, true)?;
+            total_sweeps += sweeps as u64;
             if active == 0 {
+                if trace {
+                    eprintln!(
+                        "max_flow: {round} rounds, {total_sweeps} relabel sweeps, {total_passes} push passes"
+                    );
+                }
                 return Ok(());
             }
             let passes = sweeps.clamp(PUSH_PASSES.0, PUSH_PASSES.1);
+            total_passes += passes as u64;
             let mut enc = self.be.encoder("max_flow push");
             for _ in 0..passes {
                 enc.dispatch(self.push, &args, self.groups)?;
@@ -300,6 +313,14 @@ fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
         other: NONE,
         ..Default::default()
     };
+    // The tiled sweep where its workgroup grid fits the adapter's limit.
+    let tiles = [width.div_ceil(16), height.div_ceil(16), depth];
+    let max = be.limits().max_compute_workgroups_per_dimension as usize;
+    let (relax, relax_groups) = if tiles.iter().all(|&t| t <= max) {
+        (&GRID_RELAX_TILE, tiles.map(|t| t as u32))
+    } else {
+        (&GRID_RELAX, groups)
+    };
     let p0 = be.flow_params(base, groups);
     let p1 = be.flow_params(Params { mode: 1, ..base }, groups);
     let s = Solve {
@@ -316,7 +337,8 @@ fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
         ctr: &ctr,
         groups,
         relax_init: &GRID_RELAX_INIT,
-        relax: &GRID_RELAX,
+        relax,
+        relax_groups,
         count: &GRID_COUNT,
         push: &GRID_PUSH,
     };
@@ -460,6 +482,7 @@ fn network_flow(be: &WgpuBackend, g: &FlowNetwork) -> Result<NetworkFlow> {
         groups,
         relax_init: &NET_RELAX_INIT,
         relax: &NET_RELAX,
+        relax_groups: groups,
         count: &NET_COUNT,
         push: &NET_PUSH,
     };
