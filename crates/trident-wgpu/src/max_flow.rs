@@ -563,3 +563,43 @@ impl MaxFlow for WgpuBackend {
         self.scoped("max_flow", || network_flow(self, g))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use trident_core::{Arc, Error, FlowNetwork, GridGraph, MaxFlow};
+
+    use crate::WgpuBackend;
+
+    /// Capacities whose residuals or excesses could pass i32::MAX are refused
+    /// with Unsupported (so the facade moves on), never wrapped; just below
+    /// the bound they are solved.
+    #[test]
+    fn capacities_beyond_i32_are_unsupported() {
+        let b = match WgpuBackend::new() {
+            Ok(b) => b,
+            Err(e) => return println!("SKIPPED: {e}"),
+        };
+        let max = i32::MAX as i64;
+        let grid =
+            |c: i64| GridGraph::new_2d(1, 2, vec![c, 0], vec![0, c], vec![c, 0, 0, 0, 0, 0, 0, 0]);
+        let r = b.grid_cut(&grid(max + 1).unwrap());
+        assert!(
+            matches!(r, Err(Error::Unsupported(ref m)) if m.contains("i32")),
+            "{r:?}"
+        );
+        let cut = b.grid_cut(&grid(max).unwrap()).unwrap();
+        // Everything saturated: nothing is reachable from s.
+        assert_eq!((cut.flow, cut.source_side), (max, vec![false, false]));
+        let net = |c: i64| {
+            let a = |from, to| Arc { from, to, cap: c };
+            FlowNetwork::new(3, 0, 2, vec![a(0, 1), a(0, 1), a(1, 2)])
+        };
+        let r = b.network_flow(&net(max / 2 + 1).unwrap());
+        assert!(
+            matches!(r, Err(Error::Unsupported(ref m)) if m.contains("i32")),
+            "{r:?}"
+        );
+        let f = b.network_flow(&net(max / 2).unwrap()).unwrap();
+        assert_eq!(f.flow, max / 2);
+    }
+}

@@ -260,3 +260,63 @@ fn encode_f32<T: Scalar>(
     }
     Ok(codes)
 }
+
+#[cfg(test)]
+mod tests {
+    use trident_core::{Dictionary, Error, MatRef, SparseCoder, StopRule};
+    use trident_reference::ReferenceBackend;
+    use trident_testkit::cases::{Input, OmpCase, dct_dictionary, sparse_signals};
+    use trident_testkit::check;
+
+    use crate::WgpuBackend;
+
+    fn backend() -> Option<WgpuBackend> {
+        WgpuBackend::new()
+            .map_err(|e| println!("SKIPPED: {e}"))
+            .ok()
+    }
+
+    /// A 256 x 1024 dictionary: G (4 MiB) is far beyond workgroup memory, and
+    /// up to 40 atoms per signal under both rules at once must agree with the
+    /// reference.
+    #[test]
+    fn large_dictionary_matches_reference() {
+        let Some(b) = backend() else { return };
+        let dict = dct_dictionary::<f32>(16, 32);
+        let input = Input::Omp32(OmpCase {
+            signals: sparse_signals(&dict, 4, 32, 0.01, 7),
+            dict,
+            count: 4,
+            rule: StopRule::SparsityOrError {
+                sparsity: 40,
+                error: 1e-3,
+            },
+        });
+        let exp = check::expected(&ReferenceBackend, &input).unwrap();
+        let got = check::produce(&b, &input).unwrap();
+        let v = check::compare(&input, &exp, &got);
+        assert!(v.passed(), "{}", v.summary());
+    }
+
+    /// f64 is not WGSL: Unsupported, after the input checks every backend runs.
+    #[test]
+    fn f64_is_unsupported_after_validation() {
+        let Some(b) = backend() else { return };
+        let d = Dictionary::new(2, 2, vec![1.0f64, 0.0, 0.0, 1.0]).unwrap();
+        let x = [1.0f64, 2.0];
+        let ok = SparseCoder::<f64>::encode(
+            &b,
+            &d,
+            MatRef::dense(&x, 1, 2).unwrap(),
+            StopRule::Sparsity(1),
+        );
+        assert!(matches!(ok, Err(Error::Unsupported(_))));
+        let bad = SparseCoder::<f64>::encode(
+            &b,
+            &d,
+            MatRef::dense(&x, 2, 1).unwrap(),
+            StopRule::Sparsity(1),
+        );
+        assert!(matches!(bad, Err(Error::DimensionMismatch { .. })));
+    }
+}
