@@ -3,7 +3,7 @@
 //!
 //! Every buffer is a storage buffer that can also be copied from and to. Its
 //! byte size is rounded up to a multiple of 4 (copies and bindings need it) and
-//! is at least 4, so a buffer of zero elements is still a real, bindable
+//! is at least 16, so a buffer of zero elements is still a real, bindable
 //! buffer; the padding is zero and never read back.
 
 use std::marker::PhantomData;
@@ -78,9 +78,11 @@ impl<T: Element> std::fmt::Debug for WgpuBuffer<T> {
     }
 }
 
-/// Bytes a buffer of `bytes` content occupies: a multiple of 4, at least 4.
+/// Bytes a buffer of `bytes` content occupies: a multiple of 4, at least 16
+/// (so that even an empty buffer binds where a shader expects one element
+/// of up to a `vec4`).
 fn padded(bytes: u64) -> u64 {
-    bytes.max(4).next_multiple_of(4)
+    bytes.max(16).next_multiple_of(4)
 }
 
 const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
@@ -125,7 +127,7 @@ impl WgpuBackend {
     pub fn upload_named<T: Element>(&self, host: &[T], what: &str) -> Result<WgpuBuffer<T>> {
         let bytes = self.checked_bytes::<T>(host.len(), what)?;
         let src: &[u8] = bytemuck::cast_slice(host);
-        let raw = if bytes.is_multiple_of(4) && bytes > 0 {
+        let raw = if padded(bytes) == bytes {
             self.ctx
                 .device
                 .create_buffer_init(&wgpu::util::BufferInitDescriptor {
