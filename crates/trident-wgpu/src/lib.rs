@@ -56,6 +56,8 @@ fn all_kernels() -> impl Iterator<Item = &'static Kernel> {
         dense_gemm::KERNELS,
         sparse_gemm::KERNELS,
         nearest_pairs::KERNELS,
+        sparse_coder::KERNELS,
+        max_flow::KERNELS,
     ]
     .into_iter()
     .flatten()
