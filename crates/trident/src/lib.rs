@@ -11,8 +11,9 @@
 //! | `cuda` | `CudaBackend`: NVIDIA GPUs, kernels compiled by NVRTC | a CUDA driver at run time (none at build time) |
 //! | `wgpu` | `WgpuBackend`: Vulkan/Metal/DX12 | an adapter at run time |
 //!
-//! The [`ReferenceBackend`] (f64 inside, single thread) is always there: it defines
-//! what "correct" means and is the last resort.
+//! | `reference` | `ReferenceBackend`: f64 inside, single thread; defines what "correct" means, the last resort | nothing |
+//!
+//! Published as `trident-compute`; the library is imported as `trident`.
 //!
 //! ```
 //! use trident::{CsrMatrix, SparseGemm, Trident};
@@ -35,6 +36,7 @@ pub struct ReadmeDoctests;
 
 pub use pick::{BACKEND_ENV, Candidate, PREFERENCE, Trident};
 pub use trident_core::*;
+#[cfg(feature = "reference")]
 pub use trident_reference::ReferenceBackend;
 
 #[cfg(feature = "cuda")]
@@ -50,6 +52,7 @@ pub use trident_wgpu::WgpuBackend;
 /// off gives [`Error::BackendUnavailable`] saying which feature enables it.
 pub fn backend_by_name(name: &str) -> Result<Box<dyn Primitives>> {
     match name {
+        #[cfg(feature = "reference")]
         "reference" => Ok(Box::new(ReferenceBackend::new()?)),
         #[cfg(feature = "rayon")]
         "rayon" => Ok(Box::new(RayonBackend::new()?)),
@@ -59,8 +62,8 @@ pub fn backend_by_name(name: &str) -> Result<Box<dyn Primitives>> {
         "wgpu" => Ok(Box::new(WgpuBackend::new()?)),
         // Reached only for names whose feature is off in this build.
         #[allow(unreachable_patterns)]
-        "rayon" | "cuda" | "wgpu" => Err(Error::BackendUnavailable(format!(
-            "the `{name}` backend is not compiled in: enable the `{name}` feature of the `trident` crate"
+        "rayon" | "cuda" | "wgpu" | "reference" => Err(Error::BackendUnavailable(format!(
+            "the `{name}` backend is not compiled in: enable the `{name}` feature of the `trident-compute` crate"
         ))),
         other => Err(Error::arg(
             "backend",
@@ -78,6 +81,7 @@ pub fn compiled_backends() -> Vec<&'static str> {
             "cuda" => cfg!(feature = "cuda"),
             "wgpu" => cfg!(feature = "wgpu"),
             "rayon" => cfg!(feature = "rayon"),
+            "reference" => cfg!(feature = "reference"),
             _ => true,
         })
         .collect()
