@@ -763,3 +763,24 @@ fn bench_table_and_svg_plot() {
     assert!(text.contains("<svg") && text.contains("flow-edge-net-direct"));
     assert_eq!(code(&trident(&["bench", "--case", "nope"])), 2);
 }
+
+#[test]
+fn readme_command_lines_parse() {
+    // Every `trident SUBCOMMAND ...` line of the README's CLI block names a
+    // real subcommand whose flags parse (checked with --help appended, which
+    // clap answers before touching any file).
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .expect("README");
+    let lines: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.starts_with("trident ") && !l.starts_with("trident ="))
+        .collect();
+    assert!(lines.len() >= 8, "README lost its CLI block");
+    for line in lines {
+        let mut args: Vec<&str> = line.split_whitespace().skip(1).collect();
+        args.push("--help");
+        let o = trident(&args);
+        assert_eq!(code(&o), 0, "README line {line:?}: {}", stderr(&o));
+    }
+}
