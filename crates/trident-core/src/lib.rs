@@ -42,6 +42,8 @@ mod dense;
 pub mod device;
 mod error;
 mod flow;
+#[cfg(any(feature = "sprs", feature = "ndarray", feature = "nalgebra"))]
+pub mod interop;
 mod kind;
 mod points;
 mod scalar;

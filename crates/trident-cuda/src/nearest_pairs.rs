@@ -26,7 +26,7 @@ use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 /// `kernels/nearest_pairs.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "nearest_pairs",
-    source: include_str!("../../../kernels/nearest_pairs.cu"),
+    source: include_str!("../kernels/nearest_pairs.cu"),
 };
 
 /// Entry points of `kernels/nearest_pairs.cu` (the tidy test checks them).
