@@ -18,7 +18,7 @@ use crate::{WgpuBackend, as_f32, as_f32_mut, require_f32};
 /// `shaders/dense_gemm.wgsl`.
 static SHADER: Shader = Shader {
     name: "dense_gemm",
-    parts: &[include_str!("../../../shaders/dense_gemm.wgsl")],
+    parts: &[include_str!("../shaders/dense_gemm.wgsl")],
 };
 
 const BINDS: &[Bind] = &[Bind::Read, Bind::Read, Bind::ReadWrite, Bind::Uniform];

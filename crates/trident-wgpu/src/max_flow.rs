@@ -51,7 +51,7 @@ use crate::pipeline::{Arg, Bind, Kernel, Shader};
 
 static SHADER: Shader = Shader {
     name: "max_flow",
-    parts: &[include_str!("../../../shaders/max_flow.wgsl")],
+    parts: &[include_str!("../shaders/max_flow.wgsl")],
 };
 
 use Bind::{Read as R, ReadWrite as W, Uniform as U};

@@ -19,7 +19,7 @@ use crate::pipeline::{Arg, Bind, Kernel, Shader};
 /// `shaders/nearest_pairs.wgsl`.
 static SHADER: Shader = Shader {
     name: "nearest_pairs",
-    parts: &[include_str!("../../../shaders/nearest_pairs.wgsl")],
+    parts: &[include_str!("../shaders/nearest_pairs.wgsl")],
 };
 
 const BINDS: &[Bind] = &[Bind::Read, Bind::Read, Bind::ReadWrite, Bind::Uniform];

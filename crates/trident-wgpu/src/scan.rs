@@ -10,7 +10,7 @@ use crate::pipeline::{Arg, Bind, Encoder, Kernel, Shader};
 /// `shaders/scan.wgsl`.
 pub(crate) static SHADER: Shader = Shader {
     name: "scan",
-    parts: &[include_str!("../../../shaders/scan.wgsl")],
+    parts: &[include_str!("../shaders/scan.wgsl")],
 };
 
 const BINDS: &[Bind] = &[Bind::ReadWrite, Bind::ReadWrite, Bind::Uniform];

@@ -45,7 +45,7 @@ use crate::{WgpuBackend, as_f32, require_f32};
 
 static SHADER: Shader = Shader {
     name: "sparse_coder",
-    parts: &[include_str!("../../../shaders/sparse_coder.wgsl")],
+    parts: &[include_str!("../shaders/sparse_coder.wgsl")],
 };
 
 static GRAM: Kernel = Kernel {

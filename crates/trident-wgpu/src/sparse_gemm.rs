@@ -17,7 +17,7 @@ use crate::{WgpuBackend, require_f32};
 /// `shaders/sparse_gemm.wgsl`.
 static SHADER: Shader = Shader {
     name: "sparse_gemm",
-    parts: &[include_str!("../../../shaders/sparse_gemm.wgsl")],
+    parts: &[include_str!("../shaders/sparse_gemm.wgsl")],
 };
 
 /// The shader's bindings in order; each kernel binds a prefix.
