@@ -263,7 +263,7 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
     }
 }
 
-fn check_device_mat<T: trident_core::Element>(
+pub(crate) fn check_device_mat<T: trident_core::Element>(
     field: &'static str,
     m: &DeviceMat<CudaBuffer<T>>,
 ) -> Result<()> {
