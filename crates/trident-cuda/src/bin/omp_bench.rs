@@ -170,7 +170,7 @@ fn run_case(
         rate(dev_ms),
         rate(h2h_ms),
         cpu.threads(),
-        rate(dev_ms),
+        rate(cpu_ms),
         cpu_ms / dev_ms,
         cpu_ms / h2h_ms,
     );
