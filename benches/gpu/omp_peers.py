@@ -1,5 +1,5 @@
 """CPU peers of the OMP benchmark: SPAMS `omp` (multithreaded) and scikit-learn
-`orthogonal_mp_gram`, on the inputs `omp_bench --dump DIR` wrote.
+`orthogonal_mp_gram`, on the inputs `cuda_omp_bench --dump DIR` wrote.
 
 Usage: python3 omp_peers.py DIR [THREADS]. For each case found in DIR
 (`<case>_D.npy`: n x K float32 dictionary, `<case>_X.npy`: L x n float32

@@ -42,12 +42,14 @@ mod dense;
 pub mod device;
 mod error;
 mod flow;
+mod kind;
 mod points;
 mod scalar;
 mod sparse;
+pub mod tol;
 pub mod validate;
 
-pub use coder::{Dictionary, SparseCoder, SparseCodes, StopRule, UNIT_NORM_TOL};
+pub use coder::{Dictionary, SparseCoder, SparseCodes, StopRule};
 pub use dense::{DenseGemm, GemmDims, GemmParams, MatMut, MatRef, Op, Precision};
 pub use device::{
     DenseGemmDevice, DeviceCodes, DeviceCsr, DeviceMat, DeviceMemory, Element, NearestPairsDevice,
@@ -55,9 +57,11 @@ pub use device::{
 };
 pub use error::{Error, Result};
 pub use flow::{Arc, Dir, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
+pub use kind::{BackendKind, Primitive};
 pub use points::{NearestPairs, Neighbor, Pair, Point, dist2, dist2_f64};
 pub use scalar::Scalar;
 pub use sparse::{CsrMatrix, MAX_DIM, SparseGemm};
+pub use tol::UNIT_NORM_TOL;
 
 /// What every backend handle says about itself.
 pub trait Backend: Send + Sync {
@@ -96,11 +100,12 @@ impl<B> Primitives for B where
 {
 }
 
-/// The primitive names, as `verify --primitive` and reports spell them.
+/// The primitive names, as `verify --primitive` and reports spell them
+/// ([`Primitive::name`] of [`Primitive::ALL`]).
 pub const PRIMITIVES: [&str; 5] = [
-    "dense_gemm",
-    "sparse_gemm",
-    "nearest_pairs",
-    "sparse_coder",
-    "max_flow",
+    Primitive::ALL[0].name(),
+    Primitive::ALL[1].name(),
+    Primitive::ALL[2].name(),
+    Primitive::ALL[3].name(),
+    Primitive::ALL[4].name(),
 ];

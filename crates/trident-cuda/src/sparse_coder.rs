@@ -26,7 +26,6 @@ use trident_core::{
 };
 
 use crate::CudaBackend;
-use crate::dense_gemm::check_device_mat;
 use crate::device::{CudaBuffer, KernelSource, driver_error};
 
 /// `kernels/sparse_coder.cu`.
@@ -308,7 +307,7 @@ impl<T: Scalar> SparseCoderDevice<T> for CudaBackend {
         rule: StopRule,
     ) -> Result<DeviceCodes<Self, T>> {
         validate::encode_shape(dict, signals.cols, &rule)?;
-        check_device_mat("signals", signals)?;
+        validate::device_mat(self, "signals", signals)?;
         let p = self.omp_prepare(dict, rule)?;
         self.omp_run(&p, signals.buf.ptr(), signals.ld.max(1), signals.rows)
     }

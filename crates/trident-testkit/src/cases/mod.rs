@@ -12,13 +12,13 @@
 //! This module makes inputs only; what a correct answer is lives in the
 //! reference backend and the checks in [`crate::check`].
 
-mod catalog;
-mod coder;
-mod dense;
-mod flow;
+pub(crate) mod catalog;
+use crate::dense_gemm::generate as dense;
+use crate::max_flow::generate as flow;
+use crate::sparse_coder::generate as coder;
 pub mod io;
-mod points;
-mod sparse;
+use crate::nearest_pairs::generate as points;
+use crate::sparse_gemm::generate as sparse;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -31,8 +31,8 @@ pub use coder::{
 };
 pub use dense::{GemmCase, PAD_MARKER, Shape, gemm, gemm_general, uniform_matrix};
 pub use flow::{
-    SegmentationParams, cut, genrmf, random_grid, random_network, segmentation_grid,
-    synthetic_image,
+    SegmentationParams, cut, cut3d, genrmf, random_grid, random_network, segmentation_grid,
+    synthetic_image, synthetic_volume,
 };
 pub use points::{
     CLUSTER_SIGMA, CLUSTERS, COORD_RANGE, PairsCase, cluster_centers, clustered_points,

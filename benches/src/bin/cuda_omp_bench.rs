@@ -2,7 +2,7 @@
 //! (1M signals) and `omp-256x1024-k32` (100K signals), beside the rayon
 //! backend on the same machine's cores.
 //!
-//! Usage: `omp_bench [--reps N] [--dump DIR] [FILTER...]`. For each case it
+//! Usage: `cuda_omp_bench [--reps N] [--dump DIR] [FILTER...]`. For each case it
 //! prints signals/s for the CUDA device-resident call (signals already in
 //! device memory, codes left there: `SparseCoderDevice::encode_device`, timed
 //! with CUDA events, Gram matrix included, median of N after a warm-up), the
@@ -80,7 +80,9 @@ fn write_npy(path: &Path, rows: usize, cols: usize, data: &[f32]) -> std::io::Re
     f.write_all(b"\x93NUMPY\x01\x00")?;
     f.write_all(&(header.len() as u16).to_le_bytes())?;
     f.write_all(header.as_bytes())?;
-    f.write_all(bytemuck::cast_slice(data))?;
+    for v in data {
+        f.write_all(&v.to_le_bytes())?;
+    }
     f.flush()
 }
 
@@ -198,14 +200,14 @@ fn main() {
     let be = match CudaBackend::new(0) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("omp_bench: {e}");
+            eprintln!("cuda_omp_bench: {e}");
             std::process::exit(2);
         }
     };
     let cpu = match RayonBackend::new() {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("omp_bench: rayon: {e}");
+            eprintln!("cuda_omp_bench: rayon: {e}");
             std::process::exit(2);
         }
     };
