@@ -54,8 +54,8 @@ pub mod validate;
 pub use coder::{Dictionary, SparseCoder, SparseCodes, StopRule};
 pub use dense::{DenseGemm, GemmDims, GemmParams, MatMut, MatRef, Op, Precision};
 pub use device::{
-    DenseGemmDevice, DeviceCsr, DeviceMat, DeviceMemory, Element, NearestPairsDevice,
-    SparseGemmDevice,
+    DenseGemmDevice, DeviceCodes, DeviceCsr, DeviceMat, DeviceMemory, Element, NearestPairsDevice,
+    SparseCoderDevice, SparseGemmDevice,
 };
 pub use error::{Error, Result};
 pub use flow::{Arc, Dir, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};

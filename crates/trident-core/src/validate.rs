@@ -226,12 +226,23 @@ pub fn encode<T: Scalar>(
     signals: &MatRef<'_, T>,
     rule: &StopRule,
 ) -> Result<()> {
-    if signals.cols() != dict.n() {
+    encode_shape(dict, signals.cols(), rule)?;
+    check_view_finite("signals", signals)
+}
+
+/// The checks of [`encode`] that read no signal value: the signal length
+/// against the dictionary and the stop rule. For signals already in device
+/// memory, whose values a backend does not read back to check.
+pub fn encode_shape<T: Scalar>(
+    dict: &Dictionary<T>,
+    signal_len: usize,
+    rule: &StopRule,
+) -> Result<()> {
+    if signal_len != dict.n() {
         return Err(Error::dim(
             "signals",
             format!(
-                "signals have length {}, the dictionary's atoms {}",
-                signals.cols(),
+                "signals have length {signal_len}, the dictionary's atoms {}",
                 dict.n()
             ),
         ));
@@ -244,7 +255,7 @@ pub fn encode<T: Scalar>(
             format!("error target {e} must be finite and >= 0"),
         ));
     }
-    check_view_finite("signals", signals)
+    Ok(())
 }
 
 /// Checks OMP output shape invariants (used by verification, cheap).

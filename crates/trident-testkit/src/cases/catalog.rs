@@ -147,6 +147,13 @@ pub fn spec_cases() -> Vec<Case> {
         false,
         |s| Input::Omp32(omp_dct(1_000_000, s)),
     );
+    add(
+        &mut v,
+        "omp-256x1024-k32".into(),
+        "sparse_coder",
+        false,
+        |s| Input::Omp32(omp_dct_256(100_000, s)),
+    );
     for n in [512usize, 2048] {
         add(&mut v, format!("cut-{n}"), "max_flow", false, move |s| {
             Input::Grid(cut(n, s))
