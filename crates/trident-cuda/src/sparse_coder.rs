@@ -31,7 +31,7 @@ use crate::device::{CudaBuffer, KernelSource, driver_error};
 /// `kernels/sparse_coder.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "sparse_coder",
-    source: include_str!("../../../kernels/sparse_coder.cu"),
+    source: include_str!("../kernels/sparse_coder.cu"),
 };
 
 /// Entry points of `kernels/sparse_coder.cu` (the tidy test checks them).
