@@ -42,12 +42,15 @@ mod dense;
 pub mod device;
 mod error;
 mod flow;
+pub mod mem;
 mod points;
 mod scalar;
 mod sparse;
 pub mod validate;
 
-pub use coder::{Dictionary, SparseCoder, SparseCodes, StopRule, UNIT_NORM_TOL};
+pub use coder::{
+    Dictionary, SparseCoder, SparseCodes, StopRule, UNIT_NORM_TOL, omp_zero_correlation,
+};
 pub use dense::{DenseGemm, GemmDims, GemmParams, MatMut, MatRef, Op, Precision};
 pub use device::{
     DenseGemmDevice, DeviceCsr, DeviceMat, DeviceMemory, Element, NearestPairsDevice,
@@ -55,7 +58,10 @@ pub use device::{
 };
 pub use error::{Error, Result};
 pub use flow::{Arc, Dir, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
-pub use points::{NearestPairs, Neighbor, Pair, Point, dist2, dist2_f64};
+pub use points::{
+    F32_SAFE_COORD, NearestPairs, Neighbor, Pair, Point, dist2, dist2_f64, f32_overflow_shift,
+    scale_points, unscale_d2,
+};
 pub use scalar::Scalar;
 pub use sparse::{CsrMatrix, MAX_DIM, SparseGemm};
 

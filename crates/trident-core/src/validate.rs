@@ -33,6 +33,11 @@ pub fn check_finite<T: Scalar>(field: &'static str, data: &[T]) -> Result<()> {
 }
 
 fn check_view_finite<T: Scalar>(field: &'static str, m: &MatRef<'_, T>) -> Result<()> {
+    // A view with no elements may still have 2^40 rows of length 0: do not
+    // walk them (nothing to compute must cost nothing).
+    if m.rows() == 0 || m.cols() == 0 {
+        return Ok(());
+    }
     for i in 0..m.rows() {
         if let Err(Error::NonFinite { index, value, .. }) = check_finite(field, m.row(i)) {
             return Err(Error::NonFinite {
@@ -80,16 +85,23 @@ pub fn gemm<T: Scalar>(
             value: p.beta.to_f64(),
         });
     }
-    check_view_finite("a", a)?;
-    check_view_finite("b", b)?;
+    // alpha == 0: A and B are not read (BLAS), so they are not checked either.
+    if p.alpha != T::ZERO {
+        check_view_finite("a", a)?;
+        check_view_finite("b", b)?;
+    }
     if p.beta != T::ZERO {
         check_view_finite("c", &c.as_ref())?;
     }
     Ok(GemmDims { m, n, k })
 }
 
-/// Checks the operands of `A * B`.
+/// Checks the operands of `A * B`: shapes that fit and finite values (a
+/// [`CsrMatrix`] built by [`CsrMatrix::from_result`], e.g. an earlier product
+/// that overflowed, may hold `inf`; it is not a valid input).
 pub fn spgemm<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<()> {
+    check_finite("a.values", a.values())?;
+    check_finite("b.values", b.values())?;
     if a.cols() != b.rows() {
         return Err(Error::dim(
             "b.rows",

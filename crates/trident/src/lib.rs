@@ -27,13 +27,14 @@
 #![warn(missing_docs)]
 
 mod pick;
+mod serving;
 
 /// The README's examples, compiled and run as doctests so they stay true.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
-pub use pick::{BACKEND_ENV, Candidate, PREFERENCE, Trident};
+pub use pick::{BACKEND_ENV, Candidate, PREFERENCE, Serving, Trident};
 pub use trident_core::*;
 pub use trident_reference::ReferenceBackend;
 
