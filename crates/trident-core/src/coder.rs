@@ -98,6 +98,8 @@ impl<T: Scalar> Dictionary<T> {
         &self.data
     }
     /// The dictionary as a matrix view.
+    // The shape was checked when the dictionary was built, so the view is valid.
+    #[allow(clippy::expect_used)]
     pub fn as_mat(&self) -> MatRef<'_, T> {
         MatRef::new(&self.data, self.n, self.atoms, self.atoms)
             .expect("shape checked at construction")

@@ -36,6 +36,10 @@
 //! See [`device`]: GPU backends also implement [`DeviceMemory`] and the
 //! `*Device` traits, which keep operands and results in device memory across calls.
 #![warn(missing_docs)]
+// Library code returns errors; it never unwraps (issue 12). The few justified
+// exceptions carry an `allow` and a comment saying why they cannot fail.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod coder;
 mod dense;

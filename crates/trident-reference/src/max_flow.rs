@@ -126,6 +126,8 @@ impl FlowGraph {
                             // v is a dead end for this phase: retire it and
                             // move the parent past the arc that led here.
                             level[v] = UNSEEN;
+                            // Only s has no parent arc, and s is never retired here.
+                            #[allow(clippy::expect_used)]
                             let e = path.pop().expect("v != s has a parent arc");
                             v = self.tail(e);
                             it[v] += 1;

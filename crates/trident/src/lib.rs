@@ -25,6 +25,10 @@
 //! # Ok::<(), trident::Error>(())
 //! ```
 #![warn(missing_docs)]
+// Library code returns errors; it never unwraps (issue 12). The few justified
+// exceptions carry an `allow` and a comment saying why they cannot fail.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod pick;
 mod serving;

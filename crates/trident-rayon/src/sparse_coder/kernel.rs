@@ -363,6 +363,8 @@ fn alpha0(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
     for c in (0..kp).step_by(A) {
         let mut acc = [[0.0f64; A]; GROUP];
         for i in 0..n {
+            // The slice has exactly A elements, so the conversion cannot fail.
+            #[allow(clippy::unwrap_used)]
             let drow: &[f64; A] = d[i * kp + c..i * kp + c + A].try_into().unwrap();
             for q in 0..GROUP {
                 let xv = xs[q * n + i];

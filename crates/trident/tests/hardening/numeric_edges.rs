@@ -133,7 +133,7 @@ fn omp_never_selects_the_duplicate_of_a_chosen_atom() {
         let mut cols: Vec<Vec<f64>> = (0..k - 1)
             .map(|_| (0..n).map(|_| rng.next()).collect())
             .collect();
-        let dup = (case % (k - 1)) as usize;
+        let dup = case % (k - 1);
         cols.insert(dup + 1, cols[dup].clone());
         let mut data = vec![0.0f64; n * k];
         for (j, c) in cols.iter().enumerate() {
