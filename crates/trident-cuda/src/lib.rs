@@ -14,13 +14,14 @@
 //! (`libcuda`) and NVRTC (`libnvrtc`) at run time and nothing at build time, so
 //! it builds everywhere; where either library or a device is missing,
 //! [`CudaBackend::new`] answers [`Error::BackendUnavailable`] and never panics.
-//! `SparseCoder` and `MaxFlow` answer [`Error::Unsupported`] for now.
+//! `SparseCoder` answers [`Error::Unsupported`] for now.
 //!
 //! ## Primitives
 //! | primitive | kernel file | notes |
 //! | --- | --- | --- |
 //! | DenseGemm f32/f64 | `kernels/dense_gemm.cu` | tiled SGEMM (128x128 block, 8x8 per thread, double-buffered); simpler f64 |
 //! | NearestPairs | `kernels/nearest_pairs.cu` | uniform grid on B built on the device, exact ring search per query, device top-k |
+//! | MaxFlow | `kernels/max_flow.cu` | push-relabel over an active list (grids: implicit 4/6 neighbours; networks: CSR), global relabel by device BFS from the sink, canonical cut by device BFS; `i32` counters when the capacity sum fits, else `i64` |
 //! | SparseGemm f32/f64 | `kernels/sparse_gemm.cu` | two-phase Gustavson, rows binned by work: thread k-way merge (short rows), warp bitonic sort (<= 128 products), warp shared-memory hash, block dense window or block hash for long rows; exact allocation of C; each value fma-summed in A's column order |
 //!
 //! Results are deterministic: no kernel uses a float reduction whose order
@@ -43,6 +44,7 @@ use trident_core::{Backend, Error, Result};
 
 pub use dense_gemm::GemmTile;
 pub use device::{CudaBuffer, KernelSource, driver_error};
+pub use max_flow::{DEFAULT_NETWORK_RELABEL_PERIOD, DEFAULT_RELABEL_PERIOD, GridOnDevice};
 pub use nearest_pairs::DEFAULT_CELL_TARGET;
 
 /// Every kernel source this crate embeds, with its entry points (the tidy
@@ -51,6 +53,7 @@ pub const KERNELS: &[(&KernelSource, &[&str])] = &[
     (&dense_gemm::KERNEL, dense_gemm::ENTRY_POINTS),
     (&nearest_pairs::KERNEL, nearest_pairs::ENTRY_POINTS),
     (&sparse_gemm::KERNEL, sparse_gemm::ENTRY_POINTS),
+    (&max_flow::KERNEL, max_flow::ENTRY_POINTS),
 ];
 
 /// The CUDA backend: one device, one stream, a kernel cache.
@@ -66,6 +69,8 @@ pub struct CudaBackend {
     gemm_tile: std::sync::atomic::AtomicU8,
     cell_target: std::sync::atomic::AtomicU32,
     spgemm_window: std::sync::atomic::AtomicU64,
+    flow_period: std::sync::atomic::AtomicU32,
+    net_period: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -170,6 +175,8 @@ impl CudaBackend {
             gemm_tile: Default::default(),
             cell_target: nearest_pairs::DEFAULT_CELL_TARGET.to_bits().into(),
             spgemm_window: sparse_gemm::DENSE_WIN_MAX.into(),
+            flow_period: max_flow::DEFAULT_RELABEL_PERIOD.into(),
+            net_period: max_flow::DEFAULT_NETWORK_RELABEL_PERIOD.into(),
         })
     }
 

@@ -41,7 +41,7 @@ fn every_kernel_of_ours_is_embedded_with_its_entry_points() {
             );
         }
     }
-    for name in ["dense_gemm", "nearest_pairs", "sparse_gemm"] {
+    for name in ["dense_gemm", "max_flow", "nearest_pairs", "sparse_gemm"] {
         assert!(
             trident_cuda::KERNELS.iter().any(|(s, _)| s.name == name),
             "kernels/{name}.cu is not embedded"

@@ -79,24 +79,88 @@ pub fn synthetic_image(h: usize, w: usize, p: &SegmentationParams, seed: u64) ->
 pub fn segmentation_grid(image: &[u8], h: usize, w: usize, p: &SegmentationParams) -> GridGraph {
     assert_eq!(image.len(), h * w, "image has h * w pixels");
     let nodes = h * w;
-    let nll = |i: f64, mean: f64| {
-        (p.scale * (i - mean).powi(2) / (2.0 * p.sigma * p.sigma)).round() as i64
-    };
-    let source: Vec<i64> = image.iter().map(|&i| nll(i as f64, p.bg_mean)).collect();
-    let sink: Vec<i64> = image.iter().map(|&i| nll(i as f64, p.fg_mean)).collect();
+    let (source, sink) = data_terms(image, p);
     let mut caps = vec![0i64; 4 * nodes];
     let geometry = GridGraph::new_2d(h, w, vec![0; nodes], vec![0; nodes], vec![0; 4 * nodes])
         .expect("an all-zero grid is valid");
     for v in 0..nodes {
         for dir in [Dir::PosX, Dir::NegX, Dir::PosY, Dir::NegY] {
             if let Some(u) = geometry.neighbor(v, dir) {
-                let d = image[v] as f64 - image[u] as f64;
-                let wgt = p.scale * p.lambda * (-d * d / (2.0 * p.sigma * p.sigma)).exp();
-                caps[dir as usize * nodes + v] = wgt.round() as i64;
+                caps[dir as usize * nodes + v] = smoothness(image[v], image[u], p);
             }
         }
     }
     GridGraph::new_2d(h, w, source, sink, caps).expect("segmentation capacities are valid")
+}
+
+/// Terminal capacities of every pixel (see [`segmentation_grid`]).
+fn data_terms(image: &[u8], p: &SegmentationParams) -> (Vec<i64>, Vec<i64>) {
+    let nll = |i: f64, mean: f64| {
+        (p.scale * (i - mean).powi(2) / (2.0 * p.sigma * p.sigma)).round() as i64
+    };
+    let source = image.iter().map(|&i| nll(i as f64, p.bg_mean)).collect();
+    let sink = image.iter().map(|&i| nll(i as f64, p.fg_mean)).collect();
+    (source, sink)
+}
+
+/// The neighbour weight of two intensities (see [`segmentation_grid`]).
+fn smoothness(a: u8, b: u8, p: &SegmentationParams) -> i64 {
+    let d = a as f64 - b as f64;
+    (p.scale * p.lambda * (-d * d / (2.0 * p.sigma * p.sigma)).exp()).round() as i64
+}
+
+/// A noisy synthetic `n x n x n` grey volume (z-major): a few balls and boxes
+/// at the foreground mean on the background mean, plus Gaussian noise, like
+/// [`synthetic_image`] in 3-D.
+pub fn synthetic_volume(n: usize, p: &SegmentationParams, seed: u64) -> Vec<u8> {
+    let mut r = rng(seed);
+    let mut clean = vec![p.bg_mean; n * n * n];
+    for shape in 0..5 {
+        let c: [f64; 3] = std::array::from_fn(|_| r.random_range(0.0..1.0) * n as f64);
+        let size = n as f64 * r.random_range(0.08..0.25);
+        for z in 0..n {
+            for y in 0..n {
+                for x in 0..n {
+                    let d = [z as f64 - c[0], y as f64 - c[1], x as f64 - c[2]];
+                    let inside = if shape % 2 == 0 {
+                        d.iter().map(|t| t * t).sum::<f64>() <= size * size
+                    } else {
+                        d[0].abs() <= size && d[1].abs() <= size * 0.6 && d[2].abs() <= size
+                    };
+                    if inside {
+                        clean[(z * n + y) * n + x] = p.fg_mean;
+                    }
+                }
+            }
+        }
+    }
+    let noise = Normal::new(0.0, p.sigma).expect("finite sigma");
+    clean
+        .iter()
+        .map(|&c| (c + noise.sample(&mut r)).round().clamp(0.0, 255.0) as u8)
+        .collect()
+}
+
+/// The `cut3d-N` case: the 6-connected segmentation grid of an `n^3`
+/// [`synthetic_volume`], terms as in [`segmentation_grid`] with
+/// [`SegmentationParams::default`].
+pub fn cut3d(n: usize, seed: u64) -> GridGraph {
+    let p = SegmentationParams::default();
+    let vol = synthetic_volume(n, &p, seed);
+    let nodes = n * n * n;
+    let (source, sink) = data_terms(&vol, &p);
+    let zeros = |k| vec![0i64; k];
+    let geometry = GridGraph::new_3d(n, n, n, zeros(nodes), zeros(nodes), zeros(6 * nodes))
+        .expect("an all-zero grid is valid");
+    let mut caps = vec![0i64; 6 * nodes];
+    for (d, &dir) in geometry.dirs().iter().enumerate() {
+        for v in 0..nodes {
+            if let Some(u) = geometry.neighbor(v, dir) {
+                caps[d * nodes + v] = smoothness(vol[v], vol[u], &p);
+            }
+        }
+    }
+    GridGraph::new_3d(n, n, n, source, sink, caps).expect("segmentation capacities are valid")
 }
 
 /// The SPEC `cut-N` case: the segmentation grid of an `n x n` synthetic image

@@ -1,0 +1,186 @@
+//! MaxFlow on the GPU against the reference (Dinic) on many small inputs:
+//! random 2-D and 3-D grids (about a third of terminal capacities zero),
+//! all-zero grids, equal capacities everywhere (ties), grids cut into
+//! disconnected parts, segmentation grids, capacities that need the `i64`
+//! counters, random networks (parallel arcs, self-loops, arcs into s and out
+//! of t) and RMF networks. Flow values and labels must be identical; network
+//! arc flows must pass the reference's certificate. Skipped without CUDA.
+
+mod common;
+
+use trident_core::{Arc, FlowNetwork, GridGraph, MaxFlow};
+use trident_reference::ReferenceBackend;
+use trident_testkit::cases::{cut, genrmf, random_grid, random_network};
+
+use common::{Rng, backend, seed};
+
+fn pick(r: &mut Rng, n: usize) -> usize {
+    r.below(n as u64) as usize
+}
+
+fn reference() -> ReferenceBackend {
+    ReferenceBackend::new().expect("the reference backend is always available")
+}
+
+fn same_grid(be: &dyn MaxFlow, g: &GridGraph, what: &str) {
+    let want = reference().grid_cut(g).expect("reference grid_cut");
+    let got = be
+        .grid_cut(g)
+        .unwrap_or_else(|e| panic!("{what}: cuda failed: {e}"));
+    assert_eq!(got.flow, want.flow, "{what}: flow value");
+    let diff = (0..g.nodes())
+        .filter(|&v| got.source_side[v] != want.source_side[v])
+        .count();
+    assert_eq!(
+        diff, 0,
+        "{what}: {diff} labels differ from the canonical cut"
+    );
+}
+
+fn same_network(be: &dyn MaxFlow, g: &FlowNetwork, what: &str) {
+    let want = reference().network_flow(g).expect("reference network_flow");
+    let got = be
+        .network_flow(g)
+        .unwrap_or_else(|e| panic!("{what}: cuda failed: {e}"));
+    assert_eq!(got.flow, want.flow, "{what}: flow value");
+    assert_eq!(got.source_side, want.source_side, "{what}: canonical cut");
+    if let Err(e) = trident_reference::certify::network_flow(g, &got) {
+        panic!("{what}: certificate failed: {e}");
+    }
+}
+
+/// Rebuilds a grid with every capacity mapped through `f`.
+fn remap(g: &GridGraph, f: impl Fn(i64) -> i64) -> GridGraph {
+    let (d, h, w) = g.shape();
+    let src = g.source().iter().map(|&c| f(c)).collect();
+    let snk = g.sink().iter().map(|&c| f(c)).collect();
+    let caps = g.caps().iter().map(|&c| f(c)).collect();
+    if g.is_3d() {
+        GridGraph::new_3d(d, h, w, src, snk, caps)
+    } else {
+        GridGraph::new_2d(h, w, src, snk, caps)
+    }
+    .expect("remapped grid is valid")
+}
+
+#[test]
+fn random_grids_match_the_reference() {
+    let Some(be) = backend("max_flow::random_grids") else {
+        return;
+    };
+    let s = seed("max_flow::random_grids");
+    let mut r = Rng::new(s);
+    for i in 0..300u64 {
+        let three = i % 2 == 1;
+        let d = 1 + pick(&mut r, 5);
+        let h = 1 + pick(&mut r, if i % 10 == 0 { 40 } else { 9 });
+        let w = 1 + pick(&mut r, if i % 10 == 0 { 40 } else { 9 });
+        let max_cap = [1, 2, 5, 100][pick(&mut r, 4)] as i64;
+        let g = random_grid(d, h, w, three, max_cap, s ^ i);
+        same_grid(
+            &be,
+            &g,
+            &format!("random grid #{i} {d}x{h}x{w} 3d={three} cap {max_cap}"),
+        );
+        if i % 3 == 0 {
+            // Ties: every non-zero capacity equal.
+            let t = remap(&g, |c| if c > 0 { 3 } else { 0 });
+            same_grid(&be, &t, &format!("tie grid #{i}"));
+        }
+        if i % 5 == 0 {
+            // Disconnected parts: every neighbour arc of every third node gone.
+            let (dd, hh, ww) = g.shape();
+            let n = g.nodes();
+            let mut caps = g.caps().to_vec();
+            for (k, c) in caps.iter_mut().enumerate() {
+                let v = k % n;
+                let dir = trident_core::Dir::ALL[k / n];
+                let u = g.neighbor(v, dir).unwrap_or(v);
+                if v.is_multiple_of(3) || u.is_multiple_of(3) {
+                    *c = 0;
+                }
+            }
+            let p = if g.is_3d() {
+                GridGraph::new_3d(dd, hh, ww, g.source().to_vec(), g.sink().to_vec(), caps)
+            } else {
+                GridGraph::new_2d(hh, ww, g.source().to_vec(), g.sink().to_vec(), caps)
+            }
+            .expect("valid");
+            same_grid(&be, &p, &format!("disconnected grid #{i}"));
+        }
+    }
+}
+
+#[test]
+fn zero_and_wide_grids() {
+    let Some(be) = backend("max_flow::zero_and_wide_grids") else {
+        return;
+    };
+    let s = seed("max_flow::zero_and_wide_grids");
+    let g = random_grid(3, 7, 5, true, 9, s);
+    same_grid(&be, &remap(&g, |_| 0), "all-zero 3-D grid");
+    let g2 = random_grid(1, 6, 11, false, 9, s + 1);
+    same_grid(&be, &remap(&g2, |_| 0), "all-zero 2-D grid");
+    // Sums beyond i32: the i64 kernels.
+    same_grid(&be, &remap(&g, |c| c << 36), "i64 3-D grid");
+    same_grid(&be, &remap(&g2, |c| c * 1_000_000_007), "i64 2-D grid");
+    // One node, one row, one column.
+    let one = GridGraph::new_2d(1, 1, vec![4], vec![7], vec![0; 4]).expect("valid");
+    same_grid(&be, &one, "1x1 grid");
+    let row = random_grid(1, 1, 257, false, 5, s + 2);
+    same_grid(&be, &row, "1x257 grid");
+    let col = random_grid(1, 300, 1, false, 5, s + 3);
+    same_grid(&be, &col, "300x1 grid");
+}
+
+#[test]
+fn segmentation_grids_match_the_reference() {
+    let Some(be) = backend("max_flow::segmentation") else {
+        return;
+    };
+    let s = seed("max_flow::segmentation");
+    for (n, k) in [(64, 0u32), (200, 0), (200, 1), (200, 7), (200, 500)] {
+        be.set_flow_relabel_period(k);
+        same_grid(&be, &cut(n, s + n as u64), &format!("cut-{n} period {k}"));
+    }
+    be.set_flow_relabel_period(0);
+}
+
+#[test]
+fn random_networks_match_the_reference() {
+    let Some(be) = backend("max_flow::random_networks") else {
+        return;
+    };
+    let s = seed("max_flow::random_networks");
+    let mut r = Rng::new(s);
+    for i in 0..300u64 {
+        let n = 2 + pick(&mut r, 30);
+        let m = pick(&mut r, 120);
+        let max_cap = [1, 3, 50][pick(&mut r, 3)] as i64;
+        let g = random_network(n, m, max_cap, s ^ i);
+        // Every other network with a global relabel after each iteration.
+        be.set_network_relabel_period(if i % 2 == 0 { 1 } else { 0 });
+        same_network(&be, &g, &format!("random network #{i} n {n} m {m}"));
+        // The same arcs with s and t elsewhere (arcs into s, out of t).
+        let (sv, tv) = (pick(&mut r, n) as u32, pick(&mut r, n) as u32);
+        if sv != tv {
+            let h = FlowNetwork::new(n, sv, tv, g.arcs().to_vec()).expect("valid");
+            same_network(&be, &h, &format!("random network #{i} s {sv} t {tv}"));
+        }
+    }
+    be.set_network_relabel_period(0);
+    let wide: Vec<Arc> = random_network(12, 60, 9, s)
+        .arcs()
+        .iter()
+        .map(|a| Arc {
+            cap: a.cap << 40,
+            ..*a
+        })
+        .collect();
+    let g = FlowNetwork::new(12, 0, 11, wide).expect("valid");
+    same_network(&be, &g, "i64 network");
+    for (a, b) in [(4, 4), (8, 6), (12, 10)] {
+        let g = genrmf(a, b, 1, 100, s + a as u64);
+        same_network(&be, &g, &format!("rmf {a}x{b}"));
+    }
+}
