@@ -296,12 +296,13 @@ pub struct GemmDims {
 pub trait DenseGemm<T: Scalar>: Send + Sync {
     /// `C <- alpha op(A) op(B) + beta C` on host memory.
     ///
-    /// Errors (C untouched): shapes that do not fit, non-finite alpha/beta,
-    /// non-finite A or B when `alpha != 0`, or non-finite C when `beta != 0`.
+    /// Errors (C untouched): shapes that do not fit, non-finite alpha/beta/A/B,
+    /// or non-finite C when `beta != 0`.
     ///
-    /// As in BLAS, `alpha == 0` means A and B are not read (C becomes
-    /// `beta * C` even where `A * B` would overflow), `beta == 0` means C is
-    /// not read, and `m == 0` or `n == 0` returns at once whatever `k`.
+    /// As in BLAS, `alpha == 0` means A and B take no part in the arithmetic
+    /// (C becomes `beta * C` even where `A * B` would overflow; they are still
+    /// validated), `beta == 0` means C is not read, and `m == 0` or `n == 0`
+    /// returns at once whatever `k`.
     ///
     /// ```
     /// use trident_core::{DenseGemm, GemmParams, MatMut, MatRef};

@@ -85,11 +85,10 @@ pub fn gemm<T: Scalar>(
             value: p.beta.to_f64(),
         });
     }
-    // alpha == 0: A and B are not read (BLAS), so they are not checked either.
-    if p.alpha != T::ZERO {
-        check_view_finite("a", a)?;
-        check_view_finite("b", b)?;
-    }
+    // Checked even when alpha == 0: "not read" is about the arithmetic, not
+    // about argument checking (docs/semantics.md, DenseGemm).
+    check_view_finite("a", a)?;
+    check_view_finite("b", b)?;
     if p.beta != T::ZERO {
         check_view_finite("c", &c.as_ref())?;
     }
@@ -142,6 +141,27 @@ pub fn points(field: &'static str, p: &[Point]) -> Result<()> {
         ),
         e => e,
     })
+}
+
+/// For backends that compute squared distances in f32 and do not rescale
+/// (see [`crate::f32_overflow_shift`]): [`Error::Unsupported`] naming the
+/// first point with a coordinate beyond [`crate::F32_SAFE_COORD`], whose f32
+/// squared distances could overflow and silently pick a wrong neighbour.
+/// `Unsupported` hands the call on to the next backend of a facade chain.
+pub fn f32_distances_fit(a: &[Point], b: &[Point]) -> Result<()> {
+    for (field, pts) in [("a", a), ("b", b)] {
+        for (i, p) in pts.iter().enumerate() {
+            if let Some(d) = (0..3).find(|&d| p[d].abs() > crate::F32_SAFE_COORD) {
+                return Err(Error::Unsupported(format!(
+                    "{field}[{i}] coordinate {d} = {:e} exceeds {:e}: f32 squared distances \
+                     would overflow, and this backend does not rescale",
+                    p[d],
+                    crate::F32_SAFE_COORD
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks `nearest(a, b, out)`.

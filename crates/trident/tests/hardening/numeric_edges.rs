@@ -7,8 +7,8 @@ use trident::{
 
 use crate::{backends, cpu_backends};
 
-/// alpha = 0 means A and B are not read (BLAS): C = beta C even where A B
-/// overflows (it used to become NaN).
+/// alpha = 0 means A and B take no part in the arithmetic (BLAS): C = beta C
+/// even where A B overflows (it used to become NaN).
 #[test]
 fn gemm_alpha_zero_does_not_read_a_and_b() {
     for (name, be) in backends() {
@@ -31,7 +31,8 @@ fn gemm_alpha_zero_does_not_read_a_and_b() {
             .unwrap();
             assert_eq!(c, [want], "{name} beta {beta}");
         }
-        // Not read means not checked either: a NaN in A is fine with alpha = 0.
+        // Not read is about the arithmetic: a NaN in A is still an error
+        // (docs/semantics.md), and C is left untouched.
         let nan = [f64::NAN];
         let mut c = [4.0f64];
         let p = GemmParams {
@@ -39,15 +40,18 @@ fn gemm_alpha_zero_does_not_read_a_and_b() {
             beta: 0.5,
             ..Default::default()
         };
-        DenseGemm::<f64>::gemm(
+        let r = DenseGemm::<f64>::gemm(
             be.as_ref(),
             &p,
             MatRef::dense(&nan, 1, 1).unwrap(),
-            MatRef::dense(&nan, 1, 1).unwrap(),
+            MatRef::dense(&[1.0], 1, 1).unwrap(),
             MatMut::dense(&mut c, 1, 1).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(c, [2.0], "{name}");
+        );
+        assert!(
+            matches!(r, Err(Error::NonFinite { field: "a", .. })),
+            "{name}: {r:?}"
+        );
+        assert_eq!(c, [4.0], "{name}");
     }
 }
 
@@ -235,4 +239,16 @@ fn from_triplets_whose_duplicates_sum_to_inf_names_the_triplets() {
         }
         other => panic!("expected InvalidCsr, got {other:?}"),
     }
+}
+
+/// Backends that compute in f32 without rescaling (CUDA) refuse huge
+/// coordinates by name with `Unsupported`, so the facade hands the call on.
+#[test]
+fn f32_only_backends_refuse_huge_coordinates_by_name() {
+    use trident::validate::f32_distances_fit;
+    match f32_distances_fit(&[[0.0; 3]], &[[1.0, 2.0, 3.0], [0.0, -1e30, 0.0]]) {
+        Err(Error::Unsupported(m)) => assert!(m.contains("b[1] coordinate 1"), "{m}"),
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    assert!(f32_distances_fit(&[[1e18; 3]], &[[-1e18; 3]]).is_ok());
 }
