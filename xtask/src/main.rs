@@ -78,16 +78,19 @@ fn device_build(args: &[String]) -> Result<(), String> {
         "build",
         "--release",
         "-p",
-        "trident-cuda",
+        "trident-benches",
         "--features",
-        "peers",
-        "--bins",
+        "cuda",
+        "--bin",
+        "cuda_bench",
+        "--bin",
+        "flow_bench",
     ]);
     run(c)?;
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| root().join("target"));
-    for name in ["trident", "cuda_bench"] {
+    for name in ["trident", "cuda_bench", "flow_bench"] {
         std::fs::copy(target.join("release").join(name), dir.join(name))
             .map_err(|e| format!("copying {name}: {e}"))?;
         eprintln!("xtask: copied {name} to .device/");

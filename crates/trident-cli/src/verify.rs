@@ -48,7 +48,7 @@ pub fn main(args: &[String]) -> Result<bool, String> {
             .collect(),
     };
     if let Some(b) = &backend
-        && !trident::PREFERENCE.contains(&b.as_str())
+        && trident::BackendKind::from_name(b).is_none()
     {
         return Err(format!(
             "unknown backend {b:?}; expected one of {:?}",

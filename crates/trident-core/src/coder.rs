@@ -1,10 +1,8 @@
 //! Dictionaries, stop rules, sparse codes and the [`SparseCoder`] trait (OMP).
 
+use crate::tol::UNIT_NORM_TOL;
 use crate::validate::check_finite;
 use crate::{Error, MatRef, Result, Scalar};
-
-/// How far a dictionary column's norm may stray from 1.
-pub const UNIT_NORM_TOL: f64 = 1e-3;
 
 /// An overcomplete dictionary `D`: `n` rows (signal length) by `atoms` columns,
 /// row-major, every column of unit Euclidean norm (within [`UNIT_NORM_TOL`]).

@@ -36,9 +36,24 @@ fn needed_len(rows: usize, cols: usize, ld: usize) -> Option<usize> {
 }
 
 fn check_view(len: usize, rows: usize, cols: usize, ld: usize) -> Result<()> {
+    check_view_fields("ld", "data", len, rows, cols, ld)
+}
+
+/// Checks that a `rows x cols` view with leading dimension `ld` fits `len`
+/// elements, naming `ld_field` for a short `ld` and `data_field` for a short
+/// buffer: shared by host views and device views
+/// ([`crate::validate::device_mat`]).
+pub(crate) fn check_view_fields(
+    ld_field: &'static str,
+    data_field: &'static str,
+    len: usize,
+    rows: usize,
+    cols: usize,
+    ld: usize,
+) -> Result<()> {
     if ld < cols {
         return Err(Error::dim(
-            "ld",
+            ld_field,
             format!("leading dimension {ld} is smaller than the row length {cols}"),
         ));
     }
@@ -49,9 +64,9 @@ fn check_view(len: usize, rows: usize, cols: usize, ld: usize) -> Result<()> {
             limit: usize::MAX as u128,
         }),
         Some(need) if need > len => Err(Error::dim(
-            "data",
+            data_field,
             format!(
-                "a {rows} x {cols} view with ld {ld} needs {need} elements, the slice has {len}"
+                "a {rows} x {cols} view with ld {ld} needs {need} elements, the buffer holds {len}"
             ),
         )),
         Some(_) => Ok(()),

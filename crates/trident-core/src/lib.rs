@@ -46,15 +46,15 @@ mod dense;
 pub mod device;
 mod error;
 mod flow;
+mod kind;
 pub mod mem;
 mod points;
 mod scalar;
 mod sparse;
+pub mod tol;
 pub mod validate;
 
-pub use coder::{
-    Dictionary, SparseCoder, SparseCodes, StopRule, UNIT_NORM_TOL, omp_zero_correlation,
-};
+pub use coder::{Dictionary, SparseCoder, SparseCodes, StopRule, omp_zero_correlation};
 pub use dense::{DenseGemm, GemmDims, GemmParams, MatMut, MatRef, Op, Precision};
 pub use device::{
     DenseGemmDevice, DeviceCsr, DeviceMat, DeviceMemory, Element, NearestPairsDevice,
@@ -62,12 +62,14 @@ pub use device::{
 };
 pub use error::{Error, Result};
 pub use flow::{Arc, Dir, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
+pub use kind::{BackendKind, Primitive};
 pub use points::{
     F32_SAFE_COORD, NearestPairs, Neighbor, Pair, Point, dist2, dist2_f64, f32_overflow_shift,
     scale_points, unscale_d2,
 };
 pub use scalar::Scalar;
 pub use sparse::{CsrMatrix, MAX_DIM, SparseGemm};
+pub use tol::UNIT_NORM_TOL;
 
 /// What every backend handle says about itself.
 pub trait Backend: Send + Sync {
@@ -106,11 +108,12 @@ impl<B> Primitives for B where
 {
 }
 
-/// The primitive names, as `verify --primitive` and reports spell them.
+/// The primitive names, as `verify --primitive` and reports spell them
+/// ([`Primitive::name`] of [`Primitive::ALL`]).
 pub const PRIMITIVES: [&str; 5] = [
-    "dense_gemm",
-    "sparse_gemm",
-    "nearest_pairs",
-    "sparse_coder",
-    "max_flow",
+    Primitive::ALL[0].name(),
+    Primitive::ALL[1].name(),
+    Primitive::ALL[2].name(),
+    Primitive::ALL[3].name(),
+    Primitive::ALL[4].name(),
 ];

@@ -4,10 +4,18 @@
 //! Types that are valid by construction ([`crate::CsrMatrix`], [`crate::Dictionary`],
 //! [`crate::GridGraph`], [`crate::FlowNetwork`], [`crate::MatRef`]) need only the
 //! checks that relate several arguments; those live here.
+//!
+//! Device-resident arguments (the `*Device` traits of [`crate::device`]) are
+//! checked here too, one function per primitive (`gemm_device`,
+//! `spgemm_device`, `nearest_device`, `knn_device`, `closest_pairs_device`),
+//! sharing the shape rules with the host checks so that a host call and a
+//! device call reject the same shapes with the same error. Device values are
+//! not re-checked for finiteness (that would need a pass over device memory).
 
+use crate::device::{DeviceCsr, DeviceMat, DeviceMemory, Element};
 use crate::{
-    CsrMatrix, Dictionary, Error, GemmDims, GemmParams, MatMut, MatRef, Neighbor, Point, Result,
-    Scalar, SparseCodes, StopRule,
+    CsrMatrix, Dictionary, Error, GemmDims, GemmParams, MatMut, MatRef, Neighbor, Op, Point,
+    Result, Scalar, SparseCodes, StopRule,
 };
 
 /// Fails on the first NaN or infinity in `data`, naming `field` and its index.
@@ -50,6 +58,47 @@ fn check_view_finite<T: Scalar>(field: &'static str, m: &MatRef<'_, T>) -> Resul
     Ok(())
 }
 
+fn op_shape((rows, cols): (usize, usize), op: Op) -> (usize, usize) {
+    match op {
+        Op::N => (rows, cols),
+        Op::T => (cols, rows),
+    }
+}
+
+/// The shape and scalar rules of a GEMM call, on `(rows, cols)` as stored:
+/// op(A) and op(B) conform, C is m x n, alpha and beta finite.
+fn gemm_shapes<T: Scalar>(
+    p: &GemmParams<T>,
+    a: (usize, usize),
+    b: (usize, usize),
+    c: (usize, usize),
+) -> Result<GemmDims> {
+    let (m, k) = op_shape(a, p.op_a);
+    let (kb, n) = op_shape(b, p.op_b);
+    if k != kb {
+        return Err(Error::dim(
+            "b",
+            format!("op(A) is {m} x {k} but op(B) is {kb} x {n}"),
+        ));
+    }
+    if c != (m, n) {
+        return Err(Error::dim(
+            "c",
+            format!("C is {} x {}, op(A) op(B) is {m} x {n}", c.0, c.1),
+        ));
+    }
+    for (field, v) in [("alpha", p.alpha), ("beta", p.beta)] {
+        if !v.is_finite() {
+            return Err(Error::NonFinite {
+                field,
+                index: 0,
+                value: v.to_f64(),
+            });
+        }
+    }
+    Ok(GemmDims { m, n, k })
+}
+
 /// Checks a GEMM call and returns its m, n, k.
 pub fn gemm<T: Scalar>(
     p: &GemmParams<T>,
@@ -57,74 +106,54 @@ pub fn gemm<T: Scalar>(
     b: &MatRef<'_, T>,
     c: &MatMut<'_, T>,
 ) -> Result<GemmDims> {
-    let (m, k) = a.op_shape(p.op_a);
-    let (kb, n) = b.op_shape(p.op_b);
-    if k != kb {
-        return Err(Error::dim(
-            "b",
-            format!("op(A) is {m} x {k} but op(B) is {kb} x {n}"),
-        ));
-    }
-    if c.rows() != m || c.cols() != n {
-        return Err(Error::dim(
-            "c",
-            format!("C is {} x {}, op(A) op(B) is {m} x {n}", c.rows(), c.cols()),
-        ));
-    }
-    if !p.alpha.is_finite() {
-        return Err(Error::NonFinite {
-            field: "alpha",
-            index: 0,
-            value: p.alpha.to_f64(),
-        });
-    }
-    if !p.beta.is_finite() {
-        return Err(Error::NonFinite {
-            field: "beta",
-            index: 0,
-            value: p.beta.to_f64(),
-        });
-    }
-    // Checked even when alpha == 0: "not read" is about the arithmetic, not
-    // about argument checking (docs/semantics.md, DenseGemm).
+    let dims = gemm_shapes(
+        p,
+        (a.rows(), a.cols()),
+        (b.rows(), b.cols()),
+        (c.rows(), c.cols()),
+    )?;
     check_view_finite("a", a)?;
     check_view_finite("b", b)?;
     if p.beta != T::ZERO {
         check_view_finite("c", &c.as_ref())?;
     }
-    Ok(GemmDims { m, n, k })
+    Ok(dims)
 }
 
 /// Checks the operands of `A * B`: shapes that fit and finite values (a
 /// [`CsrMatrix`] built by [`CsrMatrix::from_result`], e.g. an earlier product
 /// that overflowed, may hold `inf`; it is not a valid input).
 pub fn spgemm<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<()> {
+    spgemm_shapes((a.rows(), a.cols()), (b.rows(), b.cols()))?;
     check_finite("a.values", a.values())?;
-    check_finite("b.values", b.values())?;
-    if a.cols() != b.rows() {
+    check_finite("b.values", b.values())
+}
+
+fn spgemm_shapes(a: (usize, usize), b: (usize, usize)) -> Result<()> {
+    if a.1 != b.0 {
         return Err(Error::dim(
             "b.rows",
-            format!(
-                "A is {} x {} but B is {} x {}",
-                a.rows(),
-                a.cols(),
-                b.rows(),
-                b.cols()
-            ),
+            format!("A is {} x {} but B is {} x {}", a.0, a.1, b.0, b.1),
         ));
+    }
+    Ok(())
+}
+
+/// Checks a point count: at most `u32::MAX` (indices are `u32`).
+pub fn point_count(field: &'static str, len: usize) -> Result<()> {
+    if len > u32::MAX as usize {
+        return Err(Error::TooLarge {
+            field,
+            value: len as u128,
+            limit: u32::MAX as u128,
+        });
     }
     Ok(())
 }
 
 /// Checks a point set: at most `u32::MAX` points, all coordinates finite.
 pub fn points(field: &'static str, p: &[Point]) -> Result<()> {
-    if p.len() > u32::MAX as usize {
-        return Err(Error::TooLarge {
-            field,
-            value: p.len() as u128,
-            limit: u32::MAX as u128,
-        });
-    }
+    point_count(field, p.len())?;
     let flat: &[f32] = bytemuck::cast_slice(p);
     check_finite(field, flat).map_err(|e| match e {
         Error::NonFinite {
@@ -164,52 +193,61 @@ pub fn f32_distances_fit(a: &[Point], b: &[Point]) -> Result<()> {
     Ok(())
 }
 
+fn b_not_empty(b_len: usize) -> Result<()> {
+    if b_len == 0 {
+        return Err(Error::arg("b", "B is empty: there is no nearest point"));
+    }
+    Ok(())
+}
+
+/// The size rules of `nearest` on lengths: B not empty, `|out| == |A|`.
+fn nearest_sizes(a_len: usize, b_len: usize, out_len: usize) -> Result<()> {
+    b_not_empty(b_len)?;
+    if out_len != a_len {
+        return Err(Error::dim(
+            "out",
+            format!("length {out_len}, expected |A| = {a_len}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The size rules of `knn` on lengths: `k <= |B|`, `|out| == |A| * k`.
+fn knn_sizes(a_len: usize, b_len: usize, k: usize, out_len: usize) -> Result<()> {
+    if k > 0 {
+        b_not_empty(b_len)?;
+    }
+    if k > b_len {
+        return Err(Error::arg("k", format!("k = {k} exceeds |B| = {b_len}")));
+    }
+    if Some(out_len) != a_len.checked_mul(k) {
+        return Err(Error::dim(
+            "out",
+            format!("length {out_len}, expected |A| * k = {a_len} * {k}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks `nearest(a, b, out)`.
 pub fn nearest(a: &[Point], b: &[Point], out: &[Neighbor]) -> Result<()> {
     points("a", a)?;
     points("b", b)?;
-    if b.is_empty() {
-        return Err(Error::arg("b", "B is empty: there is no nearest point"));
-    }
-    if out.len() != a.len() {
-        return Err(Error::dim(
-            "out",
-            format!("length {}, expected |A| = {}", out.len(), a.len()),
-        ));
-    }
-    Ok(())
+    nearest_sizes(a.len(), b.len(), out.len())
 }
 
 /// Checks `knn(a, b, k, out)`.
 pub fn knn(a: &[Point], b: &[Point], k: usize, out: &[Neighbor]) -> Result<()> {
     points("a", a)?;
     points("b", b)?;
-    if b.is_empty() && k > 0 {
-        return Err(Error::arg("b", "B is empty: there is no nearest point"));
-    }
-    if k > b.len() {
-        return Err(Error::arg(
-            "k",
-            format!("k = {k} exceeds |B| = {}", b.len()),
-        ));
-    }
-    if Some(out.len()) != a.len().checked_mul(k) {
-        return Err(Error::dim(
-            "out",
-            format!("length {}, expected |A| * k = {} * {k}", out.len(), a.len()),
-        ));
-    }
-    Ok(())
+    knn_sizes(a.len(), b.len(), k, out.len())
 }
 
 /// Checks `closest_pairs(a, b, k)`.
 pub fn closest_pairs(a: &[Point], b: &[Point]) -> Result<()> {
     points("a", a)?;
     points("b", b)?;
-    if b.is_empty() {
-        return Err(Error::arg("b", "B is empty: there is no nearest point"));
-    }
-    Ok(())
+    b_not_empty(b.len())
 }
 
 /// Checks an OMP call.
@@ -270,4 +308,113 @@ pub fn sparse_codes<T: Scalar>(codes: &SparseCodes<T>, signals: usize, atoms: us
         ));
     }
     Ok(())
+}
+
+// ------------------------------------------------------------ device views
+
+/// Checks that a device matrix view fits its buffer (`ld >= cols`,
+/// `(rows - 1) * ld + cols <= len`), naming `field`.
+pub fn device_mat<M: DeviceMemory + ?Sized, T: Element>(
+    mem: &M,
+    field: &'static str,
+    m: &DeviceMat<M::Buffer<T>>,
+) -> Result<()> {
+    crate::dense::check_view_fields(field, field, mem.buffer_len(&m.buf), m.rows, m.cols, m.ld)
+}
+
+/// Checks that a device CSR matrix's buffers hold what its shape says:
+/// `rows + 1` offsets and at least `nnz` indices and values. (Its contents
+/// were valid when it was uploaded or produced; they are not re-read.)
+pub fn device_csr<M: DeviceMemory + ?Sized, T: Scalar>(
+    mem: &M,
+    field: &'static str,
+    m: &DeviceCsr<M, T>,
+) -> Result<()> {
+    let (offsets, indices, values) = (
+        mem.buffer_len(&m.offsets),
+        mem.buffer_len(&m.indices),
+        mem.buffer_len(&m.values),
+    );
+    if offsets != m.rows() + 1 || indices < m.nnz() || values < m.nnz() {
+        return Err(Error::dim(
+            field,
+            format!(
+                "a {} x {} matrix with {} entries has buffers of {offsets} offsets, {indices} indices, {values} values",
+                m.rows(),
+                m.cols(),
+                m.nnz(),
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a device GEMM call ([`crate::DenseGemmDevice::gemm_device`]): each
+/// view fits its buffer, then the same shape and scalar rules as [`gemm`].
+pub fn gemm_device<M: DeviceMemory + ?Sized, T: Scalar>(
+    mem: &M,
+    p: &GemmParams<T>,
+    a: &DeviceMat<M::Buffer<T>>,
+    b: &DeviceMat<M::Buffer<T>>,
+    c: &DeviceMat<M::Buffer<T>>,
+) -> Result<GemmDims> {
+    device_mat(mem, "a", a)?;
+    device_mat(mem, "b", b)?;
+    device_mat(mem, "c", c)?;
+    gemm_shapes(p, (a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))
+}
+
+/// Checks a device SpGEMM call ([`crate::SparseGemmDevice::spgemm_device`]).
+pub fn spgemm_device<M: DeviceMemory + ?Sized, T: Scalar>(
+    mem: &M,
+    a: &DeviceCsr<M, T>,
+    b: &DeviceCsr<M, T>,
+) -> Result<()> {
+    device_csr(mem, "a", a)?;
+    device_csr(mem, "b", b)?;
+    spgemm_shapes((a.rows(), a.cols()), (b.rows(), b.cols()))
+}
+
+/// Checks a device `nearest` call: point counts, B not empty, `|out| == |A|`.
+pub fn nearest_device<M: DeviceMemory + ?Sized>(
+    mem: &M,
+    a: &M::Buffer<Point>,
+    b: &M::Buffer<Point>,
+    out: &M::Buffer<Neighbor>,
+) -> Result<()> {
+    let (a, b) = device_points(mem, a, b)?;
+    nearest_sizes(a, b, mem.buffer_len(out))
+}
+
+/// Checks a device `knn` call: point counts, `k <= |B|`, `|out| == |A| * k`.
+pub fn knn_device<M: DeviceMemory + ?Sized>(
+    mem: &M,
+    a: &M::Buffer<Point>,
+    b: &M::Buffer<Point>,
+    k: usize,
+    out: &M::Buffer<Neighbor>,
+) -> Result<()> {
+    let (a, b) = device_points(mem, a, b)?;
+    knn_sizes(a, b, k, mem.buffer_len(out))
+}
+
+/// Checks a device `closest_pairs` call: point counts, B not empty.
+pub fn closest_pairs_device<M: DeviceMemory + ?Sized>(
+    mem: &M,
+    a: &M::Buffer<Point>,
+    b: &M::Buffer<Point>,
+) -> Result<()> {
+    let (_, b) = device_points(mem, a, b)?;
+    b_not_empty(b)
+}
+
+fn device_points<M: DeviceMemory + ?Sized>(
+    mem: &M,
+    a: &M::Buffer<Point>,
+    b: &M::Buffer<Point>,
+) -> Result<(usize, usize)> {
+    let (a, b) = (mem.buffer_len(a), mem.buffer_len(b));
+    point_count("a", a)?;
+    point_count("b", b)?;
+    Ok((a, b))
 }

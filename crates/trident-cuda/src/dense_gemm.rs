@@ -12,14 +12,14 @@
 
 use std::sync::atomic::Ordering;
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::LaunchConfig;
 use trident_core::{
     DenseGemm, DenseGemmDevice, DeviceMat, Error, GemmDims, GemmParams, MatMut, MatRef, Op, Result,
     Scalar, validate,
 };
 
 use crate::CudaBackend;
-use crate::device::{CudaBuffer, KernelSource, driver_error};
+use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 
 /// `kernels/dense_gemm.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
@@ -185,41 +185,26 @@ impl CudaBackend {
                 (d.n.div_ceil(64), d.m.div_ceil(64)),
             )
         };
-        let grid = (
-            u32::try_from(tiles.0).map_err(|_| Error::TooLarge {
-                field: "gemm blocks",
-                value: tiles.0 as u128,
-                limit: u32::MAX as u128,
-            })?,
-            tiles.1 as u32,
-            1,
-        );
-        let f = self.function(&KERNEL, &name)?;
+        let grid = (count_u32("gemm blocks", tiles.0)?, tiles.1 as u32, 1);
         let cfg = LaunchConfig {
             grid_dim: grid,
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut l = self.stream().launch_builder(&f);
-        let (alpha32, beta32) = (p.alpha.to_f64() as f32, p.beta.to_f64() as f32);
-        let (alpha64, beta64) = (p.alpha.to_f64(), p.beta.to_f64());
-        l.arg(&m).arg(&n).arg(&k);
+        // The argument lists match the kernels' signatures (int x3, scalar,
+        // ptr, i64, ptr, i64, scalar, ptr, i64); every pointer covers the
+        // (rows-1)*ld+cols elements its view needs, checked by the callers.
         if T::NAME == "f32" {
-            l.arg(&alpha32);
+            let (alpha, beta) = (p.alpha.to_f64() as f32, p.beta.to_f64() as f32);
+            launch_kernel!(
+                self, &KERNEL, &name, cfg, &m, &n, &k, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc
+            );
         } else {
-            l.arg(&alpha64);
+            let (alpha, beta) = (p.alpha.to_f64(), p.beta.to_f64());
+            launch_kernel!(
+                self, &KERNEL, &name, cfg, &m, &n, &k, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc
+            );
         }
-        l.arg(&a).arg(&lda).arg(&b).arg(&ldb);
-        if T::NAME == "f32" {
-            l.arg(&beta32);
-        } else {
-            l.arg(&beta64);
-        }
-        l.arg(&c).arg(&ldc);
-        // SAFETY: the argument list matches the kernel's signature (int x3,
-        // scalar, ptr, i64, ptr, i64, scalar, ptr, i64); every pointer covers
-        // the (rows-1)*ld+cols elements its view needs, checked by the callers.
-        unsafe { l.launch(cfg) }.map_err(driver_error("launch gemm"))?;
         Ok(())
     }
 }
@@ -263,48 +248,6 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
     }
 }
 
-fn check_device_mat<T: trident_core::Element>(
-    field: &'static str,
-    m: &DeviceMat<CudaBuffer<T>>,
-) -> Result<()> {
-    if m.ld < m.cols {
-        return Err(Error::dim(
-            field,
-            format!(
-                "leading dimension {} is smaller than the row length {}",
-                m.ld, m.cols
-            ),
-        ));
-    }
-    let need = if m.rows == 0 || m.cols == 0 {
-        Some(0)
-    } else {
-        (m.rows - 1)
-            .checked_mul(m.ld)
-            .and_then(|x| x.checked_add(m.cols))
-    };
-    match need {
-        Some(need) if need <= m.buf.len() => Ok(()),
-        _ => Err(Error::dim(
-            field,
-            format!(
-                "a {} x {} view with ld {} does not fit a buffer of {} elements",
-                m.rows,
-                m.cols,
-                m.ld,
-                m.buf.len()
-            ),
-        )),
-    }
-}
-
-fn op_shape<B>(m: &DeviceMat<B>, op: Op) -> (usize, usize) {
-    match op {
-        Op::N => (m.rows, m.cols),
-        Op::T => (m.cols, m.rows),
-    }
-}
-
 impl<T: Scalar> DenseGemmDevice<T> for CudaBackend {
     fn gemm_device(
         &self,
@@ -313,35 +256,10 @@ impl<T: Scalar> DenseGemmDevice<T> for CudaBackend {
         b: &DeviceMat<CudaBuffer<T>>,
         c: &mut DeviceMat<CudaBuffer<T>>,
     ) -> Result<()> {
-        check_device_mat("a", a)?;
-        check_device_mat("b", b)?;
-        check_device_mat("c", c)?;
-        let (m, k) = op_shape(a, p.op_a);
-        let (kb, n) = op_shape(b, p.op_b);
-        if k != kb {
-            return Err(Error::dim(
-                "b",
-                format!("op(A) is {m} x {k} but op(B) is {kb} x {n}"),
-            ));
-        }
-        if c.rows != m || c.cols != n {
-            return Err(Error::dim(
-                "c",
-                format!("C is {} x {}, op(A) op(B) is {m} x {n}", c.rows, c.cols),
-            ));
-        }
-        for (field, v) in [("alpha", p.alpha), ("beta", p.beta)] {
-            if !v.is_finite() {
-                return Err(Error::NonFinite {
-                    field,
-                    index: 0,
-                    value: v.to_f64(),
-                });
-            }
-        }
+        let dims = trident_core::validate::gemm_device(self, p, a, b, c)?;
         self.launch_gemm(
             p,
-            GemmDims { m, n, k },
+            dims,
             a.buf.ptr(),
             a.ld.max(1),
             b.buf.ptr(),

@@ -15,16 +15,19 @@
 //! | [`driver_error`] | wraps a `cudarc` [`DriverError`] into [`Error::Backend`] with the operation's name |
 //!
 //! Launch pattern (all pointers are passed as `u64` values; sizes as the exact
-//! C type of the kernel parameter):
+//! C type of the kernel parameter, converted with [`count_u32`]): the one
+//! launch helper, `launch_kernel!` (crate-internal), fetches the entry point,
+//! opts into dynamic shared memory when the configuration asks for more than
+//! 16 KiB, pushes the arguments and queues the kernel, naming it in errors:
 //!
 //! ```text
-//! let f = be.function(&KERNEL, "my_kernel_f32")?;
-//! let (a, n) = (buf.ptr(), buf.len() as u32);
-//! let mut l = be.stream().launch_builder(&f);
-//! l.arg(&a).arg(&n);
-//! unsafe { l.launch(LaunchConfig { grid_dim, block_dim, shared_mem_bytes }) }
-//!     .map_err(driver_error("my_kernel_f32"))?;
+//! let (a, n) = (buf.ptr(), count_u32("a", buf.len())?);
+//! launch_kernel!(be, &KERNEL, "my_kernel_f32", cfg, &a, &n);
 //! ```
+//!
+//! Validation of device-resident arguments is `trident_core::validate`'s
+//! (`gemm_device`, `spgemm_device`, `knn_device`, ...), shared with every
+//! backend.
 //!
 //! # Ordering and lifetimes
 //! Everything runs on one stream ([`CudaBackend::stream`]) in submission order,
@@ -177,6 +180,50 @@ pub fn driver_error(op: &'static str) -> impl Fn(DriverError) -> Error {
         }))
     }
 }
+
+/// The error of a failed kernel launch, naming the kernel.
+pub(crate) fn launch_error(kernel: &str, err: DriverError) -> Error {
+    Error::Backend(Box::new(DriverFailure {
+        op: format!("launch {kernel}"),
+        err,
+    }))
+}
+
+/// `n` as a `u32` kernel argument, or [`Error::TooLarge`] naming `field`.
+pub fn count_u32(field: &'static str, n: usize) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Error::TooLarge {
+        field,
+        value: n as u128,
+        limit: u32::MAX as u128,
+    })
+}
+
+/// Queues kernel `$name` (a `&str`) of the [`KernelSource`] `$src` on the
+/// backend's stream with [`cudarc::driver::LaunchConfig`] `$cfg` and the
+/// arguments `$arg` (references to `u64` pointers and exact-width scalars).
+/// Dynamic shared memory above 16 KiB is opted into first (the kernels'
+/// static shared memory counts against the same 48 KiB default).
+///
+/// The caller promises what the `unsafe` launch needs: the arguments match
+/// the kernel's parameter list in `kernels/<module>.cu`, and every buffer
+/// holds the elements the kernel indexes.
+macro_rules! launch_kernel {
+    ($be:expr, $src:expr, $name:expr, $cfg:expr, $($arg:expr),* $(,)?) => {{
+        use cudarc::driver::PushKernelArg as _;
+        let name: &str = $name;
+        let cfg: cudarc::driver::LaunchConfig = $cfg;
+        let f = $be.function($src, name)?;
+        if cfg.shared_mem_bytes > 16 * 1024 {
+            $be.set_dynamic_smem(&f, cfg.shared_mem_bytes)?;
+        }
+        let mut l = $be.stream().launch_builder(&f);
+        $( l.arg($arg); )*
+        // SAFETY: the caller matched the arguments to the kernel's parameter
+        // list and sized every buffer for it (see the macro's docs).
+        unsafe { l.launch(cfg) }.map_err(|err| $crate::device::launch_error(name, err))?;
+    }};
+}
+pub(crate) use launch_kernel;
 
 /// Loaded modules of one backend, keyed by module name.
 #[derive(Default)]

@@ -15,13 +15,13 @@
 
 use std::sync::atomic::Ordering;
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::LaunchConfig;
 use trident_core::{
     Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, Result, validate,
 };
 
 use crate::CudaBackend;
-use crate::device::{CudaBuffer, KernelSource, driver_error};
+use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 
 /// `kernels/nearest_pairs.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
@@ -97,25 +97,14 @@ fn cfg_fixed(blocks: u32, threads: u32) -> LaunchConfig {
     }
 }
 
-/// Queues `kernel` from `kernels/nearest_pairs.cu` with the given arguments.
+/// Queues `$name` of `kernels/nearest_pairs.cu` with [`launch_kernel!`]: the
+/// arguments match the kernel's parameter list (pointers as u64, sizes as
+/// u32), and every buffer holds the elements the kernel indexes (sized by the
+/// caller).
 macro_rules! launch {
-    ($be:expr, $name:literal, $cfg:expr, $($arg:expr),* $(,)?) => {{
-        let f = $be.function(&KERNEL, $name)?;
-        let mut l = $be.stream().launch_builder(&f);
-        $( l.arg($arg); )*
-        // SAFETY: the arguments match the kernel's parameter list in
-        // kernels/nearest_pairs.cu (pointers as u64, sizes as u32), and every
-        // buffer holds the elements the kernel indexes (sized by the caller).
-        unsafe { l.launch($cfg) }.map_err(driver_error(concat!("launch ", $name)))?;
-    }};
-}
-
-fn count_u32(field: &'static str, n: usize) -> Result<u32> {
-    u32::try_from(n).map_err(|_| Error::TooLarge {
-        field,
-        value: n as u128,
-        limit: u32::MAX as u128,
-    })
+    ($be:expr, $name:literal, $cfg:expr, $($arg:expr),* $(,)?) => {
+        launch_kernel!($be, &KERNEL, $name, $cfg, $($arg),*)
+    };
 }
 
 impl CudaBackend {
@@ -262,15 +251,6 @@ impl CudaBackend {
         Ok(order)
     }
 
-    fn check_ab(&self, a: &CudaBuffer<Point>, b: &CudaBuffer<Point>) -> Result<()> {
-        count_u32("a", a.len())?;
-        count_u32("b", b.len())?;
-        if b.is_empty() {
-            return Err(Error::arg("b", "B is empty: there is no nearest point"));
-        }
-        Ok(())
-    }
-
     fn nearest_into(
         &self,
         a: &CudaBuffer<Point>,
@@ -316,23 +296,7 @@ impl CudaBackend {
         k: usize,
         out: &mut CudaBuffer<Neighbor>,
     ) -> Result<()> {
-        count_u32("a", a.len())?;
-        count_u32("b", b.len())?;
-        if b.is_empty() && k > 0 {
-            return Err(Error::arg("b", "B is empty: there is no nearest point"));
-        }
-        if k > b.len() {
-            return Err(Error::arg(
-                "k",
-                format!("k = {k} exceeds |B| = {}", b.len()),
-            ));
-        }
-        if Some(out.len()) != a.len().checked_mul(k) {
-            return Err(Error::dim(
-                "out",
-                format!("length {}, expected |A| * k = {} * {k}", out.len(), a.len()),
-            ));
-        }
+        trident_core::validate::knn_device(self, a, b, k, out)?;
         if k == 0 || a.is_empty() {
             return Ok(());
         }
@@ -371,13 +335,7 @@ impl NearestPairsDevice for CudaBackend {
         b: &CudaBuffer<Point>,
         out: &mut CudaBuffer<Neighbor>,
     ) -> Result<()> {
-        self.check_ab(a, b)?;
-        if out.len() != a.len() {
-            return Err(Error::dim(
-                "out",
-                format!("length {}, expected |A| = {}", out.len(), a.len()),
-            ));
-        }
+        trident_core::validate::nearest_device(self, a, b, out)?;
         self.nearest_into(a, b, out)
     }
 
@@ -387,7 +345,7 @@ impl NearestPairsDevice for CudaBackend {
         b: &CudaBuffer<Point>,
         k: usize,
     ) -> Result<Vec<Pair>> {
-        self.check_ab(a, b)?;
+        trident_core::validate::closest_pairs_device(self, a, b)?;
         let k = k.min(a.len());
         if k == 0 {
             return Ok(Vec::new());

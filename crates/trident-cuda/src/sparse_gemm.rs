@@ -13,13 +13,13 @@
 //! the error flags after the numeric pass (so a kernel bug is an error, never
 //! a silently wrong matrix). Everything else is queued on the stream.
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::LaunchConfig;
 use trident_core::{
     CsrMatrix, DeviceCsr, Error, Result, Scalar, SparseGemm, SparseGemmDevice, validate,
 };
 
 use crate::CudaBackend;
-use crate::device::{CudaBuffer, DriverFailure, KernelSource};
+use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 
 /// `kernels/sparse_gemm.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
@@ -99,14 +99,6 @@ const DENSE_MIN_WIN: u64 = 4096;
 /// Threads per block of the merge kernels (one row per thread).
 const MERGE_THREADS: u32 = 128;
 
-fn count_u32(field: &'static str, n: usize) -> Result<u32> {
-    u32::try_from(n).map_err(|_| Error::TooLarge {
-        field,
-        value: n as u128,
-        limit: u32::MAX as u128,
-    })
-}
-
 fn cfg(blocks: usize, threads: u32, smem: usize) -> Result<LaunchConfig> {
     Ok(LaunchConfig {
         grid_dim: (count_u32("spgemm grid", blocks.max(1))?, 1, 1),
@@ -115,28 +107,14 @@ fn cfg(blocks: usize, threads: u32, smem: usize) -> Result<LaunchConfig> {
     })
 }
 
-/// Queues `$name` (a `&str`) of `kernels/sparse_gemm.cu`; dynamic shared memory
-/// above 48 KiB is opted into first.
+/// Queues `$name` (a `&str`) of `kernels/sparse_gemm.cu` with
+/// [`launch_kernel!`]: the arguments match the kernel's parameter list
+/// (pointers as u64, counts as u32, windows as u64), and every buffer holds
+/// the elements the kernel indexes (sized by the caller from the same counts).
 macro_rules! launch {
-    ($be:expr, $name:expr, $cfg:expr, $($arg:expr),* $(,)?) => {{
-        let name: &str = $name;
-        let cfg: LaunchConfig = $cfg;
-        let f = $be.function(&KERNEL, name)?;
-        // Opt in above 16 KiB: the kernels' static shared memory counts
-        // against the same 48 KiB default.
-        if cfg.shared_mem_bytes > 16 * 1024 {
-            $be.set_dynamic_smem(&f, cfg.shared_mem_bytes)?;
-        }
-        let mut l = $be.stream().launch_builder(&f);
-        $( l.arg($arg); )*
-        // SAFETY: the arguments match the kernel's parameter list in
-        // kernels/sparse_gemm.cu (pointers as u64, counts as u32, windows as
-        // u64), and every buffer holds the elements the kernel indexes (sized
-        // by the caller from the same counts).
-        unsafe { l.launch(cfg) }.map_err(|err| {
-            Error::Backend(Box::new(DriverFailure { op: format!("launch {name}"), err }))
-        })?;
-    }};
+    ($be:expr, $name:expr, $cfg:expr, $($arg:expr),* $(,)?) => {
+        launch_kernel!($be, &KERNEL, $name, $cfg, $($arg),*)
+    };
 }
 
 /// Device pointers of a CSR operand.
@@ -760,24 +738,6 @@ impl CudaBackend {
     }
 }
 
-fn check_device_csr<T: Scalar>(field: &'static str, m: &DeviceCsr<CudaBackend, T>) -> Result<()> {
-    if m.offsets.len() != m.rows() + 1 || m.indices.len() < m.nnz() || m.values.len() < m.nnz() {
-        return Err(Error::dim(
-            field,
-            format!(
-                "a {} x {} matrix with {} entries has buffers of {} offsets, {} indices, {} values",
-                m.rows(),
-                m.cols(),
-                m.nnz(),
-                m.offsets.len(),
-                m.indices.len(),
-                m.values.len()
-            ),
-        ));
-    }
-    Ok(())
-}
-
 impl<T: Scalar> SparseGemmDevice<T> for CudaBackend {
     fn upload_csr(&self, m: &CsrMatrix<T>) -> Result<DeviceCsr<Self, T>> {
         let offsets: Vec<u64> = m.offsets().iter().map(|&o| o as u64).collect();
@@ -792,7 +752,7 @@ impl<T: Scalar> SparseGemmDevice<T> for CudaBackend {
     }
 
     fn download_csr(&self, m: &DeviceCsr<Self, T>) -> Result<CsrMatrix<T>> {
-        check_device_csr("m", m)?;
+        trident_core::validate::device_csr(self, "m", m)?;
         let mut offsets = vec![0u64; m.rows() + 1];
         self.download_into(&m.offsets, &mut offsets)?;
         let mut indices = vec![0u32; m.nnz()];
@@ -817,20 +777,7 @@ impl<T: Scalar> SparseGemmDevice<T> for CudaBackend {
         a: &DeviceCsr<Self, T>,
         b: &DeviceCsr<Self, T>,
     ) -> Result<DeviceCsr<Self, T>> {
-        check_device_csr("a", a)?;
-        check_device_csr("b", b)?;
-        if a.cols() != b.rows() {
-            return Err(Error::dim(
-                "b.rows",
-                format!(
-                    "A is {} x {} but B is {} x {}",
-                    a.rows(),
-                    a.cols(),
-                    b.rows(),
-                    b.cols()
-                ),
-            ));
-        }
+        trident_core::validate::spgemm_device(self, a, b)?;
         self.product(a, b)
     }
 }

@@ -11,8 +11,11 @@
 //! | certificate | computes independently | checks |
 //! | --- | --- | --- |
 //! | [`gemm`] | naive f64 triple loop | SPEC's relative Frobenius error; C's padding untouched |
-//! | [`spgemm`] | row-wise f64 accumulation in a `BTreeMap` (no sprs) | identical structure (SPEC's rule), values within `1e-5 sum_p abs(A(i,p) B(p,j))` |
+//! | [`spgemm`] | row-wise f64 accumulation in a `BTreeMap` (no sprs) | identical structure (SPEC's rule), values within `tol::spgemm * sum_p abs(A(i,p) B(p,j))` |
 //! | [`nearest`], [`knn`], [`closest_pairs`] | brute force over B in f64 | exact distance of each answer within `1e-6` rel + `1e-6` abs of the optimum |
+//!
+//! The tolerances are `trident_core::tol`'s (listed in `docs/tolerances.md`),
+//! the same numbers the testkit's checker uses.
 //! | [`omp`], [`omp_codes`] | least squares by SVD along the candidate's own path | greedy choices, coefficients, residual, orthogonality, stop rule |
 //! | [`network_flow`] | nothing but sums | capacity, conservation, value == cut capacity, cut == residual reachability |
 //! | [`grid_cut`] | a flow by this crate's Dinic, then checked like a network | the same, on the grid's arrays |
@@ -24,6 +27,7 @@
 use std::collections::BTreeMap;
 
 use nalgebra::DVector;
+use trident_core::tol::{self, Tol};
 use trident_core::{
     CsrMatrix, Dictionary, FlowNetwork, GemmParams, GridCut, GridGraph, MatRef, Neighbor,
     NetworkFlow, Op, Pair, Point, Precision, Scalar, SparseCodes, StopRule, dist2_f64,
@@ -72,13 +76,10 @@ impl Worst {
     }
 }
 
-fn is_f32<T: Scalar>() -> bool {
-    T::NAME == "f32"
-}
-
-/// `err / tol`, with `0 / 0 = 0` so that exact answers pass a zero tolerance.
-fn ratio(err: f64, tol: f64) -> f64 {
-    if err == 0.0 { 0.0 } else { err / tol }
+/// `err / bound`, with `0 / 0 = 0` so that exact answers pass a zero
+/// tolerance ([`tol::ratio`]).
+fn ratio(err: f64, bound: f64) -> f64 {
+    tol::ratio(err, bound)
 }
 
 /// Bit equality (NaN payloads and the sign of zero included); widening to
@@ -89,14 +90,10 @@ fn same_bits<T: Scalar>(x: T, y: T) -> bool {
 
 // ---------------------------------------------------------------- DenseGemm
 
-/// SPEC's GEMM tolerance on `||C - C_ref||_F / ||C_ref||_F`: 1e-5 for Strict
-/// f32, 1e-12 for Strict f64, 5e-3 for Tf32 (either scalar).
-pub fn gemm_tol<T: Scalar>(precision: Precision) -> f64 {
-    match precision {
-        Precision::Tf32 => 5e-3,
-        Precision::Strict if is_f32::<T>() => 1e-5,
-        Precision::Strict => 1e-12,
-    }
+/// The GEMM tolerance on `||C - C_ref||_F` relative to `||C_ref||_F`
+/// ([`tol::gemm`]).
+pub fn gemm_tol<T: Scalar>(precision: Precision) -> Tol {
+    tol::gemm::<T>(precision)
 }
 
 fn op_get<T: Scalar>(x: &MatRef<'_, T>, op: Op, i: usize, j: usize) -> f64 {
@@ -166,7 +163,7 @@ pub fn gemm<T: Scalar>(
     }
     let mut w = Worst::new();
     let tol = gemm_tol::<T>(p.precision);
-    w.see(ratio(err2.sqrt(), tol * norm2.sqrt()), || {
+    w.see(ratio(err2.sqrt(), tol.bound(norm2.sqrt())), || {
         format!(
             "||C - C_ref||_F = {:.3e} against ||C_ref||_F = {:.3e} ({m} x {n} x {k}, {:?})",
             err2.sqrt(),
@@ -179,12 +176,9 @@ pub fn gemm<T: Scalar>(
 
 // ---------------------------------------------------------------- SparseGemm
 
-/// SPEC's SpGEMM tolerance: each value within `SPGEMM_REL * sum_p |A(i,p)| |B(p,j)|`.
-pub const SPGEMM_REL: f64 = 1e-5;
-
 /// Certifies `c = a * b`: the stored structure must be exactly the set of
 /// `(i, j)` with at least one product `A(i,p) B(p,j)` (explicit zeros and
-/// cancellation included), and each value within [`SPGEMM_REL`] times the sum of
+/// cancellation included), and each value within [`tol::spgemm`] times the sum of
 /// the products' magnitudes of an f64 accumulation (exact where that sum is 0).
 pub fn spgemm<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, c: &CsrMatrix<T>) -> Certificate {
     if a.cols() != b.rows() {
@@ -205,6 +199,7 @@ pub fn spgemm<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, c: &CsrMatrix<T>) -
             b.cols()
         ));
     }
+    let rel = tol::spgemm::<T>();
     let mut w = Worst::new();
     for i in 0..a.rows() {
         // column -> (sum of products, sum of |products|)
@@ -232,7 +227,7 @@ pub fn spgemm<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, c: &CsrMatrix<T>) -
         }
         for ((&j, &(want, mag)), &got) in row.iter().zip(cv) {
             let got = got.to_f64();
-            w.see(ratio((got - want).abs(), SPGEMM_REL * mag), || {
+            w.see(ratio((got - want).abs(), rel * mag), || {
                 format!("C({i}, {j}) = {got:e}, expected {want:e} (sum of |products| {mag:e})")
             });
         }
@@ -242,13 +237,8 @@ pub fn spgemm<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, c: &CsrMatrix<T>) -
 
 // ---------------------------------------------------------------- NearestPairs
 
-/// SPEC's neighbour tolerance: relative part.
-pub const NEAREST_REL: f64 = 1e-6;
-/// SPEC's neighbour tolerance: absolute part.
-pub const NEAREST_ABS: f64 = 1e-6;
-
 fn near_tol(d: f64) -> f64 {
-    NEAREST_REL * d + NEAREST_ABS
+    Tol::NEAREST.bound(d)
 }
 
 /// All distances from `q` to B, sorted by `(d2, j)`.
@@ -398,52 +388,12 @@ pub fn closest_pairs(a: &[Point], b: &[Point], k: usize, pairs: &[Pair]) -> Cert
 
 // ---------------------------------------------------------------- SparseCoder
 
-/// Tolerances of the OMP certificate. SPEC fixes `tie_rel`, `coef_rel` and
-/// `res_rel`; the absolute floors (relative to `||x||` or `||x||^2`) are ours,
-/// so that rounding-level quantities (a correlation or residual that is zero in
-/// exact arithmetic) are not judged relatively.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct OmpTol {
-    /// Two correlations within this relative distance are a tie (SPEC: 1e-4
-    /// f32, 1e-10 f64).
-    pub tie_rel: f64,
-    /// Correlation floor, times `||x||` (1e-5 f32, 1e-12 f64).
-    pub corr_abs: f64,
-    /// `||g - g_ls|| <= coef_rel ||g_ls||` (SPEC: 1e-3 f32, 1e-8 f64).
-    pub coef_rel: f64,
-    /// Final residual within `res_rel` relative (SPEC: 1e-3).
-    pub res_rel: f64,
-    /// Residual floor, times `||x||^2` (1e-5 f32, 1e-12 f64).
-    pub res_abs: f64,
-    /// `|<d_j, r>| <= ortho_rel max(||x||, ||g||)` for selected j (1e-3 f32,
-    /// 1e-8 f64: what `coef_rel` implies).
-    pub ortho_rel: f64,
-}
-
-impl OmpTol {
-    /// The preset for scalar `T`.
-    pub fn of<T: Scalar>() -> Self {
-        if is_f32::<T>() {
-            Self {
-                tie_rel: 1e-4,
-                corr_abs: 1e-5,
-                coef_rel: 1e-3,
-                res_rel: 1e-3,
-                res_abs: 1e-5,
-                ortho_rel: 1e-3,
-            }
-        } else {
-            Self {
-                tie_rel: 1e-10,
-                corr_abs: 1e-12,
-                coef_rel: 1e-8,
-                res_rel: 1e-3,
-                res_abs: 1e-12,
-                ortho_rel: 1e-8,
-            }
-        }
-    }
-}
+/// Tolerances of the OMP certificate: [`tol::Omp`], the contract's tie,
+/// coefficient and residual figures plus the absolute floors (relative to
+/// `||x||` or `||x||^2`) that keep rounding-level quantities from being judged
+/// relatively. The residual's orthogonality to the selected atoms is held to
+/// `coef_rel`, which is what a coefficient error of that size allows.
+pub type OmpTol = tol::Omp;
 
 /// SPEC's near-tie threshold for scalar `T` (1e-4 for f32, 1e-10 for f64), for
 /// [`crate::OmpStep::is_near_tie`].
@@ -585,7 +535,7 @@ pub fn omp<T: Scalar>(
     let r_own = d.residual(&xf, atoms, &g);
     for &j in atoms {
         let c = dot(d.atom(j as usize), &r_own).abs();
-        w.see(ratio(c, tol.ortho_rel * xn.max(gn)), || {
+        w.see(ratio(c, tol.coef_rel * xn.max(gn)), || {
             format!("residual not orthogonal to selected atom {j}: |<d_j, r>| = {c:e}")
         });
     }

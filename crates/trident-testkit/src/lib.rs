@@ -9,6 +9,7 @@
 //! | [`check`] | compares a backend's output with the reference's under SPEC's tolerances |
 //! | [`conformance`] | the suite every backend runs, and [`conformance_tests!`] to stamp it into `#[test]`s |
 //! | [`verify`] | runs every case on every backend and prints the table |
+//! | [`dense_gemm`], [`sparse_gemm`], [`nearest_pairs`], [`sparse_coder`], [`max_flow`] | one folder per primitive: its generators, catalog cases, checker and conformance suite (re-exported by the modules above) |
 //!
 //! It is not a benchmark harness (timings here are for progress lines only),
 //! and it never decides what is correct by itself: the reference backend does,
@@ -19,6 +20,12 @@ pub mod cases;
 pub mod check;
 pub mod conformance;
 pub mod verify;
+
+pub mod dense_gemm;
+pub mod max_flow;
+pub mod nearest_pairs;
+pub mod sparse_coder;
+pub mod sparse_gemm;
 
 /// The environment variable holding the base seed (decimal or `0x` hex).
 pub const SEED_ENV: &str = "TRIDENT_SEED";

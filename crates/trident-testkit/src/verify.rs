@@ -202,7 +202,7 @@ pub fn run(opts: &Options, backends: Vec<Candidate>, progress: &mut dyn std::io:
     };
     let mut ready: Vec<(String, Box<dyn Primitives>)> = Vec::new();
     for c in backends {
-        if c.name == "reference" {
+        if c.name == trident_core::BackendKind::Reference.name() {
             continue;
         }
         match c.backend {
@@ -333,7 +333,7 @@ fn run_backend(
 /// The cases `opts` selects.
 fn select(opts: &Options) -> std::result::Result<Vec<Case>, String> {
     if let Some(p) = &opts.primitive
-        && !trident_core::PRIMITIVES.contains(&p.as_str())
+        && trident_core::Primitive::from_name(p).is_none()
     {
         return Err(format!(
             "unknown primitive {p:?}; expected one of {:?}",

@@ -51,39 +51,53 @@ pub use trident_wgpu::WgpuBackend;
 
 /// Constructs the backend called `name` if it is compiled in and can run here.
 ///
-/// Names: `"cuda"`, `"wgpu"`, `"rayon"`, `"reference"`. A name whose feature is
-/// off gives [`Error::BackendUnavailable`] saying which feature enables it.
+/// Names: those of [`BackendKind`] (`"cuda"`, `"wgpu"`, `"rayon"`,
+/// `"reference"`). A name whose feature is off gives
+/// [`Error::BackendUnavailable`] saying which feature enables it.
 pub fn backend_by_name(name: &str) -> Result<Box<dyn Primitives>> {
-    match name {
-        "reference" => Ok(Box::new(ReferenceBackend::new()?)),
-        #[cfg(feature = "rayon")]
-        "rayon" => Ok(Box::new(RayonBackend::new()?)),
-        #[cfg(feature = "cuda")]
-        "cuda" => Ok(Box::new(CudaBackend::new(0)?)),
-        #[cfg(feature = "wgpu")]
-        "wgpu" => Ok(Box::new(WgpuBackend::new()?)),
-        // Reached only for names whose feature is off in this build.
-        #[allow(unreachable_patterns)]
-        "rayon" | "cuda" | "wgpu" => Err(Error::BackendUnavailable(format!(
-            "the `{name}` backend is not compiled in: enable the `{name}` feature of the `trident` crate"
-        ))),
-        other => Err(Error::arg(
+    match BackendKind::from_name(name) {
+        Some(kind) => backend(kind),
+        None => Err(Error::arg(
             "backend",
-            format!("unknown backend {other:?}; expected one of {PREFERENCE:?}"),
+            format!("unknown backend {name:?}; expected one of {PREFERENCE:?}"),
         )),
+    }
+}
+
+/// Constructs backend `kind` if it is compiled in and can run here.
+pub fn backend(kind: BackendKind) -> Result<Box<dyn Primitives>> {
+    match kind {
+        BackendKind::Reference => Ok(Box::new(ReferenceBackend::new()?)),
+        #[cfg(feature = "rayon")]
+        BackendKind::Rayon => Ok(Box::new(RayonBackend::new()?)),
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => Ok(Box::new(CudaBackend::new(0)?)),
+        #[cfg(feature = "wgpu")]
+        BackendKind::Wgpu => Ok(Box::new(WgpuBackend::new()?)),
+        // Reached only for backends whose feature is off in this build.
+        #[allow(unreachable_patterns)]
+        other => Err(Error::BackendUnavailable(format!(
+            "the `{other}` backend is not compiled in: enable the `{}` feature of the `trident` crate",
+            other.feature().unwrap_or("default")
+        ))),
+    }
+}
+
+/// `true` when backend `kind` is compiled into this build (its feature is on).
+pub fn is_compiled(kind: BackendKind) -> bool {
+    match kind {
+        BackendKind::Cuda => cfg!(feature = "cuda"),
+        BackendKind::Wgpu => cfg!(feature = "wgpu"),
+        BackendKind::Rayon => cfg!(feature = "rayon"),
+        BackendKind::Reference => true,
     }
 }
 
 /// Names of the backends compiled into this build, in preference order.
 pub fn compiled_backends() -> Vec<&'static str> {
-    PREFERENCE
-        .iter()
-        .copied()
-        .filter(|&n| match n {
-            "cuda" => cfg!(feature = "cuda"),
-            "wgpu" => cfg!(feature = "wgpu"),
-            "rayon" => cfg!(feature = "rayon"),
-            _ => true,
-        })
+    BackendKind::ALL
+        .into_iter()
+        .filter(|&k| is_compiled(k))
+        .map(BackendKind::name)
         .collect()
 }

@@ -10,16 +10,22 @@ use std::fmt::Write;
 use std::sync::{Arc, OnceLock};
 
 use trident_core::{
-    Backend, CsrMatrix, DenseGemm, Dictionary, Error, FlowNetwork, GemmParams, GridCut, GridGraph,
-    MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, Pair, Point, Primitives, Result,
-    SparseCoder, SparseCodes, SparseGemm, StopRule,
+    Backend, BackendKind, CsrMatrix, DenseGemm, Dictionary, Error, FlowNetwork, GemmParams,
+    GridCut, GridGraph, MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, Pair, Point,
+    Primitives, Result, SparseCoder, SparseCodes, SparseGemm, StopRule,
 };
 
 /// The environment variable that overrides the pick: `TRIDENT_BACKEND=rayon`.
 pub const BACKEND_ENV: &str = "TRIDENT_BACKEND";
 
-/// Backends in the order [`Trident::new`] prefers them.
-pub const PREFERENCE: [&str; 4] = ["cuda", "wgpu", "rayon", "reference"];
+/// Backend names in the order [`Trident::new`] prefers them
+/// ([`BackendKind::ALL`]).
+pub const PREFERENCE: [&str; 4] = [
+    BackendKind::ALL[0].name(),
+    BackendKind::ALL[1].name(),
+    BackendKind::ALL[2].name(),
+    BackendKind::ALL[3].name(),
+];
 
 /// One backend considered by [`Trident::new`] and what became of it.
 #[derive(Debug, Clone)]

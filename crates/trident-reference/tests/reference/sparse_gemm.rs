@@ -124,9 +124,19 @@ fn certificate_rejects_wrong_answers() {
     // Extra entry.
     let extra = CsrMatrix::new(1, 2, vec![0, 2], vec![0, 1], vec![0.0, 0.0]).unwrap();
     assert!(certify::spgemm(&a, &b, &extra).is_err());
-    // Wrong value where the products' magnitudes sum to 2: tolerance 2e-5.
-    let off = CsrMatrix::new(1, 2, vec![0, 1], vec![0], vec![1e-4]).unwrap();
+    // Wrong value where the products' magnitudes sum to 2: the f64 tolerance
+    // is tol::SPGEMM_F64 * 2 = 2e-12.
+    let off = CsrMatrix::new(1, 2, vec![0, 1], vec![0], vec![1e-10]).unwrap();
     assert!(certify::spgemm(&a, &b, &off).is_err());
-    let close = CsrMatrix::new(1, 2, vec![0, 1], vec![0], vec![1e-5]).unwrap();
+    let close = CsrMatrix::new(1, 2, vec![0, 1], vec![0], vec![1e-12]).unwrap();
     assert!(certify::spgemm(&a, &b, &close).is_ok());
+    // In f32 the factor is tol::SPGEMM_F32: 2e-5.
+    let (a32, b32) = (
+        CsrMatrix::new(1, 2, vec![0, 2], vec![0, 1], vec![1.0f32, 1.0]).unwrap(),
+        CsrMatrix::new(2, 2, vec![0, 1, 2], vec![0, 0], vec![1.0f32, -1.0]).unwrap(),
+    );
+    let off = CsrMatrix::new(1, 2, vec![0, 1], vec![0], vec![1e-4f32]).unwrap();
+    assert!(certify::spgemm(&a32, &b32, &off).is_err());
+    let close = CsrMatrix::new(1, 2, vec![0, 1], vec![0], vec![1e-5f32]).unwrap();
+    assert!(certify::spgemm(&a32, &b32, &close).is_ok());
 }

@@ -12,13 +12,13 @@
 //! This module makes inputs only; what a correct answer is lives in the
 //! reference backend and the checks in [`crate::check`].
 
-mod catalog;
-mod coder;
-mod dense;
-mod flow;
+pub(crate) mod catalog;
+use crate::dense_gemm::generate as dense;
+use crate::max_flow::generate as flow;
+use crate::sparse_coder::generate as coder;
 pub mod io;
-mod points;
-mod sparse;
+use crate::nearest_pairs::generate as points;
+use crate::sparse_gemm::generate as sparse;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

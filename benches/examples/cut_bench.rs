@@ -7,8 +7,8 @@
 //! `cut_pymaxflow.py` can load the same graph into PyMaxflow.
 //!
 //! ```text
-//! cargo run -p trident-rayon --release --example cut_bench -- 2048 5 /tmp/cut2048
-//! python3 crates/trident-rayon/examples/cut_pymaxflow.py /tmp/cut2048 5
+//! cargo run -p trident-benches --release --example cut_bench -- 2048 5 /tmp/cut2048
+//! python3 benches/examples/cut_pymaxflow.py /tmp/cut2048 5
 //! ```
 //!
 //! Arguments: N (512), REPS (3), DIR (no dump), SEED (1).

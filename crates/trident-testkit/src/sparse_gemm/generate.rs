@@ -4,7 +4,7 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 use trident_core::{CsrMatrix, Scalar};
 
-use super::rng;
+use crate::cases::rng;
 
 /// R-MAT quadrant probabilities `(a, b, c)`; `d = 1 - a - b - c` (Graph500's).
 pub const RMAT_ABC: (f64, f64, f64) = (0.57, 0.19, 0.19);

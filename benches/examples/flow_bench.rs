@@ -2,7 +2,7 @@
 //! Goldfarb-Grigoriadis RMF network from the testkit.
 //!
 //! ```text
-//! cargo run -p trident-rayon --release --example flow_bench -- A B [REPS] [C2]
+//! cargo run -p trident-benches --release --example flow_bench -- A B [REPS] [C2]
 //! ```
 //!
 //! `genrmf(A, B, 1, C2, seed 1)`: A x A frames, B of them (SPEC's flow-rmf is

@@ -4,7 +4,7 @@ use rand::Rng;
 use rand_distr::{Distribution, Normal};
 use trident_core::Point;
 
-use super::rng;
+use crate::cases::rng;
 
 /// Coordinates of the SPEC point cases lie in `[0, COORD_RANGE)`.
 pub const COORD_RANGE: u32 = 1_000_000;

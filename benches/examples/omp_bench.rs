@@ -6,7 +6,7 @@
 //! scikit-learn baseline can time the very same input:
 //!
 //! ```text
-//! cargo run --release -p trident-rayon --example omp_bench -- 100000 5 /tmp/omp 10000
+//! cargo run --release -p trident-benches --example omp_bench -- 100000 5 /tmp/omp 10000
 //! python3 -c "import numpy as np,time;from sklearn.linear_model import orthogonal_mp_gram as g
 //! D=np.fromfile('/tmp/omp/dict.f32',np.float32).reshape(64,256).astype(np.float64)
 //! X=np.fromfile('/tmp/omp/signals.f32',np.float32).reshape(-1,64).astype(np.float64)

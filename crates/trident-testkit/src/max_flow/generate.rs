@@ -5,7 +5,7 @@ use rand::seq::SliceRandom;
 use rand_distr::{Distribution, Normal};
 use trident_core::{Arc, Dir, FlowNetwork, GridGraph};
 
-use super::rng;
+use crate::cases::rng;
 
 /// The image model behind [`segmentation_grid`]: foreground and background
 /// mean intensities, the noise sigma, and the energy weights.

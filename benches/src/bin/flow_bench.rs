@@ -6,7 +6,7 @@
 //! capacities already on the GPU, labels left there) for each relabel period
 //! asked for, and the host-to-host `grid_cut` (upload, solve, labels back),
 //! checks flow and labels against rayon, and can dump cut-N in the format of
-//! `crates/trident-rayon/examples/cut_pymaxflow.py` so PyMaxflow runs on the
+//! `benches/examples/cut_pymaxflow.py` so PyMaxflow runs on the
 //! same graph.
 //!
 //! ```text

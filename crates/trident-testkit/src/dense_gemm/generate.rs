@@ -3,7 +3,7 @@
 use rand::Rng;
 use trident_core::{GemmParams, MatMut, MatRef, Op, Precision, Result, Scalar};
 
-use super::rng;
+use crate::cases::rng;
 
 /// How one operand is stored: `rows x cols` with leading dimension `ld`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

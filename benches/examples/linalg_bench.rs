@@ -3,7 +3,7 @@
 //! with the default seed), printing the median of a few repeats.
 //!
 //! ```text
-//! cargo run --release -p trident-rayon --example linalg_bench -- [gemm_n] [repeats] [only] [out_dir]
+//! cargo run --release -p trident-benches --example linalg_bench -- [gemm_n] [repeats] [only] [out_dir]
 //! ```
 //!
 //! Defaults: `gemm_n` 2048 (0 skips GEMM), `repeats` 5, `only` `-` (every

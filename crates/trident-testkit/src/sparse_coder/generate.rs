@@ -4,7 +4,7 @@ use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use trident_core::{Dictionary, MatRef, Scalar, StopRule};
 
-use super::rng;
+use crate::cases::rng;
 
 /// One OMP call: code `count` signals (rows of `signals`) over `dict`.
 #[derive(Clone, Debug, PartialEq)]

@@ -4,7 +4,7 @@
 //! input:
 //!
 //! ```text
-//! cargo run --release -p trident-rayon --example pairs_bench -- /tmp/pairs
+//! cargo run --release -p trident-benches --example pairs_bench -- /tmp/pairs
 //! python3 -c "import numpy as np,time;from scipy.spatial import cKDTree as K
 //! for c in ['uniform','clustered']:
 //!  A=np.fromfile(f'/tmp/pairs/{c}_a.f32',np.float32).reshape(-1,3);B=np.fromfile(f'/tmp/pairs/{c}_b.f32',np.float32).reshape(-1,3)

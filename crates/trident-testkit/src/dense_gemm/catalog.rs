@@ -1,0 +1,115 @@
+//! The DenseGemm cases of the catalog ([`crate::cases`]): the random
+//! contract-family cases at each size, then the edge cases.
+
+use trident_core::*;
+
+use crate::cases::catalog::{add, pick};
+use crate::cases::*;
+
+fn params<T: Scalar>(
+    op_a: Op,
+    op_b: Op,
+    alpha: f64,
+    beta: f64,
+    precision: Precision,
+) -> GemmParams<T> {
+    GemmParams {
+        alpha: T::from_f64(alpha),
+        beta: T::from_f64(beta),
+        op_a,
+        op_b,
+        precision,
+    }
+}
+
+pub(crate) fn gemm_cases(size: Size) -> Vec<Case> {
+    let p = "dense_gemm";
+    let mut v = Vec::new();
+    let n32 = pick(size, 64, 1024);
+    let n64 = pick(size, 48, 512);
+    add(&mut v, format!("gemm-f32-{n32}"), p, false, move |s| {
+        Input::Gemm32(gemm(n32, s))
+    });
+    add(&mut v, format!("gemm-f64-{n64}"), p, false, move |s| {
+        Input::Gemm64(gemm(n64, s))
+    });
+    add(&mut v, format!("gemm-tf32-{n32}"), p, false, move |s| {
+        let prm = params(Op::N, Op::N, 1.0, 0.0, Precision::Tf32);
+        Input::Gemm32(gemm_general(n32, n32, n32, prm, 0, s))
+    });
+    let (m, n, k) = pick(size, (37, 29, 41), (517, 389, 611));
+    for (oa, ob, tag) in [
+        (Op::T, Op::N, "tn"),
+        (Op::N, Op::T, "nt"),
+        (Op::T, Op::T, "tt"),
+    ] {
+        add(
+            &mut v,
+            format!("gemm-f32-{tag}-{m}x{n}x{k}"),
+            p,
+            false,
+            move |s| {
+                Input::Gemm32(gemm_general(
+                    m,
+                    n,
+                    k,
+                    params(oa, ob, -1.5, 0.75, Precision::Strict),
+                    3,
+                    s,
+                ))
+            },
+        );
+        add(
+            &mut v,
+            format!("gemm-f64-{tag}-{m}x{n}x{k}"),
+            p,
+            false,
+            move |s| {
+                Input::Gemm64(gemm_general(
+                    m,
+                    n,
+                    k,
+                    params(oa, ob, 0.5, -2.0, Precision::Strict),
+                    2,
+                    s,
+                ))
+            },
+        );
+    }
+    // Edge cases: empty dimensions, k = 0 with and without beta, 1 x 1, dot and
+    // outer products, alpha = 0, and beta = 0 over a NaN-filled padded C.
+    let edges: [(&str, usize, usize, usize, f64, f64, usize); 9] = [
+        ("m0", 0, 5, 4, 1.0, 0.0, 0),
+        ("n0", 5, 0, 4, 1.0, 0.5, 0),
+        ("k0-beta0", 4, 5, 0, 1.0, 0.0, 0),
+        ("k0-beta", 4, 5, 0, 2.0, 0.5, 1),
+        ("1x1", 1, 1, 1, 1.0, 0.0, 0),
+        ("dot", 1, 1, 300, 1.0, 1.0, 0),
+        ("outer", 40, 30, 1, -1.0, 0.0, 0),
+        ("alpha0", 6, 7, 8, 0.0, 1.0, 2),
+        ("beta0-nan-c", 9, 11, 13, 1.0, 0.0, 4),
+    ];
+    for (tag, m, n, k, alpha, beta, pad) in edges {
+        add(&mut v, format!("gemm-edge-{tag}-f32"), p, true, move |s| {
+            Input::Gemm32(gemm_general(
+                m,
+                n,
+                k,
+                params(Op::N, Op::N, alpha, beta, Precision::Strict),
+                pad,
+                s,
+            ))
+        });
+        add(&mut v, format!("gemm-edge-{tag}-f64"), p, true, move |s| {
+            Input::Gemm64(gemm_general(
+                m,
+                n,
+                k,
+                params(Op::T, Op::N, alpha, beta, Precision::Strict),
+                pad,
+                s,
+            ))
+        });
+    }
+    v
+}
