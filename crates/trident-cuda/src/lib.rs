@@ -97,7 +97,26 @@ impl CudaBackend {
     /// the device count, NVRTC (`libnvrtc`); each failure is
     /// [`Error::BackendUnavailable`] saying which. Kernels are compiled later,
     /// on first use.
+    ///
+    /// A broken install (a `libcuda.so` that lacks the driver API, e.g. a stub
+    /// or a mismatched library) passes the `dlopen` check but makes cudarc's
+    /// loader panic on the first missing symbol ("Missing symbol cuInit").
+    /// Construction therefore runs under [`std::panic::catch_unwind`], and a
+    /// panic there is `BackendUnavailable` naming the loader's message. (The
+    /// default panic hook still prints that message once; a library must not
+    /// replace the process-wide hook.) cudarc caches nothing after such a
+    /// panic, so a later call probes again and fails the same way.
     pub fn new(ordinal: usize) -> Result<Self> {
+        std::panic::catch_unwind(|| Self::open(ordinal)).unwrap_or_else(|payload| {
+            Err(unavailable(format!(
+                "the CUDA driver library is unusable (a broken or stub libcuda?): {}",
+                panic_message(payload.as_ref())
+            )))
+        })
+    }
+
+    /// [`CudaBackend::new`] without the panic guard.
+    fn open(ordinal: usize) -> Result<Self> {
         // SAFETY: only tries to dlopen the library; cudarc's own loader panics
         // when it is missing, which this check avoids.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
@@ -167,6 +186,15 @@ impl CudaBackend {
     pub fn device_name(&self) -> &str {
         &self.name
     }
+}
+
+/// The message of a caught panic (`&str` or `String` payloads, as `panic!` makes).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// Tells the device's default memory pool to keep freed memory instead of

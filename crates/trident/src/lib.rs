@@ -26,15 +26,20 @@
 //! # Ok::<(), trident::Error>(())
 //! ```
 #![warn(missing_docs)]
+// Library code returns errors; it never unwraps (issue 12). The few justified
+// exceptions carry an `allow` and a comment saying why they cannot fail.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod pick;
+mod serving;
 
 /// The README's examples, compiled and run as doctests so they stay true.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
-pub use pick::{BACKEND_ENV, Candidate, PREFERENCE, Trident};
+pub use pick::{BACKEND_ENV, Candidate, PREFERENCE, Serving, Trident};
 pub use trident_core::*;
 #[cfg(feature = "reference")]
 pub use trident_reference::ReferenceBackend;

@@ -90,12 +90,16 @@ pub(crate) fn solve<const D: usize>(g: &GridGraph) -> GridCut {
             (cpu_now() - c0) * 1e3
         );
     }
-    match s {
+    // A valid GridGraph's capacities total at most i64::MAX, so every
+    // residual fits i64 and the build cannot fail.
+    #[allow(clippy::expect_used)]
+    let solved = match s {
         Some(s) => s.finish(),
         None => Solver::<i64, D>::build(g)
             .expect("i64 holds every residual of a valid GridGraph")
             .finish(),
-    }
+    };
+    solved
 }
 
 struct Solver<C, const D: usize> {
