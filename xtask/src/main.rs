@@ -90,12 +90,32 @@ fn device_build(args: &[String]) -> Result<(), String> {
         "cuda_bench",
         "--bin",
         "flow_bench",
+        "--bin",
+        "cuda_omp_bench",
+    ]);
+    run(c)?;
+    let mut c = cargo();
+    c.current_dir(root()).args([
+        "build",
+        "--release",
+        "-p",
+        "trident-wgpu",
+        "--features",
+        "bench",
+        "--bin",
+        "wgpu_bench",
     ]);
     run(c)?;
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| root().join("target"));
-    for name in ["trident", "cuda_bench", "flow_bench"] {
+    for name in [
+        "trident",
+        "cuda_bench",
+        "flow_bench",
+        "cuda_omp_bench",
+        "wgpu_bench",
+    ] {
         std::fs::copy(target.join("release").join(name), dir.join(name))
             .map_err(|e| format!("copying {name}: {e}"))?;
         eprintln!("xtask: copied {name} to .device/");

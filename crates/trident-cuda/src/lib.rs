@@ -29,6 +29,8 @@
 //! depends on scheduling (atomics only count and place integers; SpGEMM
 //! accumulates each entry in A's column order, see `kernels/sparse_gemm.cu`).
 #![warn(missing_docs)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod dense_gemm;
 pub mod device;

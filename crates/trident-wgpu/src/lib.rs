@@ -17,6 +17,8 @@
 //!
 //! [`Trident`]: https://docs.rs/trident
 #![warn(missing_docs)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod buffer;
 pub mod context;

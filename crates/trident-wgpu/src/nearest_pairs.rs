@@ -123,6 +123,8 @@ impl WgpuBackend {
 impl NearestPairs for WgpuBackend {
     fn nearest(&self, a: &[Point], b: &[Point], out: &mut [Neighbor]) -> Result<()> {
         validate::nearest(a, b, out)?;
+        // The shader computes in f32: huge coordinates go to a backend that rescales.
+        validate::f32_distances_fit(a, b)?;
         if a.is_empty() {
             return Ok(());
         }
@@ -137,6 +139,8 @@ impl NearestPairs for WgpuBackend {
 
     fn knn(&self, a: &[Point], b: &[Point], k: usize, out: &mut [Neighbor]) -> Result<()> {
         validate::knn(a, b, k, out)?;
+        // The shader computes in f32: huge coordinates go to a backend that rescales.
+        validate::f32_distances_fit(a, b)?;
         if a.is_empty() || k == 0 {
             return Ok(());
         }
@@ -156,6 +160,8 @@ impl NearestPairs for WgpuBackend {
 
     fn closest_pairs(&self, a: &[Point], b: &[Point], k: usize) -> Result<Vec<Pair>> {
         validate::closest_pairs(a, b)?;
+        // The shader computes in f32: huge coordinates go to a backend that rescales.
+        validate::f32_distances_fit(a, b)?;
         if a.is_empty() || k == 0 {
             return Ok(Vec::new());
         }
