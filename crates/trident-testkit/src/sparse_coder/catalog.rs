@@ -156,3 +156,16 @@ pub(crate) fn omp_cases(size: Size) -> Vec<Case> {
     });
     v
 }
+
+/// The contract's SparseCoder benchmark case at full size ([`crate::cases::spec_cases`]).
+pub(crate) fn omp_spec_cases() -> Vec<Case> {
+    let mut v = Vec::new();
+    add(
+        &mut v,
+        "omp-64x256-k16".into(),
+        "sparse_coder",
+        false,
+        |s| Input::Omp32(omp_dct(1_000_000, s)),
+    );
+    v
+}
