@@ -351,7 +351,7 @@ pub fn runner<'a>(backend: &'a dyn Primitives, input: &'a Input) -> Run<'a> {
         Box::new(move || backend.network_flow(g).map(Output::Flow))
     } else {
         let why = format!("no bench runner for input {}", input.describe());
-        Box::new(move || Err(Error::Unsupported(why.clone().into())))
+        Box::new(move || Err(Error::Unsupported(why.clone())))
     }
 }
 

@@ -230,23 +230,43 @@ macro_rules! conformance_tests {
             use $crate::conformance as __c;
             #[test]
             fn dense_gemm() {
-                __c::run_test(stringify!($name), __c::dense_gemm, || $ctor)
+                __c::run_test(
+                    stringify!($name),
+                    $crate::dense_gemm::SUITE.conformance,
+                    || $ctor,
+                )
             }
             #[test]
             fn sparse_gemm() {
-                __c::run_test(stringify!($name), __c::sparse_gemm, || $ctor)
+                __c::run_test(
+                    stringify!($name),
+                    $crate::sparse_gemm::SUITE.conformance,
+                    || $ctor,
+                )
             }
             #[test]
             fn nearest_pairs() {
-                __c::run_test(stringify!($name), __c::nearest_pairs, || $ctor)
+                __c::run_test(
+                    stringify!($name),
+                    $crate::nearest_pairs::SUITE.conformance,
+                    || $ctor,
+                )
             }
             #[test]
             fn sparse_coder() {
-                __c::run_test(stringify!($name), __c::sparse_coder, || $ctor)
+                __c::run_test(
+                    stringify!($name),
+                    $crate::sparse_coder::SUITE.conformance,
+                    || $ctor,
+                )
             }
             #[test]
             fn max_flow() {
-                __c::run_test(stringify!($name), __c::max_flow, || $ctor)
+                __c::run_test(
+                    stringify!($name),
+                    $crate::max_flow::SUITE.conformance,
+                    || $ctor,
+                )
             }
             #[test]
             fn bad_input() {
