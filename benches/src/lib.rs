@@ -105,6 +105,9 @@ pub fn reference_stand_in(case: &Case) -> Option<Case> {
     match case.name.as_str() {
         "gemm-8192" => stand_in("2048", |s| Input::Gemm32(cases::gemm(2048, s))),
         "omp-64x256-k16" => stand_in("10K", |s| Input::Omp32(cases::omp_dct(10_000, s))),
+        // 32 steps of from-scratch least squares on 256-long atoms per signal:
+        // about 60x the work of omp-64x256-k16 per signal.
+        "omp-256x1024-k32" => stand_in("200", |s| Input::Omp32(cases::omp_dct_256(200, s))),
         _ => None,
     }
 }

@@ -51,7 +51,7 @@ fn verify(args: &[String]) -> Result<(), String> {
     }
     let mut c = cargo();
     c.current_dir(root())
-        .args(["run", "--release", "--quiet", "-p", "trident-cli"]);
+        .args(["run", "--release", "--quiet", "-p", "trident-compute-cli"]);
     if let Some(f) = features {
         c.args(["--features", &f]);
     }
@@ -69,8 +69,13 @@ fn device_build(args: &[String]) -> Result<(), String> {
     let tests = dir.join("tests");
     std::fs::create_dir_all(&tests).map_err(|e| e.to_string())?;
     let mut c = cargo();
-    c.current_dir(root())
-        .args(["build", "--release", "-p", "trident-cli", "--features"]);
+    c.current_dir(root()).args([
+        "build",
+        "--release",
+        "-p",
+        "trident-compute-cli",
+        "--features",
+    ]);
     c.arg(&features);
     run(c)?;
     let mut c = cargo();

@@ -96,6 +96,8 @@ impl<T: Scalar> Dictionary<T> {
         &self.data
     }
     /// The dictionary as a matrix view.
+    // The shape was checked when the dictionary was built, so the view is valid.
+    #[allow(clippy::expect_used)]
     pub fn as_mat(&self) -> MatRef<'_, T> {
         MatRef::new(&self.data, self.n, self.atoms, self.atoms)
             .expect("shape checked at construction")
@@ -117,8 +119,33 @@ fn column_norms<T: Scalar>(n: usize, atoms: usize, data: &[T]) -> Vec<f64> {
     s.into_iter().map(f64::sqrt).collect()
 }
 
+/// The largest `|<d_j, r>|` that counts as zero up to rounding for a signal of
+/// length `n` and norm `x_norm`: `64 sqrt(n) eps_f64 ||x||`.
+///
+/// OMP never selects an atom whose correlation with the residual is at or
+/// below it (the signal stops there, as when the best correlation is exactly
+/// 0). The case is an atom the residual is orthogonal to in exact arithmetic,
+/// above all an exact duplicate of a selected atom: rounding leaves it a
+/// correlation of a few `eps ||x||`, and selecting it would make the
+/// least-squares system singular up to rounding (coefficients of 1e15).
+/// Computing the residual (or the Gram-based correlations) costs rounding
+/// errors of about `sqrt(n) eps ||x||`; the factor 64 keeps clear of them,
+/// while any correlation a user could mean lies far above (`1e-14 ||x||` at
+/// n = 64). Every backend computes OMP in f64, whatever `T`, so one bound
+/// serves both precisions.
+///
+/// ```
+/// # use trident_core::omp_zero_correlation;
+/// assert!(omp_zero_correlation(64, 1.0) < 1e-12);
+/// assert_eq!(omp_zero_correlation(64, 0.0), 0.0);
+/// ```
+pub fn omp_zero_correlation(n: usize, x_norm: f64) -> f64 {
+    64.0 * (n.max(1) as f64).sqrt() * f64::EPSILON * x_norm
+}
+
 /// When OMP stops adding atoms to a signal. It also always stops at
-/// `min(n, atoms)` atoms and when the residual is exactly zero.
+/// `min(n, atoms)` atoms, when the residual is exactly zero, and when the best
+/// correlation is zero up to rounding ([`omp_zero_correlation`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum StopRule {
     /// Stop after this many atoms.

@@ -228,6 +228,34 @@ impl<'a, T: Copy> MatMut<'a, T> {
         }
         &mut self.data[i * self.ld..i * self.ld + self.cols]
     }
+    /// `C <- beta * C` on the view's elements (never the padding), with BLAS's
+    /// rule that `beta == 0` does not read C (a NaN there becomes 0). This is
+    /// a whole GEMM when `alpha == 0` or `k == 0`: backends call it instead of
+    /// multiplying, so that A and B are not read and nothing is computed.
+    ///
+    /// ```
+    /// # use trident_core::MatMut;
+    /// let mut c = [f32::NAN, 2.0, 9.0, 4.0];
+    /// MatMut::new(&mut c, 1, 2, 2).unwrap().scale(0.0);
+    /// assert_eq!(c, [0.0, 0.0, 9.0, 4.0]);
+    /// ```
+    pub fn scale(&mut self, beta: T)
+    where
+        T: crate::Scalar,
+    {
+        if beta == T::ONE {
+            return;
+        }
+        for i in 0..self.rows {
+            let row = self.row_mut(i);
+            if beta == T::ZERO {
+                row.fill(T::ZERO);
+            } else {
+                row.iter_mut().for_each(|v| *v *= beta);
+            }
+        }
+    }
+
     /// Reborrows the view for a shorter lifetime.
     pub fn rb(&mut self) -> MatMut<'_, T> {
         MatMut {
@@ -283,8 +311,13 @@ pub struct GemmDims {
 pub trait DenseGemm<T: Scalar>: Send + Sync {
     /// `C <- alpha op(A) op(B) + beta C` on host memory.
     ///
-    /// Errors (C untouched): shapes that do not fit, non-finite alpha/beta/A/B, or
-    /// non-finite C when `beta != 0`.
+    /// Errors (C untouched): shapes that do not fit, non-finite alpha/beta/A/B,
+    /// or non-finite C when `beta != 0`.
+    ///
+    /// As in BLAS, `alpha == 0` means A and B take no part in the arithmetic
+    /// (C becomes `beta * C` even where `A * B` would overflow; they are still
+    /// validated), `beta == 0` means C is not read, and `m == 0` or `n == 0`
+    /// returns at once whatever `k`.
     ///
     /// ```
     /// use trident_core::{DenseGemm, GemmParams, MatMut, MatRef};

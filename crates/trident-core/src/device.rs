@@ -20,7 +20,10 @@
 //! backend uses both. Device buffers are checked when they are made from host
 //! data; the device calls check only what relates their arguments (shapes).
 
-use crate::{CsrMatrix, GemmParams, Neighbor, Pair, Point, Result, Scalar};
+use crate::{
+    CsrMatrix, Dictionary, Error, GemmParams, Neighbor, Pair, Point, Result, Scalar, SparseCodes,
+    StopRule,
+};
 
 /// Plain-old-data a device buffer can hold.
 pub trait Element: bytemuck::Pod + Send + Sync {}
@@ -145,4 +148,76 @@ pub trait NearestPairsDevice: DeviceMemory {
         b: &Self::Buffer<Point>,
         k: usize,
     ) -> Result<Vec<Pair>>;
+}
+
+/// OMP codes in device memory, one fixed-size slot per signal: signal `i`
+/// has `counts[i]` atoms, `atoms[i * max_atoms..][..counts[i]]` in selection
+/// order, with their coefficients at the same places in `coefs`, and its
+/// final `||r||^2` in `residual_norm2[i]`. Slots are padded rather than
+/// packed so that signals are coded independently, with no prefix sum over
+/// counts on the device; [`SparseCoderDevice::download_codes`] packs them
+/// into [`SparseCodes`].
+pub struct DeviceCodes<M: DeviceMemory + ?Sized, T: Scalar> {
+    /// Number of signals.
+    pub signals: usize,
+    /// Slot size: [`StopRule::max_atoms`] for the call's dictionary.
+    pub max_atoms: usize,
+    /// Atoms per signal (`signals` entries).
+    pub counts: M::Buffer<u32>,
+    /// `signals * max_atoms` atom slots (entries past a signal's count are unspecified).
+    pub atoms: M::Buffer<u32>,
+    /// Coefficients, parallel to `atoms`.
+    pub coefs: M::Buffer<T>,
+    /// Final squared residual norm per signal.
+    pub residual_norm2: M::Buffer<T>,
+}
+
+/// Sparse coding of signals that live in device memory.
+pub trait SparseCoderDevice<T: Scalar>: DeviceMemory + Sized {
+    /// [`crate::SparseCoder::encode`] on the rows of `signals` (L x n on the
+    /// device), leaving the codes on the device. The dictionary comes from the
+    /// host (it is small and checked there); signal values are not re-checked
+    /// for finiteness (that would need a pass over device memory), shapes and
+    /// the rule are.
+    fn encode_device(
+        &self,
+        dict: &Dictionary<T>,
+        signals: &DeviceMat<Self::Buffer<T>>,
+        rule: StopRule,
+    ) -> Result<DeviceCodes<Self, T>>;
+
+    /// Copies codes to the host and packs them into [`SparseCodes`].
+    fn download_codes(&self, codes: &DeviceCodes<Self, T>) -> Result<SparseCodes<T>> {
+        let (l, m) = (codes.signals, codes.max_atoms);
+        let mut counts = vec![0u32; l];
+        self.download(&codes.counts, &mut counts)?;
+        let slots = self.buffer_len(&codes.atoms);
+        let mut atoms = vec![0u32; slots];
+        let mut coefs = vec![T::ZERO; slots];
+        self.download(&codes.atoms, &mut atoms)?;
+        self.download(&codes.coefs, &mut coefs)?;
+        let mut residual_norm2 = vec![T::ZERO; l];
+        self.download(&codes.residual_norm2, &mut residual_norm2)?;
+        let nnz: usize = counts.iter().map(|&c| c as usize).sum();
+        let mut out = SparseCodes {
+            offsets: Vec::with_capacity(l + 1),
+            atoms: Vec::with_capacity(nnz),
+            coefs: Vec::with_capacity(nnz),
+            residual_norm2,
+        };
+        out.offsets.push(0);
+        for (i, &c) in counts.iter().enumerate() {
+            let c = c as usize;
+            let s = i * m;
+            if c > m || s + c > slots {
+                return Err(Error::Backend(
+                    format!("signal {i} reports {c} atoms, its slot holds {m}").into(),
+                ));
+            }
+            out.atoms.extend_from_slice(&atoms[s..s + c]);
+            out.coefs.extend_from_slice(&coefs[s..s + c]);
+            out.offsets.push(out.atoms.len());
+        }
+        Ok(out)
+    }
 }

@@ -36,29 +36,39 @@
 //! See [`device`]: GPU backends also implement [`DeviceMemory`] and the
 //! `*Device` traits, which keep operands and results in device memory across calls.
 #![warn(missing_docs)]
+// Library code returns errors; it never unwraps (issue 12). The few justified
+// exceptions carry an `allow` and a comment saying why they cannot fail.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod coder;
 mod dense;
 pub mod device;
 mod error;
 mod flow;
+#[cfg(any(feature = "sprs", feature = "ndarray", feature = "nalgebra"))]
+pub mod interop;
 mod kind;
+pub mod mem;
 mod points;
 mod scalar;
 mod sparse;
 pub mod tol;
 pub mod validate;
 
-pub use coder::{Dictionary, SparseCoder, SparseCodes, StopRule};
+pub use coder::{Dictionary, SparseCoder, SparseCodes, StopRule, omp_zero_correlation};
 pub use dense::{DenseGemm, GemmDims, GemmParams, MatMut, MatRef, Op, Precision};
 pub use device::{
-    DenseGemmDevice, DeviceCsr, DeviceMat, DeviceMemory, Element, NearestPairsDevice,
-    SparseGemmDevice,
+    DenseGemmDevice, DeviceCodes, DeviceCsr, DeviceMat, DeviceMemory, Element, NearestPairsDevice,
+    SparseCoderDevice, SparseGemmDevice,
 };
 pub use error::{Error, Result};
 pub use flow::{Arc, Dir, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
 pub use kind::{BackendKind, Primitive};
-pub use points::{NearestPairs, Neighbor, Pair, Point, dist2, dist2_f64};
+pub use points::{
+    F32_SAFE_COORD, NearestPairs, Neighbor, Pair, Point, dist2, dist2_f64, f32_overflow_shift,
+    scale_points, unscale_d2,
+};
 pub use scalar::Scalar;
 pub use sparse::{CsrMatrix, MAX_DIM, SparseGemm};
 pub use tol::UNIT_NORM_TOL;

@@ -47,6 +47,56 @@ pub fn dist2_f64(p: &Point, q: &Point) -> f64 {
     dx * dx + dy * dy + dz * dz
 }
 
+/// The largest coordinate magnitude, `2^62`, for which f32 squared distances
+/// cannot overflow: `3 * (2 * 2^62)^2 = 3 * 2^126 < f32::MAX`.
+pub const F32_SAFE_COORD: f32 = 4_611_686_018_427_387_904.0;
+
+/// How far to scale A and B down so that f32 squared distances cannot
+/// overflow: the smallest `s >= 0` with every `|coordinate| * 2^-s <=`
+/// [`F32_SAFE_COORD`]. Zero (nothing to do) unless some coordinate exceeds
+/// about 4.6e18.
+///
+/// Why scale: coordinates such as `1e30` or `f32::MAX` are finite, but their
+/// squared distances overflow f32 to `inf`, every candidate then ties, and
+/// the smallest index would win whatever the geometry. Multiplying by a
+/// power of two is exact (barring underflow of coordinates some 2^60 times
+/// smaller than the largest, which moves distances by less than 1e-30), so the
+/// order of all f32 distances is kept; [`unscale_d2`] brings reported
+/// distances back (`inf` where the true one exceeds `f32::MAX`).
+///
+/// ```
+/// # use trident_core::{f32_overflow_shift, F32_SAFE_COORD};
+/// assert_eq!(f32_overflow_shift(&[[1e18, 0.0, 0.0]], &[[0.0; 3]]), 0);
+/// let s = f32_overflow_shift(&[[f32::MAX, 0.0, 0.0]], &[[-1e30, 0.0, 0.0]]);
+/// assert!(f32::MAX * 2f32.powi(-s) <= F32_SAFE_COORD);
+/// ```
+pub fn f32_overflow_shift(a: &[Point], b: &[Point]) -> i32 {
+    let max = a
+        .iter()
+        .chain(b)
+        .flat_map(|p| p.iter())
+        .fold(0.0f32, |m, &v| m.max(v.abs()));
+    let mut s = 0;
+    while max * 2f32.powi(-s) > F32_SAFE_COORD {
+        s += 1;
+    }
+    s
+}
+
+/// `p` with every coordinate multiplied by `2^-shift` (exact for powers of two).
+pub fn scale_points(p: &[Point], shift: i32) -> Vec<Point> {
+    let f = 2f32.powi(-shift);
+    p.iter().map(|q| q.map(|v| v * f)).collect()
+}
+
+/// A squared distance computed on points scaled by `2^-shift`, brought back to
+/// the caller's units (`inf` where it exceeds `f32::MAX`).
+pub fn unscale_d2(d2: f32, shift: i32) -> f32 {
+    // Two steps: 2^(2 shift) itself may not be representable.
+    let f = 2f32.powi(shift);
+    d2 * f * f
+}
+
 /// Nearest-neighbour queries from point set A into point set B.
 ///
 /// Ties in distance go to the smaller index in B (`nearest`, `knn`) and to the

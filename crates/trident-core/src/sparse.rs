@@ -4,7 +4,7 @@
 //! invariant SPEC.md names, so backends can rely on them without re-checking.
 
 use crate::validate::check_finite;
-use crate::{Error, Result, Scalar};
+use crate::{Error, Result, Scalar, mem};
 
 /// The largest column count (and row count) a CSR matrix may have: column
 /// indices are `u32`.
@@ -41,81 +41,41 @@ impl<T: Scalar> CsrMatrix<T> {
         indices: Vec<u32>,
         values: Vec<T>,
     ) -> Result<Self> {
-        check_dim("rows", rows)?;
-        check_dim("cols", cols)?;
-        if offsets.len() != rows + 1 {
-            return Err(Error::dim(
-                "offsets",
-                format!(
-                    "length {} for {rows} rows, expected {}",
-                    offsets.len(),
-                    rows + 1
-                ),
-            ));
-        }
-        if offsets[0] != 0 {
-            return Err(Error::csr(
-                "offsets",
-                0,
-                format!("= {}, must be 0", offsets[0]),
-            ));
-        }
-        for i in 0..rows {
-            if offsets[i + 1] < offsets[i] {
-                return Err(Error::csr(
-                    "offsets",
-                    i + 1,
-                    format!(
-                        "= {} is smaller than offsets[{i}] = {}",
-                        offsets[i + 1],
-                        offsets[i]
-                    ),
-                ));
-            }
-        }
-        let nnz = offsets[rows];
-        if indices.len() != nnz {
-            return Err(Error::dim(
-                "indices",
-                format!("length {} but offsets[{rows}] = {nnz}", indices.len()),
-            ));
-        }
-        if values.len() != nnz {
-            return Err(Error::dim(
-                "values",
-                format!("length {} but offsets[{rows}] = {nnz}", values.len()),
-            ));
-        }
-        for i in 0..rows {
-            let (s, e) = (offsets[i], offsets[i + 1]);
-            for p in s..e {
-                let c = indices[p];
-                if c as usize >= cols {
-                    return Err(Error::csr(
-                        "indices",
-                        p,
-                        format!("= {c} is out of range for {cols} columns (row {i})"),
-                    ));
-                }
-                if p > s && indices[p - 1] >= c {
-                    let what = if indices[p - 1] == c {
-                        "repeats"
-                    } else {
-                        "is smaller than"
-                    };
-                    return Err(Error::csr(
-                        "indices",
-                        p,
-                        format!(
-                            "= {c} {what} indices[{}] = {} in row {i}; columns must be sorted and unique",
-                            p - 1,
-                            indices[p - 1]
-                        ),
-                    ));
-                }
-            }
-        }
+        check_structure(rows, cols, &offsets, &indices, values.len())?;
         check_finite("values", &values)?;
+        Ok(Self {
+            rows,
+            cols,
+            offsets,
+            indices,
+            values,
+        })
+    }
+
+    /// Checks and wraps the arrays of a *result* (what a backend computed from
+    /// valid inputs): the structure is checked as in [`CsrMatrix::new`], the
+    /// values are not required to be finite.
+    ///
+    /// Finite inputs can still produce `inf` or `NaN` (`3e38 * 10` in f32), and
+    /// like BLAS and SciPy Trident returns such a product rather than failing
+    /// or panicking. Inputs are held to the finite rule by the primitives' own
+    /// validation ([`crate::validate::spgemm`]), so a non-finite result cannot
+    /// be fed back in unnoticed.
+    ///
+    /// ```
+    /// # use trident_core::CsrMatrix;
+    /// let c = CsrMatrix::from_result(1, 1, vec![0, 1], vec![0], vec![f32::INFINITY]).unwrap();
+    /// assert!(c.values()[0].is_infinite());
+    /// assert!(CsrMatrix::new(1, 1, vec![0, 1], vec![0], vec![f32::INFINITY]).is_err());
+    /// ```
+    pub fn from_result(
+        rows: usize,
+        cols: usize,
+        offsets: Vec<usize>,
+        indices: Vec<u32>,
+        values: Vec<T>,
+    ) -> Result<Self> {
+        check_structure(rows, cols, &offsets, &indices, values.len())?;
         Ok(Self {
             rows,
             cols,
@@ -161,7 +121,9 @@ impl<T: Scalar> CsrMatrix<T> {
             }
         }
         // Counting sort by row, then sort each row by column and merge duplicates.
-        let mut counts = vec![0usize; rows + 1];
+        let mut counts = mem::try_vec(rows + 1, 0usize, || {
+            format!("row counts of a {rows} x {cols} matrix")
+        })?;
         for &(r, _, _) in triplets {
             counts[r as usize + 1] += 1;
         }
@@ -169,25 +131,48 @@ impl<T: Scalar> CsrMatrix<T> {
             counts[i + 1] += counts[i];
         }
         let mut next = counts.clone();
-        let mut tmp: Vec<(u32, T)> = vec![(0, T::ZERO); triplets.len()];
-        for &(r, c, v) in triplets {
-            tmp[next[r as usize]] = (c, v);
+        // (column, value, position in `triplets`): the position names the
+        // culprits if duplicates sum to a non-finite value.
+        let mut tmp: Vec<(u32, T, usize)> = vec![(0, T::ZERO, 0); triplets.len()];
+        for (p, &(r, c, v)) in triplets.iter().enumerate() {
+            tmp[next[r as usize]] = (c, v, p);
             next[r as usize] += 1;
         }
-        let mut offsets = Vec::with_capacity(rows + 1);
+        let mut offsets = mem::with_capacity(rows + 1, || format!("CSR offsets of {rows} rows"))?;
         let mut indices = Vec::with_capacity(triplets.len());
-        let mut values = Vec::with_capacity(triplets.len());
+        let mut values: Vec<T> = Vec::with_capacity(triplets.len());
         offsets.push(0);
         for i in 0..rows {
             let row = &mut tmp[counts[i]..counts[i + 1]];
-            row.sort_by_key(|&(c, _)| c);
-            for &(c, v) in row.iter() {
-                if indices.len() > *offsets.last().unwrap() && *indices.last().unwrap() == c {
-                    *values.last_mut().unwrap() += v;
-                } else {
-                    indices.push(c);
-                    values.push(v);
+            // Stable: duplicates are summed in the order the caller gave them.
+            row.sort_by_key(|&(c, _, _)| c);
+            let row_start = indices.len();
+            for &(c, v, _) in row.iter() {
+                match (indices.last(), values.last_mut()) {
+                    (Some(&last), Some(acc)) if indices.len() > row_start && last == c => *acc += v,
+                    _ => {
+                        indices.push(c);
+                        values.push(v);
+                    }
                 }
+            }
+            if let Some(q) = values[row_start..].iter().position(|v| !v.is_finite()) {
+                let c = indices[row_start + q];
+                let culprits: Vec<usize> = row
+                    .iter()
+                    .filter(|&&(cc, _, _)| cc == c)
+                    .map(|&(_, _, p)| p)
+                    .collect();
+                return Err(Error::csr(
+                    "triplets",
+                    culprits[0],
+                    format!(
+                        "the {} triplets at positions {culprits:?} for entry ({i}, {c}) sum to {}, \
+                         which is not finite",
+                        culprits.len(),
+                        values[row_start + q]
+                    ),
+                ));
             }
             offsets.push(indices.len());
         }
@@ -195,7 +180,8 @@ impl<T: Scalar> CsrMatrix<T> {
     }
 
     /// Wraps arrays a backend produced and knows to be valid, skipping the O(nnz)
-    /// check (debug builds still run it). `cargo xtask verify` re-checks every
+    /// check (debug builds still run the structure check; values may be
+    /// non-finite, as in [`CsrMatrix::from_result`]). `cargo xtask verify` re-checks every
     /// backend output through [`CsrMatrix::new`], so a lie here is caught there.
     #[doc(hidden)]
     pub fn from_parts_unchecked(
@@ -205,9 +191,11 @@ impl<T: Scalar> CsrMatrix<T> {
         indices: Vec<u32>,
         values: Vec<T>,
     ) -> Self {
-        if cfg!(debug_assertions) {
-            return Self::new(rows, cols, offsets, indices, values)
-                .expect("backend produced an invalid CSR matrix");
+        if cfg!(debug_assertions)
+            && let Err(e) = check_structure(rows, cols, &offsets, &indices, values.len())
+        {
+            // A broken structure here is a bug in the backend, not bad input.
+            panic!("backend produced an invalid CSR matrix: {e}");
         }
         Self {
             rows,
@@ -219,8 +207,23 @@ impl<T: Scalar> CsrMatrix<T> {
     }
 
     /// An empty `rows x cols` matrix (no stored entries).
+    ///
+    /// The offsets array (`rows + 1` entries) is the only storage; a row count
+    /// beyond [`MAX_DIM`] is [`Error::TooLarge`] and one whose offsets do not
+    /// fit in memory is [`Error::OutOfMemory`], never an abort.
     pub fn zeros(rows: usize, cols: usize) -> Result<Self> {
-        Self::new(rows, cols, vec![0; rows + 1], Vec::new(), Vec::new())
+        check_dim("rows", rows)?;
+        check_dim("cols", cols)?;
+        let offsets = mem::try_vec(rows + 1, 0usize, || {
+            format!("the CSR offsets of an empty {rows} x {cols} matrix")
+        })?;
+        Ok(Self {
+            rows,
+            cols,
+            offsets,
+            indices: Vec::new(),
+            values: Vec::new(),
+        })
     }
 
     /// Number of rows.
@@ -267,6 +270,32 @@ impl<T: Scalar> CsrMatrix<T> {
         }
         d
     }
+    /// A lower bound on the nnz of `self * b` that costs `O(nnz(self))`: per
+    /// row, the longest row of `b` it touches (one row of `b` alone has that
+    /// many distinct columns). Backends check it against memory before the
+    /// product, so an outer product with billions of entries is an
+    /// [`Error::OutOfMemory`] at once rather than an abort after the
+    /// symbolic pass. `b.rows()` must equal `self.cols()`.
+    ///
+    /// ```
+    /// # use trident_core::CsrMatrix;
+    /// let col = CsrMatrix::from_triplets(3, 1, &[(0, 0, 1.0f32), (1, 0, 1.0), (2, 0, 1.0)]).unwrap();
+    /// let row = CsrMatrix::from_triplets(1, 4, &[(0, 0, 1.0f32), (0, 3, 1.0)]).unwrap();
+    /// assert_eq!(col.product_nnz_lower_bound(&row), 6);
+    /// ```
+    pub fn product_nnz_lower_bound(&self, b: &CsrMatrix<T>) -> u128 {
+        (0..self.rows)
+            .map(|i| {
+                self.row(i)
+                    .0
+                    .iter()
+                    .map(|&p| b.row(p as usize).0.len() as u128)
+                    .max()
+                    .unwrap_or(0)
+            })
+            .sum()
+    }
+
     /// Number of scalar products `A(i,p) * B(p,j)` of `self * b` (half the flops),
     /// the work measure SpGEMM is reported in.
     pub fn products_with(&self, b: &CsrMatrix<T>) -> u64 {
@@ -275,6 +304,93 @@ impl<T: Scalar> CsrMatrix<T> {
             .map(|&p| (b.offsets[p as usize + 1] - b.offsets[p as usize]) as u64)
             .sum()
     }
+}
+
+/// Every CSR invariant but finiteness: dimensions within [`MAX_DIM`], `rows + 1`
+/// offsets starting at 0 and non-decreasing, `indices` and `values` of length
+/// `offsets[rows]`, column indices in range, sorted and unique within a row.
+fn check_structure(
+    rows: usize,
+    cols: usize,
+    offsets: &[usize],
+    indices: &[u32],
+    nvalues: usize,
+) -> Result<()> {
+    check_dim("rows", rows)?;
+    check_dim("cols", cols)?;
+    if offsets.len() != rows + 1 {
+        return Err(Error::dim(
+            "offsets",
+            format!(
+                "length {} for {rows} rows, expected {}",
+                offsets.len(),
+                rows + 1
+            ),
+        ));
+    }
+    if offsets[0] != 0 {
+        return Err(Error::csr(
+            "offsets",
+            0,
+            format!("= {}, must be 0", offsets[0]),
+        ));
+    }
+    for i in 0..rows {
+        if offsets[i + 1] < offsets[i] {
+            return Err(Error::csr(
+                "offsets",
+                i + 1,
+                format!(
+                    "= {} is smaller than offsets[{i}] = {}",
+                    offsets[i + 1],
+                    offsets[i]
+                ),
+            ));
+        }
+    }
+    let nnz = offsets[rows];
+    if indices.len() != nnz {
+        return Err(Error::dim(
+            "indices",
+            format!("length {} but offsets[{rows}] = {nnz}", indices.len()),
+        ));
+    }
+    if nvalues != nnz {
+        return Err(Error::dim(
+            "values",
+            format!("length {nvalues} but offsets[{rows}] = {nnz}"),
+        ));
+    }
+    for i in 0..rows {
+        let (s, e) = (offsets[i], offsets[i + 1]);
+        for p in s..e {
+            let c = indices[p];
+            if c as usize >= cols {
+                return Err(Error::csr(
+                    "indices",
+                    p,
+                    format!("= {c} is out of range for {cols} columns (row {i})"),
+                ));
+            }
+            if p > s && indices[p - 1] >= c {
+                let what = if indices[p - 1] == c {
+                    "repeats"
+                } else {
+                    "is smaller than"
+                };
+                return Err(Error::csr(
+                    "indices",
+                    p,
+                    format!(
+                        "= {c} {what} indices[{}] = {} in row {i}; columns must be sorted and unique",
+                        p - 1,
+                        indices[p - 1]
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_dim(field: &'static str, v: usize) -> Result<()> {

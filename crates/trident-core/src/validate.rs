@@ -41,6 +41,11 @@ pub fn check_finite<T: Scalar>(field: &'static str, data: &[T]) -> Result<()> {
 }
 
 fn check_view_finite<T: Scalar>(field: &'static str, m: &MatRef<'_, T>) -> Result<()> {
+    // A view with no elements may still have 2^40 rows of length 0: do not
+    // walk them (nothing to compute must cost nothing).
+    if m.rows() == 0 || m.cols() == 0 {
+        return Ok(());
+    }
     for i in 0..m.rows() {
         if let Err(Error::NonFinite { index, value, .. }) = check_finite(field, m.row(i)) {
             return Err(Error::NonFinite {
@@ -115,9 +120,13 @@ pub fn gemm<T: Scalar>(
     Ok(dims)
 }
 
-/// Checks the operands of `A * B`.
+/// Checks the operands of `A * B`: shapes that fit and finite values (a
+/// [`CsrMatrix`] built by [`CsrMatrix::from_result`], e.g. an earlier product
+/// that overflowed, may hold `inf`; it is not a valid input).
 pub fn spgemm<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<()> {
-    spgemm_shapes((a.rows(), a.cols()), (b.rows(), b.cols()))
+    spgemm_shapes((a.rows(), a.cols()), (b.rows(), b.cols()))?;
+    check_finite("a.values", a.values())?;
+    check_finite("b.values", b.values())
 }
 
 fn spgemm_shapes(a: (usize, usize), b: (usize, usize)) -> Result<()> {
@@ -161,6 +170,27 @@ pub fn points(field: &'static str, p: &[Point]) -> Result<()> {
         ),
         e => e,
     })
+}
+
+/// For backends that compute squared distances in f32 and do not rescale
+/// (see [`crate::f32_overflow_shift`]): [`Error::Unsupported`] naming the
+/// first point with a coordinate beyond [`crate::F32_SAFE_COORD`], whose f32
+/// squared distances could overflow and silently pick a wrong neighbour.
+/// `Unsupported` hands the call on to the next backend of a facade chain.
+pub fn f32_distances_fit(a: &[Point], b: &[Point]) -> Result<()> {
+    for (field, pts) in [("a", a), ("b", b)] {
+        for (i, p) in pts.iter().enumerate() {
+            if let Some(d) = (0..3).find(|&d| p[d].abs() > crate::F32_SAFE_COORD) {
+                return Err(Error::Unsupported(format!(
+                    "{field}[{i}] coordinate {d} = {:e} exceeds {:e}: f32 squared distances \
+                     would overflow, and this backend does not rescale",
+                    p[d],
+                    crate::F32_SAFE_COORD
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn b_not_empty(b_len: usize) -> Result<()> {
@@ -226,12 +256,23 @@ pub fn encode<T: Scalar>(
     signals: &MatRef<'_, T>,
     rule: &StopRule,
 ) -> Result<()> {
-    if signals.cols() != dict.n() {
+    encode_shape(dict, signals.cols(), rule)?;
+    check_view_finite("signals", signals)
+}
+
+/// The checks of [`encode`] that read no signal value: the signal length
+/// against the dictionary and the stop rule. For signals already in device
+/// memory, whose values a backend does not read back to check.
+pub fn encode_shape<T: Scalar>(
+    dict: &Dictionary<T>,
+    signal_len: usize,
+    rule: &StopRule,
+) -> Result<()> {
+    if signal_len != dict.n() {
         return Err(Error::dim(
             "signals",
             format!(
-                "signals have length {}, the dictionary's atoms {}",
-                signals.cols(),
+                "signals have length {signal_len}, the dictionary's atoms {}",
                 dict.n()
             ),
         ));
@@ -244,7 +285,7 @@ pub fn encode<T: Scalar>(
             format!("error target {e} must be finite and >= 0"),
         ));
     }
-    check_view_finite("signals", signals)
+    Ok(())
 }
 
 /// Checks OMP output shape invariants (used by verification, cheap).

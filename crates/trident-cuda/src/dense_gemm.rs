@@ -24,7 +24,7 @@ use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 /// `kernels/dense_gemm.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "dense_gemm",
-    source: include_str!("../../../kernels/dense_gemm.cu"),
+    source: include_str!("../kernels/dense_gemm.cu"),
 };
 
 /// Entry points of `kernels/dense_gemm.cu` (the tidy test checks them).

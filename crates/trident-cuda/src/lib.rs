@@ -7,14 +7,14 @@
 //! What it is: [`CudaBackend`], a handle on one GPU implementing the host
 //! traits of `trident-core` (upload, compute, download) and the device traits
 //! ([`trident_core::DeviceMemory`], [`trident_core::DenseGemmDevice`],
-//! [`trident_core::SparseGemmDevice`], [`trident_core::NearestPairsDevice`])
+//! [`trident_core::SparseGemmDevice`], [`trident_core::NearestPairsDevice`],
+//! [`trident_core::SparseCoderDevice`])
 //! that keep data on the GPU between calls. The device layer those build on is documented in [`device`].
 //!
 //! What it is not: a CUDA toolkit wrapper. It needs only the driver
 //! (`libcuda`) and NVRTC (`libnvrtc`) at run time and nothing at build time, so
 //! it builds everywhere; where either library or a device is missing,
 //! [`CudaBackend::new`] answers [`Error::BackendUnavailable`] and never panics.
-//! `SparseCoder` answers [`Error::Unsupported`] for now.
 //!
 //! ## Primitives
 //! | primitive | kernel file | notes |
@@ -22,6 +22,7 @@
 //! | DenseGemm f32/f64 | `kernels/dense_gemm.cu` | tiled SGEMM (128x128 block, 8x8 per thread, double-buffered); simpler f64 |
 //! | NearestPairs | `kernels/nearest_pairs.cu` | uniform grid on B built on the device, exact ring search per query, device top-k |
 //! | MaxFlow | `kernels/max_flow.cu` | push-relabel over an active list (grids: implicit 4/6 neighbours; networks: CSR), global relabel by device BFS from the sink, canonical cut by device BFS; `i32` counters when the capacity sum fits, else `i64` |
+//! | SparseCoder f32/f64 | `kernels/sparse_coder.cu` | Batch-OMP: `G = D^T D` and `alpha0 = D^T X` by one f64 tiled kernel, then one warp per signal (correlations from G's rows in L2, Cholesky grown one row per step, f64 throughout) |
 //! | SparseGemm f32/f64 | `kernels/sparse_gemm.cu` | two-phase Gustavson, rows binned by work: thread k-way merge (short rows), warp bitonic sort (<= 128 products), warp shared-memory hash, block dense window or block hash for long rows; exact allocation of C; each value fma-summed in A's column order |
 //!
 //! Results are deterministic: no kernel uses a float reduction whose order
@@ -52,6 +53,7 @@ pub use nearest_pairs::DEFAULT_CELL_TARGET;
 pub const KERNELS: &[(&KernelSource, &[&str])] = &[
     (&dense_gemm::KERNEL, dense_gemm::ENTRY_POINTS),
     (&nearest_pairs::KERNEL, nearest_pairs::ENTRY_POINTS),
+    (&sparse_coder::KERNEL, sparse_coder::ENTRY_POINTS),
     (&sparse_gemm::KERNEL, sparse_gemm::ENTRY_POINTS),
     (&max_flow::KERNEL, max_flow::ENTRY_POINTS),
 ];
@@ -95,7 +97,26 @@ impl CudaBackend {
     /// the device count, NVRTC (`libnvrtc`); each failure is
     /// [`Error::BackendUnavailable`] saying which. Kernels are compiled later,
     /// on first use.
+    ///
+    /// A broken install (a `libcuda.so` that lacks the driver API, e.g. a stub
+    /// or a mismatched library) passes the `dlopen` check but makes cudarc's
+    /// loader panic on the first missing symbol ("Missing symbol cuInit").
+    /// Construction therefore runs under [`std::panic::catch_unwind`], and a
+    /// panic there is `BackendUnavailable` naming the loader's message. (The
+    /// default panic hook still prints that message once; a library must not
+    /// replace the process-wide hook.) cudarc caches nothing after such a
+    /// panic, so a later call probes again and fails the same way.
     pub fn new(ordinal: usize) -> Result<Self> {
+        std::panic::catch_unwind(|| Self::open(ordinal)).unwrap_or_else(|payload| {
+            Err(unavailable(format!(
+                "the CUDA driver library is unusable (a broken or stub libcuda?): {}",
+                panic_message(payload.as_ref())
+            )))
+        })
+    }
+
+    /// [`CudaBackend::new`] without the panic guard.
+    fn open(ordinal: usize) -> Result<Self> {
         // SAFETY: only tries to dlopen the library; cudarc's own loader panics
         // when it is missing, which this check avoids.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
@@ -165,6 +186,15 @@ impl CudaBackend {
     pub fn device_name(&self) -> &str {
         &self.name
     }
+}
+
+/// The message of a caught panic (`&str` or `String` payloads, as `panic!` makes).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// Tells the device's default memory pool to keep freed memory instead of

@@ -47,7 +47,7 @@ use crate::device::{CudaBuffer, KernelSource, driver_error};
 /// `kernels/max_flow.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "max_flow",
-    source: include_str!("../../../kernels/max_flow.cu"),
+    source: include_str!("../kernels/max_flow.cu"),
 };
 
 /// Entry points of `kernels/max_flow.cu` (the tidy test checks them).

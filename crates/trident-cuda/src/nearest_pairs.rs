@@ -26,7 +26,7 @@ use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 /// `kernels/nearest_pairs.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "nearest_pairs",
-    source: include_str!("../../../kernels/nearest_pairs.cu"),
+    source: include_str!("../kernels/nearest_pairs.cu"),
 };
 
 /// Entry points of `kernels/nearest_pairs.cu` (the tidy test checks them).
@@ -419,6 +419,8 @@ impl NearestPairsDevice for CudaBackend {
 impl NearestPairs for CudaBackend {
     fn nearest(&self, a: &[Point], b: &[Point], out: &mut [Neighbor]) -> Result<()> {
         validate::nearest(a, b, out)?;
+        // The kernels compute in f32: huge coordinates go to a backend that rescales.
+        validate::f32_distances_fit(a, b)?;
         if a.is_empty() {
             return Ok(());
         }
@@ -431,6 +433,8 @@ impl NearestPairs for CudaBackend {
 
     fn knn(&self, a: &[Point], b: &[Point], k: usize, out: &mut [Neighbor]) -> Result<()> {
         validate::knn(a, b, k, out)?;
+        // The kernels compute in f32: huge coordinates go to a backend that rescales.
+        validate::f32_distances_fit(a, b)?;
         if k == 0 || a.is_empty() {
             return Ok(());
         }
@@ -443,6 +447,8 @@ impl NearestPairs for CudaBackend {
 
     fn closest_pairs(&self, a: &[Point], b: &[Point], k: usize) -> Result<Vec<Pair>> {
         validate::closest_pairs(a, b)?;
+        // The kernels compute in f32: huge coordinates go to a backend that rescales.
+        validate::f32_distances_fit(a, b)?;
         if k == 0 || a.is_empty() {
             return Ok(Vec::new());
         }

@@ -24,7 +24,7 @@ use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 /// `kernels/sparse_gemm.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "sparse_gemm",
-    source: include_str!("../../../kernels/sparse_gemm.cu"),
+    source: include_str!("../kernels/sparse_gemm.cu"),
 };
 
 /// Entry points of `kernels/sparse_gemm.cu` (the tidy test checks them).

@@ -1,6 +1,11 @@
 //! Tidy checks that run everywhere (no GPU needed): every kernel file of this
 //! crate is embedded verbatim, and each entry point the Rust side launches is
 //! defined `extern "C"` in it (directly or through an entry macro of the file).
+//!
+//! The entry-point checks read the embedded sources ([`trident_cuda::KERNELS`]),
+//! so they run wherever the test binary runs. The comparison with
+//! `kernels/*.cu` on disk needs the source tree: on a machine that has only
+//! the binary (the GPU machine) it is skipped with a printed reason.
 
 use std::path::PathBuf;
 
@@ -12,14 +17,22 @@ fn kernels_dir() -> PathBuf {
 fn every_kernel_of_ours_is_embedded_with_its_entry_points() {
     for (src, entries) in trident_cuda::KERNELS {
         let path = kernels_dir().join(format!("{}.cu", src.name));
-        let on_disk = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{} is not readable: {e}", path.display()));
-        assert_eq!(
-            on_disk,
-            src.source,
-            "{} differs from the embedded copy",
-            path.display()
-        );
+        if kernels_dir().is_dir() {
+            let on_disk = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{} is not readable: {e}", path.display()));
+            assert_eq!(
+                on_disk,
+                src.source,
+                "{} differs from the embedded copy",
+                path.display()
+            );
+        } else {
+            eprintln!(
+                "skipped: comparing {}.cu with the source tree ({} is absent on this machine)",
+                src.name,
+                kernels_dir().display()
+            );
+        }
         assert!(!entries.is_empty(), "{} lists no entry points", src.name);
         for e in *entries {
             // `extern "C" __global__ void [__launch_bounds__(..)] NAME(` on one line.
@@ -41,7 +54,13 @@ fn every_kernel_of_ours_is_embedded_with_its_entry_points() {
             );
         }
     }
-    for name in ["dense_gemm", "max_flow", "nearest_pairs", "sparse_gemm"] {
+    for name in [
+        "dense_gemm",
+        "max_flow",
+        "nearest_pairs",
+        "sparse_coder",
+        "sparse_gemm",
+    ] {
         assert!(
             trident_cuda::KERNELS.iter().any(|(s, _)| s.name == name),
             "kernels/{name}.cu is not embedded"

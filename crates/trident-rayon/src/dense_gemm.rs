@@ -75,6 +75,12 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
         if m == 0 || n == 0 {
             return Ok(());
         }
+        if p.alpha == T::ZERO || k == 0 {
+            // BLAS: A and B are not read, C <- beta C. `gemm` would form
+            // `0 * (A B)`, which is NaN where A B overflows.
+            c.scale(p.beta);
+            return Ok(());
+        }
         let (a_rs, a_cs) = op_strides(&a, p.op_a)?;
         let (b_rs, b_cs) = op_strides(&b, p.op_b)?;
         let (c_rs, c_cs) = strides(m, n, c.ld())?;

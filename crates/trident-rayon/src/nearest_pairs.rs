@@ -16,6 +16,12 @@
 //!   unique set of the k smallest `(d2, i)`, so it is the same as computing
 //!   every nearest first and selecting.
 //!
+//! - Coordinates so large that f32 squared distances would overflow (beyond
+//!   about 4.6e18) are scaled down by a power of two first
+//!   ([`trident_core::f32_overflow_shift`]): exact, order preserving, and
+//!   reported distances are scaled back. Without it every distance is `inf`
+//!   and the smallest index wins whatever the geometry.
+//!
 //! What it is not: an index you can keep across calls (each call rebuilds it;
 //! building is a small part of a call of any size), or an approximate search.
 
@@ -24,11 +30,15 @@ mod order;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use rayon::prelude::*;
-use trident_core::{NearestPairs, Neighbor, Pair, Point, Result, validate};
+use trident_core::{
+    NearestPairs, Neighbor, Pair, Point, Result, f32_overflow_shift, scale_points, unscale_d2,
+    validate,
+};
 
 use crate::RayonBackend;
 use kdtree::{BATCH, KdTree, KeyHeap, Located, NO_KEY, bound_at, key, key_d2};
@@ -51,10 +61,23 @@ fn for_each_located(tree: &KdTree, qs: &[Point], mut f: impl FnMut(usize, &Point
     }
 }
 
-fn neighbor(k: u64) -> Neighbor {
+fn neighbor(k: u64, shift: i32) -> Neighbor {
     Neighbor {
         index: k as u32,
-        d2: key_d2(k),
+        d2: unscale_d2(key_d2(k), shift),
+    }
+}
+
+/// A and B as the search sees them: scaled by `2^-shift` when their f32
+/// squared distances could overflow (see the module docs), else borrowed.
+fn safe_scale<'p>(a: &'p [Point], b: &'p [Point]) -> (Cow<'p, [Point]>, Cow<'p, [Point]>, i32) {
+    match f32_overflow_shift(a, b) {
+        0 => (Cow::Borrowed(a), Cow::Borrowed(b), 0),
+        s => (
+            Cow::Owned(scale_points(a, s)),
+            Cow::Owned(scale_points(b, s)),
+            s,
+        ),
     }
 }
 
@@ -64,6 +87,8 @@ impl NearestPairs for RayonBackend {
         if a.is_empty() {
             return Ok(());
         }
+        let (a, b, shift) = safe_scale(a, b);
+        let (a, b) = (&a[..], &b[..]);
         self.install(|| {
             let tree = KdTree::build(b);
             let (qa, order) = spatial_order(a);
@@ -72,7 +97,7 @@ impl NearestPairs for RayonBackend {
                 .zip(qa.par_chunks(CHUNK))
                 .for_each(|(res, qs)| {
                     for_each_located(&tree, qs, |t, q, at| {
-                        res[t] = neighbor(tree.nearest(q, at, NO_KEY));
+                        res[t] = neighbor(tree.nearest(q, at, NO_KEY), shift);
                     });
                 });
             for (r, &i) in res.iter().zip(&order) {
@@ -87,6 +112,8 @@ impl NearestPairs for RayonBackend {
         if a.is_empty() || k == 0 {
             return Ok(());
         }
+        let (a, b, shift) = safe_scale(a, b);
+        let (a, b) = (&a[..], &b[..]);
         self.install(|| {
             let tree = KdTree::build(b);
             let (qa, order) = spatial_order(a);
@@ -100,7 +127,7 @@ impl NearestPairs for RayonBackend {
                         for_each_located(&tree, qs, |t, q, at| {
                             tree.knn(q, at, heap, keys);
                             for (r, &kk) in res[t * k..(t + 1) * k].iter_mut().zip(keys.iter()) {
-                                *r = neighbor(kk);
+                                *r = neighbor(kk, shift);
                             }
                         });
                     },
@@ -119,7 +146,12 @@ impl NearestPairs for RayonBackend {
         if k == 0 {
             return Ok(Vec::new());
         }
-        Ok(self.install(|| closest_pairs(a, b, k)))
+        let (a, b, shift) = safe_scale(a, b);
+        let mut pairs = self.install(|| closest_pairs(&a, &b, k));
+        for p in &mut pairs {
+            p.d2 = unscale_d2(p.d2, shift);
+        }
+        Ok(pairs)
     }
 }
 

@@ -36,12 +36,15 @@
 //! - The reported `||r||^2` is always recomputed in f64 from `x` and the
 //!   coefficients as rounded to `T`: it is the residual of the code returned,
 //!   not an estimate.
-//! - An atom whose part orthogonal to the atoms already chosen has squared norm
-//!   below `1e-12` (an angle under 1e-6 rad to their span) ends the signal's
-//!   coding before it is added: the Cholesky update from `G` cannot fit it to
-//!   any useful accuracy, and adding it would produce huge or non-finite
-//!   coefficients. The reference drops such an atom only when it is exactly
-//!   dependent; this is the Gram-matrix version of the same rule.
+//! - Selection follows the reference's rules exactly: an atom whose
+//!   correlation is zero up to rounding
+//!   ([`trident_core::omp_zero_correlation`], e.g. a duplicate of a chosen
+//!   atom) ends the signal; an atom whose Cholesky update has no positive
+//!   pivot (in the span of the chosen atoms up to rounding) is dropped and
+//!   ends it, the Gram version of the reference's exactly singular system.
+//!   There is no other stop: a nearly collinear atom (angle 1e-7 to the span)
+//!   is added, and the Gram matrix, which squares the condition number, then
+//!   costs digits of its coefficients, never the selection.
 //!
 //! Determinism: each signal's arithmetic is fixed (sums in a fixed order,
 //! multiply-adds as `mul_add`, one rounding, in every compiled copy), whatever

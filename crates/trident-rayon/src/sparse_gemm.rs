@@ -63,6 +63,16 @@ impl<T: Scalar> SparseGemm<T> for RayonBackend {
         if a.nnz() == 0 || b.nnz() == 0 {
             return CsrMatrix::zeros(a.rows(), b.cols());
         }
+        // An output that cannot fit (an outer product of billions of entries)
+        // is refused before the symbolic pass spends seconds counting it.
+        let at_least = a.product_nnz_lower_bound(b);
+        trident_core::mem::check_bytes(at_least * (4 + size_of::<T>() as u128), || {
+            format!(
+                "the {} x {} product, which has at least {at_least} entries,",
+                a.rows(),
+                b.cols()
+            )
+        })?;
         let threads = self.threads();
         self.install(|| gustavson(a, b, threads))
     }

@@ -417,6 +417,8 @@ fn ls_svd(d: &DictF64, sel: &[u32], x: &[f64]) -> Vec<f64> {
     let svd = m.clone().svd(true, true);
     let smax = svd.singular_values.max();
     let cut = smax * d.n.max(sel.len()) as f64 * f64::EPSILON;
+    // svd(true, true) computed U and V^T, the only failure of solve().
+    #[allow(clippy::expect_used)]
     let mut g: DVector<f64> = svd.solve(&xv, cut).expect("U and V^T were computed");
     if let Some(chol) = (m.transpose() * &m).cholesky() {
         for _ in 0..2 {
@@ -718,6 +720,8 @@ pub fn grid_cut(g: &GridGraph, r: &GridCut) -> Certificate {
                 ));
             }
             if fl > 0 {
+                // GridGraph rejects positive capacities pointing off the grid.
+                #[allow(clippy::expect_used)]
                 let u = g
                     .neighbor(v, dir)
                     .expect("positive capacity has a neighbour");

@@ -28,6 +28,14 @@ impl<T: Scalar> DenseGemm<T> for ReferenceBackend {
         mut c: MatMut<'_, T>,
     ) -> Result<()> {
         let dims = validate::gemm(p, &a, &b, &c)?;
+        if dims.m == 0 || dims.n == 0 {
+            return Ok(());
+        }
+        if p.alpha == T::ZERO || dims.k == 0 {
+            // BLAS: A and B are not read; C <- beta C (0 * inf would be NaN).
+            c.scale(p.beta);
+            return Ok(());
+        }
         let prod = op_to_f64(&a, p.op_a) * op_to_f64(&b, p.op_b);
         debug_assert_eq!(prod.shape(), (dims.m, dims.n));
         let alpha = p.alpha.to_f64();

@@ -8,7 +8,7 @@
 //! | primitive | how |
 //! | --- | --- |
 //! | DenseGemm | nalgebra `DMatrix<f64>` product, `alpha P + beta C` in f64, one rounding; `Precision` ignored |
-//! | SparseGemm | sprs SMMP product (`sprs::smmp::mul_csr_csr`) in f64: symbolic structure first, so explicit zeros and cancellations stay stored |
+//! | SparseGemm | row-wise Gustavson in f64: each row's products sorted by column (stably) and merged, so explicit zeros and cancellations stay stored; no `n`-sized workspace |
 //! | NearestPairs | kiddo immutable kd-tree in f64 for candidates, then exact [`trident_core::dist2_f64`] and SPEC tie rules on every point within the best (k-th) distance |
 //! | SparseCoder | plain OMP per signal, least squares by modified Gram-Schmidt on `[D_S x]` afresh each step; [`omp_path`] gives the per-step trace |
 //! | MaxFlow | Dinic's algorithm (iterative DFS), then residual reachability from s for the canonical cut |
@@ -16,6 +16,10 @@
 //! All arithmetic is f64 (i64 for flows); results are rounded to `T` once.
 //! Single threaded and deterministic. [`certify`] holds the independent checks.
 #![warn(missing_docs)]
+// Library code returns errors; it never unwraps (issue 12). The few justified
+// exceptions carry an `allow` and a comment saying why they cannot fail.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod certify;
 mod dense_gemm;

@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use trident_core::{FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow, Result};
+use trident_core::{FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow, Result, mem};
 
 use crate::ReferenceBackend;
 
@@ -126,6 +126,8 @@ impl FlowGraph {
                             // v is a dead end for this phase: retire it and
                             // move the parent past the arc that led here.
                             level[v] = UNSEEN;
+                            // Only s has no parent arc, and s is never retired here.
+                            #[allow(clippy::expect_used)]
                             let e = path.pop().expect("v != s has a parent arc");
                             v = self.tail(e);
                             it[v] += 1;
@@ -231,7 +233,13 @@ impl MaxFlow for ReferenceBackend {
     }
 
     fn network_flow(&self, g: &FlowNetwork) -> Result<NetworkFlow> {
-        // FlowNetwork is valid by construction (s != t, endpoints, capacities).
+        // FlowNetwork is valid by construction (s != t, endpoints, capacities),
+        // but may declare u32::MAX nodes: Dinic keeps about 30 bytes per node
+        // and 64 per arc, so ask before allocating (an error, not an abort).
+        let (n, m) = (g.nodes() as u128, g.arcs().len() as u128);
+        mem::check_bytes(n * 30 + m * 64, || {
+            format!("Dinic on a network of {n} nodes and {m} arcs")
+        })?;
         let (flow, fg) = network_graph(g);
         Ok(NetworkFlow {
             flow,

@@ -12,8 +12,11 @@
 //!    gives zero atoms);
 //! 2. `||r||^2 == 0` exactly;
 //! 3. the atom budget [`StopRule::max_atoms`] (`Sparsity(T)` and `min(n, K)`);
-//! 4. after computing correlations: the best `|c_j|` is exactly 0 (nothing
-//!    left to explain that the dictionary can reach; also the case K = 0);
+//! 4. after computing correlations: the best `|c_j|` is zero up to rounding,
+//!    at most [`trident_core::omp_zero_correlation`] (nothing left that the
+//!    dictionary can reach; an exact duplicate of a selected atom, whose
+//!    correlation rounding leaves at a few `eps ||x||`, is never picked, so
+//!    its coefficients cannot blow up to 1e15; also the case K = 0);
 //! 5. after the pick: if the least-squares system is exactly singular (the
 //!    pick lies in the span of the previous atoms, possible only through
 //!    rounding), the pick is undone and coding stops.
@@ -23,7 +26,8 @@
 
 use nalgebra::DMatrix;
 use trident_core::{
-    Dictionary, MatRef, Result, Scalar, SparseCoder, SparseCodes, StopRule, validate,
+    Dictionary, MatRef, Result, Scalar, SparseCoder, SparseCodes, StopRule, omp_zero_correlation,
+    validate,
 };
 
 use crate::ReferenceBackend;
@@ -82,7 +86,8 @@ pub enum OmpStop {
     ZeroResidual,
     /// The atom budget is used up: `Sparsity(T)` or `min(n, K)`.
     MaxAtoms,
-    /// The best remaining `|<d_j, r>|` is exactly 0 (or no atom is left).
+    /// The best remaining `|<d_j, r>|` is zero up to rounding (at most
+    /// [`trident_core::omp_zero_correlation`]), or no atom is left.
     ZeroCorrelation,
     /// The picked atom made the least-squares system exactly singular; it was
     /// dropped (`OmpPath::dropped` names it).
@@ -191,6 +196,7 @@ fn omp_f64(d: &DictF64, x: &[f64], rule: StopRule) -> OmpPath {
     let mut coefs: Vec<f64> = Vec::new();
     let mut r = x.to_vec();
     let mut r2 = dot(&r, &r);
+    let floor = omp_zero_correlation(d.n, r2.sqrt());
     let mut dropped = None;
     let stop = loop {
         if eps.is_some_and(|e| r2 <= e) {
@@ -217,7 +223,7 @@ fn omp_f64(d: &DictF64, x: &[f64], rule: StopRule) -> OmpPath {
                 }
             }
         }
-        let Some((j, c)) = best.filter(|&(_, c)| c > 0.0) else {
+        let Some((j, c)) = best.filter(|&(_, c)| c > floor) else {
             break OmpStop::ZeroCorrelation;
         };
         sel.push(j as u32);

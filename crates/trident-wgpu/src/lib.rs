@@ -3,70 +3,161 @@
 //! The wgpu backend: WGSL compute shaders (from `shaders/`) on whatever adapter
 //! wgpu finds: Vulkan, Metal, DX12, or llvmpipe on a machine without a GPU.
 //!
-//! What it is today: the adapter and device probe, so that the facade and
-//! `verify` report it truthfully. What it is not yet: the primitives. Every
-//! primitive answers [`Error::Unsupported`], which the facade's [`Trident`]
-//! handle passes on to the next backend and `verify` reports as skipped.
+//! Modules: [`context`] (adapter, device, the limits requested from the
+//! adapter, `subgroups`, wgpu errors and device loss as [`Error`]s),
+//! [`pipeline`] (shaders of `shaders/`, pipelines built once per device and
+//! cached, dispatch recording with binding-limit checks), [`buffer`]
+//! (device buffers and [`trident_core::DeviceMemory`]), a device scan, and one
+//! module per primitive. f32 only: WGSL has no f64, so f64 calls answer
+//! [`Error::Unsupported`], which the facade's [`Trident`] handle passes on to
+//! the next backend and `verify` reports as skipped.
+//!
+//! Implemented: DenseGemm, SparseGemm, NearestPairs (host and device-resident
+//! traits). SparseCoder and MaxFlow answer `Unsupported` for now.
 //!
 //! [`Trident`]: https://docs.rs/trident
 #![warn(missing_docs)]
 
+pub mod buffer;
+pub mod context;
 mod dense_gemm;
 mod max_flow;
 mod nearest_pairs;
+pub mod pipeline;
+mod scan;
 mod sparse_coder;
 mod sparse_gemm;
 
-use trident_core::{Backend, Error, Result};
+use trident_core::{Backend, Error, Result, Scalar};
 
-/// A wgpu device and its queue.
+pub use buffer::WgpuBuffer;
+pub use context::{WgpuFailure, WgpuOptions};
+pub use pipeline::{Arg, Bind, Encoder, Kernel, Shader};
+
+/// A wgpu device and its queue, with the pipelines built for it.
 pub struct WgpuBackend {
-    info: wgpu::AdapterInfo,
-    _device: wgpu::Device,
-    _queue: wgpu::Queue,
+    ctx: context::Context,
+    cache: pipeline::PipelineCache,
 }
 
 impl std::fmt::Debug for WgpuBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WgpuBackend")
-            .field("adapter", &self.info.name)
+            .field("adapter", &self.ctx.info.name)
+            .field("subgroups", &self.ctx.subgroups)
             .finish()
     }
 }
 
+/// Every kernel of this backend, for [`WgpuBackend::warm_up`].
+fn all_kernels() -> impl Iterator<Item = &'static Kernel> {
+    [
+        scan::KERNELS,
+        dense_gemm::KERNELS,
+        sparse_gemm::KERNELS,
+        nearest_pairs::KERNELS,
+        sparse_coder::KERNELS,
+        max_flow::KERNELS,
+    ]
+    .into_iter()
+    .flatten()
+    .copied()
+}
+
 impl WgpuBackend {
     /// Opens the highest-performance adapter wgpu finds (`WGPU_BACKEND` and the
-    /// other wgpu environment variables are honoured).
+    /// other wgpu environment variables are honoured; `TRIDENT_WGPU_NO_SUBGROUPS`
+    /// turns the subgroup paths off).
     ///
     /// Errors with [`Error::BackendUnavailable`] when there is no adapter or no
-    /// device can be created on it; never panics.
+    /// device can be created on it; never panics. Pipelines are built on first
+    /// use, or all at once by [`WgpuBackend::warm_up`].
     pub fn new() -> Result<Self> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference: wgpu::PowerPreference::HighPerformance,
-            ..Default::default()
-        }))
-        .map_err(|e| Error::BackendUnavailable(format!("no wgpu adapter: {e}")))?;
-        let info = adapter.get_info();
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("trident"),
-            ..Default::default()
-        }))
-        .map_err(|e| {
-            Error::BackendUnavailable(format!("adapter {} refused a device: {e}", info.name))
-        })?;
+        Self::with_options(&WgpuOptions::default())
+    }
+
+    /// Opens the backend with explicit [`WgpuOptions`].
+    pub fn with_options(opts: &WgpuOptions) -> Result<Self> {
         Ok(Self {
-            info,
-            _device: device,
-            _queue: queue,
+            ctx: context::Context::open(opts)?,
+            cache: Default::default(),
+        })
+    }
+
+    /// Builds every pipeline of every primitive now (a benchmark calls this
+    /// before timing, so no call it times compiles a shader).
+    pub fn warm_up(&self) -> Result<()> {
+        self.scoped("warm_up", || {
+            for k in all_kernels() {
+                self.compiled(k)?;
+            }
+            Ok(())
         })
     }
 
     /// What wgpu says about the adapter in use.
     pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
-        &self.info
+        &self.ctx.info
     }
+
+    /// The limits the device was opened with (the adapter's own).
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.ctx.limits
+    }
+
+    /// `true` when the shaders are built with their subgroup paths.
+    pub fn has_subgroups(&self) -> bool {
+        self.ctx.subgroups
+    }
+
+    /// The wgpu device (for peers and tests that record their own work).
+    pub fn device(&self) -> &wgpu::Device {
+        &self.ctx.device
+    }
+
+    /// The wgpu queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.ctx.queue
+    }
+
+    /// Runs `f` inside wgpu error scopes: an error wgpu raised while `f`
+    /// recorded or submitted work (validation, out of memory, internal), an
+    /// error left by an earlier call, or a lost device fails the call with an
+    /// [`Error`] naming `op`, instead of wgpu's panic. Every public entry
+    /// point of the backend goes through here.
+    pub fn scoped<R>(&self, op: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        self.ctx.errors.check(op)?;
+        let scope = context::CallScope::open(&self.ctx.device);
+        let r = f();
+        let s = scope.close(op);
+        let r = r?;
+        s?;
+        Ok(r)
+    }
+}
+
+/// [`Error::Unsupported`] for f64: WGSL has no 64-bit float type (the facade
+/// then runs the call on the next backend).
+pub(crate) fn require_f32<T: Scalar>(primitive: &str) -> Result<()> {
+    if T::NAME == "f32" {
+        Ok(())
+    } else {
+        Err(Error::Unsupported(format!(
+            "{primitive} in {} on wgpu: WGSL has no {}-bit float type",
+            T::NAME,
+            8 * std::mem::size_of::<T>()
+        )))
+    }
+}
+
+/// `data` as `f32` once [`require_f32`] has passed (same size, both `Pod`).
+pub(crate) fn as_f32<T: Scalar>(data: &[T]) -> Result<&[f32]> {
+    bytemuck::try_cast_slice(data).map_err(|e| context::failure("as_f32", e))
+}
+
+/// `data` as mutable `f32` once [`require_f32`] has passed.
+pub(crate) fn as_f32_mut<T: Scalar>(data: &mut [T]) -> Result<&mut [f32]> {
+    bytemuck::try_cast_slice_mut(data).map_err(|e| context::failure("as_f32_mut", e))
 }
 
 impl Backend for WgpuBackend {
@@ -75,8 +166,15 @@ impl Backend for WgpuBackend {
     }
     fn describe(&self) -> String {
         format!(
-            "wgpu on {} ({:?}, {:?}); primitives not implemented yet",
-            self.info.name, self.info.backend, self.info.device_type
+            "wgpu on {} ({:?}, {:?}{})",
+            self.ctx.info.name,
+            self.ctx.info.backend,
+            self.ctx.info.device_type,
+            if self.ctx.subgroups {
+                ", subgroups"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -84,22 +182,90 @@ impl Backend for WgpuBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use trident_core::DeviceMemory;
 
-    /// On a machine with no adapter the constructor must say so, not panic; with
-    /// one (llvmpipe in CI) every primitive must answer Unsupported, not a wrong result.
+    fn backends() -> Vec<WgpuBackend> {
+        let mut v = Vec::new();
+        for subgroups in [true, false] {
+            match WgpuBackend::with_options(&WgpuOptions {
+                subgroups,
+                ..Default::default()
+            }) {
+                Ok(b) => v.push(b),
+                Err(e) => println!("SKIPPED: {e}"),
+            }
+        }
+        v
+    }
+
+    /// On a machine with no adapter the constructor must say so, not panic.
     #[test]
-    fn probe_never_panics() {
-        match WgpuBackend::new() {
-            Ok(b) => {
-                println!("{}", b.describe());
-                let a = trident_core::CsrMatrix::<f32>::zeros(1, 1).unwrap();
-                let r = trident_core::SparseGemm::spgemm(&b, &a, &a);
-                assert!(matches!(r, Err(Error::Unsupported(_))));
+    fn no_adapter_is_unavailable_not_a_panic() {
+        let r = WgpuBackend::with_options(&WgpuOptions {
+            backends: Some(wgpu::Backends::empty()),
+            subgroups: true,
+        });
+        assert!(matches!(r, Err(Error::BackendUnavailable(_))), "{r:?}");
+    }
+
+    /// f64 answers Unsupported with the reason, so the facade moves on.
+    #[test]
+    fn f64_is_unsupported() {
+        for b in backends() {
+            let a = trident_core::CsrMatrix::<f64>::zeros(1, 1).unwrap();
+            let r = trident_core::SparseGemm::spgemm(&b, &a, &a);
+            assert!(matches!(r, Err(Error::Unsupported(_))), "{r:?}");
+        }
+    }
+
+    #[test]
+    fn upload_download_round_trip() {
+        for b in backends() {
+            for n in [0usize, 1, 3, 1000] {
+                let host: Vec<u8> = (0..n).map(|i| i as u8).collect();
+                let buf = b.upload(&host).unwrap();
+                let mut back = vec![0u8; n];
+                b.download(&buf, &mut back).unwrap();
+                assert_eq!(back, host);
+                let z = b.alloc_zeroed::<f32>(n).unwrap();
+                assert_eq!(b.download_vec(&z).unwrap(), vec![0.0; n]);
             }
-            Err(e) => {
-                println!("SKIPPED: {e}");
-                assert!(matches!(e, Error::BackendUnavailable(_)));
+            let buf = b.upload(&[1u32, 2]).unwrap();
+            assert!(b.download(&buf, &mut [0u32; 3]).is_err());
+        }
+    }
+
+    /// The scan, with and without subgroups, across one, two and three levels.
+    #[test]
+    fn exclusive_scan() {
+        for b in backends() {
+            println!("{}", b.describe());
+            b.warm_up().unwrap();
+            for n in [1usize, 5, 1023, 1024, 1025, 4096 + 7, 1024 * 1024 + 3] {
+                let host: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(7919) % 13).collect();
+                let buf = b.upload(&host).unwrap();
+                let mut enc = b.encoder("test scan");
+                b.scan_exclusive_u32(&mut enc, &buf, n).unwrap();
+                enc.submit();
+                let got = b.download_vec(&buf).unwrap();
+                let mut run = 0u32;
+                for (i, (&g, &h)) in got.iter().zip(&host).enumerate() {
+                    assert_eq!(g, run, "n={n} i={i} subgroups={}", b.has_subgroups());
+                    run += h;
+                }
             }
+        }
+    }
+
+    /// Workgroup grids past the per-dimension limit spread over y.
+    #[test]
+    fn grid_spreads_over_y() {
+        for b in backends() {
+            let max = b.limits().max_compute_workgroups_per_dimension as u64;
+            assert_eq!(b.grid(5).unwrap(), [5, 1, 1]);
+            let g = b.grid(max + 1).unwrap();
+            assert!(g[0] as u64 * g[1] as u64 > max && g[1] == 2);
+            assert!(matches!(b.grid(max * max + 1), Err(Error::TooLarge { .. })));
         }
     }
 }

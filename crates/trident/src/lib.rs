@@ -11,8 +11,9 @@
 //! | `cuda` | `CudaBackend`: NVIDIA GPUs, kernels compiled by NVRTC | a CUDA driver at run time (none at build time) |
 //! | `wgpu` | `WgpuBackend`: Vulkan/Metal/DX12 | an adapter at run time |
 //!
-//! The [`ReferenceBackend`] (f64 inside, single thread) is always there: it defines
-//! what "correct" means and is the last resort.
+//! | `reference` | `ReferenceBackend`: f64 inside, single thread; defines what "correct" means, the last resort | nothing |
+//!
+//! Published as `trident-compute`; the library is imported as `trident`.
 //!
 //! ```
 //! use trident::{CsrMatrix, SparseGemm, Trident};
@@ -25,16 +26,22 @@
 //! # Ok::<(), trident::Error>(())
 //! ```
 #![warn(missing_docs)]
+// Library code returns errors; it never unwraps (issue 12). The few justified
+// exceptions carry an `allow` and a comment saying why they cannot fail.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod pick;
+mod serving;
 
 /// The README's examples, compiled and run as doctests so they stay true.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
-pub use pick::{BACKEND_ENV, Candidate, PREFERENCE, Trident};
+pub use pick::{BACKEND_ENV, Candidate, PREFERENCE, Serving, Trident};
 pub use trident_core::*;
+#[cfg(feature = "reference")]
 pub use trident_reference::ReferenceBackend;
 
 #[cfg(feature = "cuda")]
@@ -62,6 +69,7 @@ pub fn backend_by_name(name: &str) -> Result<Box<dyn Primitives>> {
 /// Constructs backend `kind` if it is compiled in and can run here.
 pub fn backend(kind: BackendKind) -> Result<Box<dyn Primitives>> {
     match kind {
+        #[cfg(feature = "reference")]
         BackendKind::Reference => Ok(Box::new(ReferenceBackend::new()?)),
         #[cfg(feature = "rayon")]
         BackendKind::Rayon => Ok(Box::new(RayonBackend::new()?)),
@@ -72,7 +80,7 @@ pub fn backend(kind: BackendKind) -> Result<Box<dyn Primitives>> {
         // Reached only for backends whose feature is off in this build.
         #[allow(unreachable_patterns)]
         other => Err(Error::BackendUnavailable(format!(
-            "the `{other}` backend is not compiled in: enable the `{}` feature of the `trident` crate",
+            "the `{other}` backend is not compiled in: enable the `{}` feature of the `trident-compute` crate",
             other.feature().unwrap_or("default")
         ))),
     }
@@ -84,7 +92,7 @@ pub fn is_compiled(kind: BackendKind) -> bool {
         BackendKind::Cuda => cfg!(feature = "cuda"),
         BackendKind::Wgpu => cfg!(feature = "wgpu"),
         BackendKind::Rayon => cfg!(feature = "rayon"),
-        BackendKind::Reference => true,
+        BackendKind::Reference => cfg!(feature = "reference"),
     }
 }
 

@@ -1,6 +1,13 @@
 //! Run-time choice of a backend, with a record of why.
+//!
+//! Probing is done once per process: constructing the GPU backends costs tens
+//! of milliseconds (loading the driver, asking for an adapter), and the answer
+//! does not change while the process runs, so every [`Trident::new`] after the
+//! first reuses the backends (and the reasons for passing some over) that the
+//! first one found. Backends are `Send + Sync` handles, safe to share.
 
 use std::fmt::Write;
+use std::sync::{Arc, OnceLock};
 
 use trident_core::{
     Backend, BackendKind, CsrMatrix, DenseGemm, Dictionary, Error, FlowNetwork, GemmParams,
@@ -37,23 +44,84 @@ pub struct Candidate {
 /// served. With `TRIDENT_BACKEND` set, only the named backend is used: an
 /// unavailable name is an error, and nothing falls back.
 pub struct Trident {
-    chain: Vec<Box<dyn Primitives>>,
+    chain: Vec<Arc<dyn Primitives>>,
     candidates: Vec<Candidate>,
     forced: bool,
+    /// Which backend serves each primitive, found on the first `report`.
+    serving: OnceLock<Vec<Serving>>,
+}
+
+/// Which backend of a [`Trident`] serves one primitive in one precision.
+#[derive(Debug, Clone)]
+pub struct Serving {
+    /// `"dense_gemm"`, ..., as in [`crate::PRIMITIVES`].
+    pub primitive: &'static str,
+    /// `"f32"`, `"f64"`, or `""` where the primitive has no scalar type.
+    pub scalar: &'static str,
+    /// The backend that answers it, or why none does.
+    pub backend: std::result::Result<&'static str, String>,
+    /// The backends before it that answered `Unsupported`, with their reasons.
+    pub skipped: Vec<(&'static str, String)>,
+}
+
+/// One probe per process of every compiled-in backend, in [`PREFERENCE`]
+/// order: the handle, or why it cannot run here.
+type Probed = Vec<(
+    &'static str,
+    std::result::Result<Arc<dyn Primitives>, String>,
+)>;
+
+fn probed() -> &'static Probed {
+    static PROBED: OnceLock<Probed> = OnceLock::new();
+    PROBED.get_or_init(|| {
+        PREFERENCE
+            .iter()
+            .map(|&name| {
+                let b = crate::backend_by_name(name)
+                    .map(Arc::from)
+                    .map_err(|e| match e {
+                        Error::BackendUnavailable(why) => why,
+                        e => e.to_string(),
+                    });
+                (name, b)
+            })
+            .collect()
+    })
 }
 
 impl Trident {
-    /// Probes the compiled-in backends (or the one `TRIDENT_BACKEND` names).
+    /// The compiled-in backends that run here (or the one `TRIDENT_BACKEND`
+    /// names), probed once per process (see the module docs).
+    ///
+    /// Errors: `TRIDENT_BACKEND` names an unknown or unavailable backend, or
+    /// is not valid UTF-8 (an error rather than silently ignored).
     pub fn new() -> Result<Self> {
-        match std::env::var(BACKEND_ENV) {
-            Ok(name) if !name.trim().is_empty() => Self::only(name.trim()),
-            _ => Ok(Self::probe()),
+        Self::from_env_value(std::env::var_os(BACKEND_ENV).as_deref())
+    }
+
+    /// What [`Trident::new`] does with the value of `TRIDENT_BACKEND` (`None`
+    /// when unset): all backends when unset or blank, else only the named one.
+    pub fn from_env_value(value: Option<&std::ffi::OsStr>) -> Result<Self> {
+        match value {
+            None => Ok(Self::probe()),
+            Some(raw) => match raw.to_str() {
+                None => Err(Error::arg(
+                    "TRIDENT_BACKEND",
+                    format!("{raw:?} is not valid UTF-8; expected one of {PREFERENCE:?}"),
+                )),
+                Some(name) if name.trim().is_empty() => Ok(Self::probe()),
+                Some(name) => Self::only(name.trim()),
+            },
         }
     }
 
     /// Uses exactly the backend called `name`, no fallback.
     pub fn only(name: &str) -> Result<Self> {
-        let b = crate::backend_by_name(name)?;
+        let b: Arc<dyn Primitives> = match probed().iter().find(|(n, _)| *n == name) {
+            Some((_, Ok(b))) => b.clone(),
+            Some((_, Err(why))) => return Err(Error::BackendUnavailable(why.clone())),
+            None => Arc::from(crate::backend_by_name(name)?),
+        };
         let candidates = vec![Candidate {
             name: b.name(),
             outcome: Ok(b.describe()),
@@ -62,26 +130,26 @@ impl Trident {
             chain: vec![b],
             candidates,
             forced: true,
+            serving: OnceLock::new(),
         })
     }
 
-    /// Probes every compiled-in backend in [`PREFERENCE`] order.
+    /// Every compiled-in backend that runs here, in [`PREFERENCE`] order.
     pub fn probe() -> Self {
         let mut chain = Vec::new();
         let mut candidates = Vec::new();
-        for kind in BackendKind::ALL {
-            let name = kind.name();
-            match crate::backend(kind) {
+        for (name, b) in probed() {
+            match b {
                 Ok(b) => {
                     candidates.push(Candidate {
                         name,
                         outcome: Ok(b.describe()),
                     });
-                    chain.push(b);
+                    chain.push(b.clone());
                 }
-                Err(e) => candidates.push(Candidate {
+                Err(why) => candidates.push(Candidate {
                     name,
-                    outcome: Err(e.to_string()),
+                    outcome: Err(why.clone()),
                 }),
             }
         }
@@ -89,10 +157,35 @@ impl Trident {
             chain,
             candidates,
             forced: false,
+            serving: OnceLock::new(),
         }
     }
 
-    /// Name of the backend that serves calls first.
+    /// A handle over exactly these backends, tried in this order (a call a
+    /// backend answers with [`Error::Unsupported`] goes to the next). Fails
+    /// on an empty list.
+    pub fn with_backends(backends: Vec<Box<dyn Primitives>>) -> Result<Self> {
+        if backends.is_empty() {
+            return Err(Error::arg("backends", "no backend given"));
+        }
+        let chain: Vec<Arc<dyn Primitives>> = backends.into_iter().map(Arc::from).collect();
+        let candidates = chain
+            .iter()
+            .map(|b| Candidate {
+                name: b.name(),
+                outcome: Ok(b.describe()),
+            })
+            .collect();
+        Ok(Self {
+            chain,
+            candidates,
+            forced: false,
+            serving: OnceLock::new(),
+        })
+    }
+
+    /// Name of the backend that calls are offered to first (it may still hand
+    /// some primitives on: [`Trident::serving`] says which serves what).
     pub fn primary(&self) -> &'static str {
         self.chain[0].name()
     }
@@ -102,7 +195,18 @@ impl Trident {
         &self.candidates
     }
 
-    /// A few lines saying which backend was picked and why the others were not.
+    /// Which backend serves each primitive in each precision, found by one
+    /// tiny call per primitive (the first time only): a backend that is
+    /// available but answers [`Error::Unsupported`] (wgpu on a software
+    /// adapter, f64 on wgpu, a primitive not written yet) does not serve it,
+    /// and the report must not say it does.
+    pub fn serving(&self) -> &[Serving] {
+        self.serving
+            .get_or_init(|| crate::serving::probe_all(&self.chain))
+    }
+
+    /// A few lines saying which backend serves each primitive, and why the
+    /// backends passed over were not used.
     pub fn report(&self) -> String {
         let mut s = String::new();
         let how = if self.forced {
@@ -110,7 +214,26 @@ impl Trident {
         } else {
             String::new()
         };
-        let _ = writeln!(s, "trident: using {}{how}", self.primary());
+        // The backends that serve something, in chain order.
+        let names: Vec<&str> = self
+            .chain
+            .iter()
+            .map(|b| b.name())
+            .filter(|&n| self.serving().iter().any(|sv| sv.backend == Ok(n)))
+            .collect();
+        let _ = writeln!(s, "trident: using {}{how}", names.join(" + "));
+        for sv in self.serving() {
+            let what = format!("{} {}", sv.primitive, sv.scalar);
+            let line = match &sv.backend {
+                Ok(b) => format!("served by {b}"),
+                Err(why) => format!("not served: {why}"),
+            };
+            let _ = write!(s, "  {:<18} {line}", what.trim_end());
+            for (b, why) in &sv.skipped {
+                let _ = write!(s, " ({b}: {why})");
+            }
+            let _ = writeln!(s);
+        }
         for c in &self.candidates {
             match &c.outcome {
                 Ok(d) => {

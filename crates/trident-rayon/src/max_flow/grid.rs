@@ -90,12 +90,16 @@ pub(crate) fn solve<const D: usize>(g: &GridGraph) -> GridCut {
             (cpu_now() - c0) * 1e3
         );
     }
-    match s {
+    // A valid GridGraph's capacities total at most i64::MAX, so every
+    // residual fits i64 and the build cannot fail.
+    #[allow(clippy::expect_used)]
+    let solved = match s {
         Some(s) => s.finish(),
         None => Solver::<i64, D>::build(g)
             .expect("i64 holds every residual of a valid GridGraph")
             .finish(),
-    }
+    };
+    solved
 }
 
 struct Solver<C, const D: usize> {
@@ -645,11 +649,25 @@ fn prefetch<T>(p: &T) {
     let _ = p;
 }
 
+/// This thread's CPU time in seconds.
+#[cfg(unix)]
 pub(super) fn cpu_now() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
+    // SAFETY: `ts` is a valid timespec to write into.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Wall time from a fixed origin where no portable thread CPU clock exists
+/// (Windows): the same unit, close enough for the solver's time budgeting.
+#[cfg(not(unix))]
+pub(super) fn cpu_now() -> f64 {
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    ORIGIN
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs_f64()
 }

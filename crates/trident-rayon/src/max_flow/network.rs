@@ -62,6 +62,16 @@ const GLOBAL_FREQ_INV: u64 = 2;
 
 /// Solves `g`: `i32` residuals when every capacity fits, else `i64`.
 pub(crate) fn solve(g: &FlowNetwork) -> Result<NetworkFlow> {
+    // A network may declare u32::MAX nodes with a single arc (valid by the
+    // contract): every node costs a solver record, a bucket, a mark and an
+    // output label. Ask before allocating, so that such a network is an
+    // error naming its size rather than an abort.
+    let (n, m) = (g.nodes() as u128, g.arcs().len() as u128);
+    let per_node = (size_of::<Node>() + size_of::<u32>() + 2) as u128;
+    let per_arc = (2 * size_of::<ResArc<i64>>() + size_of::<u32>() + size_of::<i64>()) as u128;
+    trident_core::mem::check_bytes((n + 1) * per_node + m * per_arc, || {
+        format!("push-relabel on a network of {n} nodes and {m} arcs")
+    })?;
     let fits_i32 = g.arcs().iter().all(|a| a.cap <= i32::MAX as i64);
     if fits_i32 {
         Ok(Solver::<i32>::build(g)?.finish(g))

@@ -8,11 +8,20 @@
 //! space between clusters is pruned at once.
 //!
 //! Exactness: candidates are ordered by the key `(d2, j)` packed into a `u64`
-//! (`d2 >= 0` and is never NaN, so its bits order like its value). A box is
-//! pruned only if its lower bound is strictly greater than the current bound,
-//! and the lower bound is computed with the same f32 operations, in the same
-//! order, as [`trident_core::dist2`] on the nearest face: rounding is monotone,
-//! so the bound never exceeds the computed distance of any point inside.
+//! (`d2 >= 0` and is never NaN, so its bits order like its value). Every node
+//! also knows the smallest index below it, so its box has a lower-bound *key*
+//! `(lower bound of d2, min j)`, below the key of every point inside; a box is
+//! pruned when that key is not strictly below the current bound. The lower
+//! bound of d2 is computed with the same f32 operations, in the same order, as
+//! [`trident_core::dist2`] on the nearest face: rounding is monotone, so it
+//! never exceeds the computed distance of any point inside.
+//!
+//! Ties: pruning on keys rather than on distances alone is what keeps many
+//! equidistant points (1e5 copies of one point) from making a query visit
+//! every leaf: a box at the best distance so far is entered only if it may
+//! hold a smaller index, and the child with the smaller key is searched first,
+//! so a query walks to the smallest index about as directly as to the nearest
+//! point.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -162,8 +171,14 @@ pub(super) struct Located {
 
 /// Receives the points of the leaves a search visits and says how far to look.
 pub(super) trait Visitor {
-    /// Boxes whose lower bound is strictly greater than this are skipped.
-    fn bound_d2(&self) -> f32;
+    /// Keys at or above this cannot be accepted: boxes whose lower-bound key
+    /// is not below it are skipped.
+    fn bound(&self) -> u64;
+    /// The distance part of [`Visitor::bound`].
+    #[inline(always)]
+    fn bound_d2(&self) -> f32 {
+        key_d2(self.bound())
+    }
     /// Offers every slot of a leaf (padding slots have distance +inf and index
     /// `u32::MAX`, i.e. the key [`NO_KEY`]); `d` are the slots' distances.
     fn visit(&mut self, d: &[f32; LEAF], id: &[u32; LEAF]);
@@ -179,6 +194,8 @@ pub(super) struct KdTree {
     splits: Vec<Split>,
     /// Node boxes in 1-based heap order (slot 0 unused).
     boxes: Vec<Aabb>,
+    /// The smallest index of B below each node, same order as `boxes`.
+    minid: Vec<u32>,
     leaves: Vec<Leaf>,
 }
 
@@ -280,13 +297,16 @@ impl KdTree {
 
         let mut leaves = vec![Leaf::PAD; nleaves];
         let mut boxes = vec![Aabb::EMPTY; 2 * nleaves];
+        let mut minid = vec![u32::MAX; 2 * nleaves];
         {
             let (_, leaf_boxes) = boxes.split_at_mut(nleaves);
+            let (_, leaf_min) = minid.split_at_mut(nleaves);
             leaves
                 .par_iter_mut()
                 .zip(leaf_boxes.par_iter_mut())
+                .zip(leaf_min.par_iter_mut())
                 .enumerate()
-                .for_each(|(l, (leaf, bb))| {
+                .for_each(|(l, ((leaf, bb), lo))| {
                     let s = leaf_start(l, n, nleaves);
                     let e = leaf_start(l + 1, n, nleaves);
                     for (slot, it) in items[s..e].iter().enumerate() {
@@ -295,17 +315,20 @@ impl KdTree {
                         leaf.z[slot] = it.p[2];
                         leaf.id[slot] = it.id;
                         bb.add(&it.p);
+                        *lo = (*lo).min(it.id);
                     }
                 });
         }
         for p in (1..nleaves).rev() {
             boxes[p] = boxes[2 * p].union(&boxes[2 * p + 1]);
+            minid[p] = minid[2 * p].min(minid[2 * p + 1]);
         }
         KdTree {
             nleaves,
             depth,
             splits,
             boxes,
+            minid,
             leaves,
         }
     }
@@ -324,9 +347,16 @@ impl KdTree {
         }
     }
 
-    /// Depth-first branch and bound below `node`, nearer child first.
+    /// The lower-bound key of every point below `node`: `(box distance, min j)`.
+    #[inline(always)]
+    fn box_key(&self, node: usize, q: &Point) -> u64 {
+        key(self.boxes[node].lower_bound(q), self.minid[node])
+    }
+
+    /// Depth-first branch and bound below `node`, the child with the smaller
+    /// lower-bound key first.
     fn descend<V: Visitor>(&self, node: usize, q: &Point, v: &mut V) {
-        let mut stack = [(0u32, 0f32); STACK];
+        let mut stack = [(0u32, 0u64); STACK];
         let mut sp = 0usize;
         let mut node = node;
         loop {
@@ -334,19 +364,19 @@ impl KdTree {
                 self.scan(node, q, v);
             } else {
                 let (c0, c1) = (2 * node, 2 * node + 1);
-                let d0 = self.boxes[c0].lower_bound(q);
-                let d1 = self.boxes[c1].lower_bound(q);
-                let (near, dn, far, df) = if d1 < d0 {
-                    (c1, d1, c0, d0)
+                let k0 = self.box_key(c0, q);
+                let k1 = self.box_key(c1, q);
+                let (near, kn, far, kf) = if k1 < k0 {
+                    (c1, k1, c0, k0)
                 } else {
-                    (c0, d0, c1, d1)
+                    (c0, k0, c1, k1)
                 };
-                let bound = v.bound_d2();
-                if df <= bound {
-                    stack[sp] = (far as u32, df);
+                let bound = v.bound();
+                if kf < bound {
+                    stack[sp] = (far as u32, kf);
                     sp += 1;
                 }
-                if dn <= bound {
+                if kn < bound {
                     node = near;
                     continue;
                 }
@@ -356,8 +386,8 @@ impl KdTree {
                     return;
                 }
                 sp -= 1;
-                let (n, d) = stack[sp];
-                if d <= v.bound_d2() {
+                let (n, k) = stack[sp];
+                if k < v.bound() {
                     node = n as usize;
                     break;
                 }
@@ -399,16 +429,14 @@ impl KdTree {
         let mut node = at.node;
         self.scan(node, q, v);
         // Every point outside q's leaf lies across one of the planes.
-        if at.gmin > v.bound_d2() {
+        if key(at.gmin, 0) >= v.bound() {
             return;
         }
         while node > 1 {
+            let sib = node ^ 1;
             let (g, _) = plane(q, self.splits[node >> 1]);
-            if g <= v.bound_d2() {
-                let sib = node ^ 1;
-                if self.boxes[sib].lower_bound(q) <= v.bound_d2() {
-                    self.descend(sib, q, v);
-                }
+            if key(g, self.minid[sib]) < v.bound() && self.box_key(sib, q) < v.bound() {
+                self.descend(sib, q, v);
             }
             node >>= 1;
         }
@@ -445,6 +473,10 @@ struct Best {
 
 impl Visitor for Best {
     #[inline(always)]
+    fn bound(&self) -> u64 {
+        self.key
+    }
+    #[inline(always)]
     fn bound_d2(&self) -> f32 {
         self.d2
     }
@@ -459,8 +491,8 @@ impl Visitor for Best {
 
 impl Visitor for KeyHeap {
     #[inline(always)]
-    fn bound_d2(&self) -> f32 {
-        key_d2(self.bound())
+    fn bound(&self) -> u64 {
+        KeyHeap::bound(self)
     }
     fn visit(&mut self, d: &[f32; LEAF], id: &[u32; LEAF]) {
         for s in 0..LEAF {

@@ -26,7 +26,8 @@ use rand_chacha::ChaCha8Rng;
 pub use crate::problem::Input;
 pub use catalog::{Case, all_cases, cases, find_case, spec_cases};
 pub use coder::{
-    OmpCase, dct_dictionary, dense_signals, omp_dct, omp_random, random_dictionary, sparse_signals,
+    OmpCase, dct_dictionary, dense_signals, omp_dct, omp_dct_256, omp_random, random_dictionary,
+    sparse_signals,
 };
 pub use dense::{GemmCase, PAD_MARKER, Shape, gemm, gemm_general, uniform_matrix};
 pub use flow::{

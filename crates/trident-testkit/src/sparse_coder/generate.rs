@@ -135,6 +135,21 @@ pub fn omp_dct<T: Scalar>(count: usize, seed: u64) -> OmpCase<T> {
     }
 }
 
+/// The `omp-256x1024-k32` case with `count` signals: the overcomplete 2-D
+/// DCT for 16 x 16 patches (256 x 1024), 32-atom signals with 1% noise,
+/// `Sparsity(32)`; built like [`omp_dct`]. Here the f32 Gram matrix (4 MB)
+/// no longer fits a GPU's shared memory.
+pub fn omp_dct_256<T: Scalar>(count: usize, seed: u64) -> OmpCase<T> {
+    let dict = dct_dictionary::<T>(16, 32);
+    let signals = sparse_signals(&dict, count, 32, 0.01, seed);
+    OmpCase {
+        dict,
+        signals,
+        count,
+        rule: StopRule::Sparsity(32),
+    }
+}
+
 /// Random dictionary and signals for randomized tests: `count` signals of
 /// `sparsity` atoms plus `noise`, under `rule`.
 pub fn omp_random<T: Scalar>(

@@ -1,0 +1,786 @@
+//! The `trident` binary on real files: every subcommand's happy path (output
+//! read back and checked, `--json` parsed), its bad-input paths with the
+//! documented exit code and no partial output left, and the CLI items of the
+//! hardening issue (bad seed, unknown names, a huge DIMACS declaration).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn trident(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trident"))
+        .args(args)
+        .env_remove("TRIDENT_SEED")
+        .env("TRIDENT_BACKEND", "rayon")
+        .output()
+        .expect("run trident")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exit code (not killed by a signal)")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&o.stdout)
+        )
+    })
+}
+
+/// Runs a command that must fail with `want`, leaving `out` absent and no
+/// temporary file beside it; its message must contain `needle`.
+fn fails(args: &[&str], want: i32, needle: &str, out: &Path) {
+    let o = trident(args);
+    let err = stderr(&o);
+    assert_eq!(code(&o), want, "{args:?}: stderr {err}");
+    assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
+    assert!(!out.exists(), "{args:?} left {out:?}");
+    if let Some(dir) = out.parent().filter(|d| d.exists()) {
+        let left: Vec<_> = std::fs::read_dir(dir)
+            .expect("read dir")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .collect();
+        assert!(left.is_empty(), "{args:?} left temporary files {left:?}");
+    }
+}
+
+use npyz::WriterBuilder;
+
+fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) {
+    let mut buf = Vec::new();
+    let mut w = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(&mut buf)
+        .begin_nd()
+        .expect("npy writer");
+    w.extend(data.iter().copied()).expect("npy data");
+    w.finish().expect("npy finish");
+    std::fs::write(path, buf).expect("write npy");
+}
+
+fn read_npy_f64(path: &Path) -> (Vec<u64>, Vec<f64>) {
+    let bytes = std::fs::read(path).expect("read npy");
+    let f = npyz::NpyFile::new(&bytes[..]).expect("npy header");
+    let shape = f.shape().to_vec();
+    (shape, f.into_vec::<f64>().expect("npy f64 data"))
+}
+
+/// A Matrix Market file as read by `sprs` (an independent reader), densified.
+fn sprs_dense(path: &Path) -> (usize, usize, Vec<f64>) {
+    let m: sprs::TriMat<f64> = sprs::io::read_matrix_market(path).expect("sprs reads our output");
+    let (r, c) = (m.rows(), m.cols());
+    let mut d = vec![0.0; r * c];
+    for (v, (i, j)) in m.triplet_iter() {
+        d[i * c + j] += *v;
+    }
+    (r, c, d)
+}
+
+#[test]
+fn help_documents_exit_codes_and_version_prints() {
+    let o = trident(&["--help"]);
+    assert_eq!(code(&o), 0);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "Exit codes",
+        "2  usage error",
+        "3  bad input file",
+        "4  I/O",
+        "segment",
+        "bench",
+    ] {
+        assert!(out.contains(needle), "help lacks {needle:?}");
+    }
+    let o = trident(&["--version"]);
+    assert_eq!(code(&o), 0);
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("trident "));
+    assert_eq!(code(&trident(&["no-such-command"])), 2);
+    assert_eq!(
+        code(&trident(&["maxflow", "x.max", "--backend", "nope"])),
+        2
+    );
+}
+
+#[test]
+fn backends_json_parses() {
+    let v = json(&trident(&["backends", "--json"]));
+    assert_eq!(v["ok"], true);
+    assert!(
+        v["compiled"]
+            .as_array()
+            .expect("compiled")
+            .iter()
+            .any(|b| b == "rayon")
+    );
+}
+
+#[test]
+fn spgemm_matrix_market_round_trip_with_sprs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = dir.path().join("c.mtx");
+    let a = fixture("a.mtx");
+    let o = trident(&["spgemm", s(&a), s(&a), "-o", s(&c), "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["c"]["nnz"], 5);
+    // What we write, sprs's own Matrix Market reader reads.
+    assert_eq!(
+        sprs_dense(&c),
+        (3, 3, vec![9.0, 0.0, 12.0, 0.0, 9.0, 0.0, 24.0, 0.0, 33.0])
+    );
+
+    // integer symmetric x pattern, and pattern x pattern^T.
+    let (sym, pat) = (fixture("sym.mtx"), fixture("pattern.mtx"));
+    let o = trident(&["spgemm", s(&sym), s(&pat), "-o", s(&c), "--f32"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // [[2,1,0],[1,0,0],[0,0,4]] x [[1,0],[0,1],[1,0]]
+    assert_eq!(sprs_dense(&c), (3, 2, vec![2.0, 1.0, 1.0, 0.0, 4.0, 0.0]));
+    let o = trident(&["spgemm", s(&pat), s(&pat), "--transpose-b", "-o", s(&c)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!((sprs_dense(&c).0, sprs_dense(&c).1), (3, 3));
+    // Shapes that do not fit: bad input.
+    fails(
+        &[
+            "spgemm",
+            s(&a),
+            s(&pat),
+            "--transpose-b",
+            "-o",
+            s(&dir.path().join("x.mtx")),
+        ],
+        3,
+        "inner dimensions",
+        &dir.path().join("x.mtx"),
+    );
+}
+
+#[test]
+fn spgemm_bad_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("c.mtx");
+    let a = fixture("a.mtx");
+    let cases = [
+        ("truncated.mtx", "line 4: truncated"),
+        ("badheader.mtx", "line 1: format \"array\""),
+        ("outofrange.mtx", "line 4: row index 3 out of range"),
+        ("nan.mtx", "line 4: value nan is not finite"),
+    ];
+    for (name, needle) in cases {
+        let f = fixture(name);
+        fails(
+            &["spgemm", s(&f), s(&a), "-o", s(&out)],
+            3,
+            &format!("{name}:{needle}"),
+            &out,
+        );
+    }
+    // A header that is not Matrix Market at all.
+    let junk = dir.path().join("junk.mtx");
+    std::fs::write(&junk, "hello\n1 1 1\n").expect("write");
+    fails(
+        &["spgemm", s(&junk), s(&a), "-o", s(&out)],
+        3,
+        "not a Matrix Market file",
+        &out,
+    );
+    // Unwritable output: I/O error, nothing left.
+    let bad = dir.path().join("no/such/dir/c.mtx");
+    fails(
+        &["spgemm", s(&a), s(&a), "-o", s(&bad)],
+        4,
+        "cannot create",
+        &bad,
+    );
+    // A missing input is an I/O error too.
+    fails(
+        &[
+            "spgemm",
+            s(&dir.path().join("missing.mtx")),
+            s(&a),
+            "-o",
+            s(&out),
+        ],
+        4,
+        "cannot open",
+        &out,
+    );
+}
+
+#[test]
+fn gemm_npy_f32_and_f64() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b, c) = (
+        dir.path().join("a.npy"),
+        dir.path().join("b.npy"),
+        dir.path().join("c.npy"),
+    );
+    write_npy(&a, &[2, 3], &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    write_npy(&b, &[3, 2], &[1.0f64, 0.0, 0.0, 1.0, 1.0, 1.0]);
+    let o = trident(&["gemm", s(&a), s(&b), "-o", s(&c), "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&o)["precision"], "f64");
+    let (shape, data) = read_npy_f64(&c);
+    assert_eq!(shape, vec![2, 2]);
+    assert_eq!(data, vec![4.0, 5.0, 10.0, 11.0]);
+    // Larger, generated: A (64 x 48) times identity.
+    let (m, k) = (64usize, 48usize);
+    let big: Vec<f32> = (0..m * k).map(|i| (i % 17) as f32 - 8.0).collect();
+    let eye: Vec<f32> = (0..k * k)
+        .map(|i| if i / k == i % k { 1.0 } else { 0.0 })
+        .collect();
+    write_npy(&a, &[m as u64, k as u64], &big);
+    write_npy(&b, &[k as u64, k as u64], &eye);
+    let o = trident(&["gemm", s(&a), s(&b), "-o", s(&c)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let bytes = std::fs::read(&c).expect("c");
+    let f = npyz::NpyFile::new(&bytes[..]).expect("npy");
+    assert_eq!(f.into_vec::<f32>().expect("f32 output"), big);
+}
+
+#[test]
+fn gemm_bad_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b, out) = (
+        dir.path().join("a.npy"),
+        dir.path().join("b.npy"),
+        dir.path().join("c.npy"),
+    );
+    write_npy(&b, &[2, 2], &[1.0f32, 0.0, 0.0, 1.0]);
+    // NaN, named by element and byte offset.
+    write_npy(&a, &[2, 2], &[1.0f32, f32::NAN, 0.0, 1.0]);
+    fails(
+        &["gemm", s(&a), s(&b), "-o", s(&out)],
+        3,
+        "element (0, 1) is NaN",
+        &out,
+    );
+    // Truncated data.
+    write_npy(&a, &[2, 2], &[1.0f32, 2.0, 3.0, 4.0]);
+    let mut bytes = std::fs::read(&a).expect("a");
+    bytes.truncate(bytes.len() - 3);
+    std::fs::write(&a, &bytes).expect("a");
+    fails(&["gemm", s(&a), s(&b), "-o", s(&out)], 3, "truncated", &out);
+    // Not an npy file.
+    std::fs::write(&a, b"P5 not numpy").expect("a");
+    fails(
+        &["gemm", s(&a), s(&b), "-o", s(&out)],
+        3,
+        "not a valid .npy header",
+        &out,
+    );
+    // Wrong dtype and wrong rank.
+    write_npy(&a, &[2, 2], &[1i32, 2, 3, 4]);
+    fails(
+        &["gemm", s(&a), s(&b), "-o", s(&out)],
+        3,
+        "expected float32",
+        &out,
+    );
+    write_npy(&a, &[4], &[1.0f32, 2.0, 3.0, 4.0]);
+    fails(
+        &["gemm", s(&a), s(&b), "-o", s(&out)],
+        3,
+        "expected a 2-D array",
+        &out,
+    );
+    // Shapes that do not fit.
+    write_npy(&a, &[2, 3], &[1.0f32; 6]);
+    fails(
+        &["gemm", s(&a), s(&b), "-o", s(&out)],
+        3,
+        "inner dimensions differ",
+        &out,
+    );
+}
+
+#[test]
+fn pairs_from_csv_ply_and_npy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("p.csv");
+    let (a, b) = (fixture("a.csv"), fixture("b.ply"));
+    let o = trident(&["pairs", s(&a), s(&b), "-o", s(&out), "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&o)["mode"], "nearest");
+    let text = std::fs::read_to_string(&out).expect("out");
+    let b_of: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).expect("b"))
+        .collect();
+    assert_eq!(b_of, ["0", "0", "2"]);
+    // knn 2 from .npy into .csv.
+    let an = dir.path().join("a.npy");
+    write_npy(&an, &[2, 3], &[0.0f32, 0.0, 0.0, 5.0, 5.0, 4.0]);
+    let o = trident(&[
+        "pairs",
+        s(&an),
+        s(&fixture("b.csv")),
+        "--knn",
+        "2",
+        "-o",
+        s(&out),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).expect("out");
+    assert_eq!(text.lines().next(), Some("a,rank,b,d2"));
+    assert_eq!(text.lines().count(), 1 + 4);
+    assert!(text.lines().any(|l| l.starts_with("1,0,1,")), "{text}");
+    // closest pairs k = 1.
+    let o = trident(&["pairs", s(&a), s(&b), "--k", "1", "-o", s(&out)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("out").lines().count(),
+        2
+    );
+    // A binary little-endian PLY, generated.
+    let ply = dir.path().join("b.ply");
+    let mut bytes = b"ply\nformat binary_little_endian 1.0\nelement vertex 2\nproperty float x\nproperty float y\nproperty double z\nend_header\n".to_vec();
+    for p in [[9.0f32, 9.0], [0.0, 0.0]] {
+        bytes.extend_from_slice(&p[0].to_le_bytes());
+        bytes.extend_from_slice(&p[1].to_le_bytes());
+        bytes.extend_from_slice(&0.5f64.to_le_bytes());
+    }
+    std::fs::write(&ply, &bytes).expect("ply");
+    let o = trident(&["pairs", s(&a), s(&ply), "-o", s(&out)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        std::fs::read_to_string(&out)
+            .expect("out")
+            .contains("0,1,0.25")
+    );
+    // Truncated binary PLY: byte offset.
+    std::fs::write(&ply, &bytes[..bytes.len() - 4]).expect("ply");
+    std::fs::remove_file(&out).expect("rm");
+    fails(
+        &["pairs", s(&a), s(&ply), "-o", s(&out)],
+        3,
+        "truncated",
+        &out,
+    );
+}
+
+#[test]
+fn pairs_bad_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("p.csv");
+    let b = fixture("b.csv");
+    fails(
+        &["pairs", s(&fixture("nan.csv")), s(&b), "-o", s(&out)],
+        3,
+        "nan.csv:line 2",
+        &out,
+    );
+    fails(
+        &["pairs", s(&fixture("truncated.ply")), s(&b), "-o", s(&out)],
+        3,
+        "truncated.ply:line 9: truncated",
+        &out,
+    );
+    let wrong = dir.path().join("w.npy");
+    write_npy(&wrong, &[2, 2], &[0.0f32; 4]);
+    fails(
+        &["pairs", s(&wrong), s(&b), "-o", s(&out)],
+        3,
+        "expected N x 3",
+        &out,
+    );
+    let csv = dir.path().join("two.csv");
+    std::fs::write(&csv, "1,2,3\n4,5\n").expect("csv");
+    fails(
+        &["pairs", s(&csv), s(&b), "-o", s(&out)],
+        3,
+        "line 2: expected `x,y,z`",
+        &out,
+    );
+    let a = fixture("a.csv");
+    assert_eq!(
+        code(&trident(&[
+            "pairs",
+            s(&a),
+            s(&b),
+            "--k",
+            "1",
+            "--knn",
+            "1",
+            "-o",
+            s(&out)
+        ])),
+        2
+    );
+}
+
+#[test]
+fn omp_writes_npz() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (d, x, out) = (
+        dir.path().join("d.npy"),
+        dir.path().join("x.npy"),
+        dir.path().join("codes.npz"),
+    );
+    // n = 3, K = 4: the identity plus (1,1,0)/sqrt2.
+    let r = std::f64::consts::FRAC_1_SQRT_2;
+    write_npy(
+        &d,
+        &[3, 4],
+        &[1.0, 0.0, 0.0, r, 0.0, 1.0, 0.0, r, 0.0, 0.0, 1.0, 0.0],
+    );
+    write_npy(&x, &[2, 3], &[2.0, 2.0, 0.0, 0.0, 0.0, 3.0]);
+    let o = trident(&[
+        "omp",
+        "--dict",
+        s(&d),
+        "--signals",
+        s(&x),
+        "--sparsity",
+        "2",
+        "-o",
+        s(&out),
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&o)["signals"], 2);
+    let file = std::fs::File::open(&out).expect("npz");
+    let mut zip = zip::ZipArchive::new(file).expect("a zip archive");
+    let mut names: Vec<String> = zip.file_names().map(String::from).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "atoms.npy",
+            "coefs.npy",
+            "offsets.npy",
+            "residual_norm2.npy"
+        ]
+    );
+    let mut read = |name: &str| -> Vec<u8> {
+        let mut f = zip.by_name(name).expect("member");
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut v).expect("member data");
+        v
+    };
+    let atoms: Vec<u32> = npyz::NpyFile::new(&read("atoms.npy")[..])
+        .expect("npy")
+        .into_vec()
+        .expect("u32");
+    let offsets: Vec<u64> = npyz::NpyFile::new(&read("offsets.npy")[..])
+        .expect("npy")
+        .into_vec()
+        .expect("u64");
+    // Signal 0 = (2, 2, 0) picks the diagonal atom 3 first (a second atom may
+    // follow on rounding residue); signal 1 = (0, 0, 3) is atom 2 alone.
+    assert_eq!((offsets.len(), offsets[2] as usize), (3, atoms.len()));
+    assert_eq!((atoms[0], atoms[atoms.len() - 1]), (3, 2));
+    assert_eq!(offsets[2] - offsets[1], 1);
+    // --error instead, then the usage errors of the rule group.
+    let o = trident(&[
+        "omp",
+        "--dict",
+        s(&d),
+        "--signals",
+        s(&x),
+        "--error",
+        "1e-9",
+        "-o",
+        s(&out),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let fresh = dir.path().join("none.npz");
+    assert_eq!(
+        code(&trident(&[
+            "omp",
+            "--dict",
+            s(&d),
+            "--signals",
+            s(&x),
+            "-o",
+            s(&fresh)
+        ])),
+        2
+    );
+    // A dictionary whose columns are not unit norm: bad input, with the hint.
+    write_npy(&d, &[3, 2], &[2.0, 0.0, 0.0, 1.0, 0.0, 0.0]);
+    fails(
+        &[
+            "omp",
+            "--dict",
+            s(&d),
+            "--signals",
+            s(&x),
+            "--sparsity",
+            "1",
+            "-o",
+            s(&fresh),
+        ],
+        3,
+        "--normalize",
+        &fresh,
+    );
+    let o = trident(&[
+        "omp",
+        "--dict",
+        s(&d),
+        "--signals",
+        s(&x),
+        "--sparsity",
+        "1",
+        "--normalize",
+        "-o",
+        s(&fresh),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // Signals of the wrong length.
+    write_npy(&x, &[1, 2], &[1.0, 1.0]);
+    let gone = dir.path().join("gone.npz");
+    fails(
+        &[
+            "omp",
+            "--dict",
+            s(&d),
+            "--signals",
+            s(&x),
+            "--sparsity",
+            "1",
+            "-o",
+            s(&gone),
+        ],
+        3,
+        "signals of length 2",
+        &gone,
+    );
+}
+
+#[test]
+fn maxflow_dimacs_and_cut() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cut = dir.path().join("cut.txt");
+    let g = fixture("tiny.max");
+    let o = trident(&["maxflow", s(&g), "--cut", s(&cut)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("flow 5 "));
+    assert_eq!(std::fs::read_to_string(&cut).expect("cut"), "1\n");
+    let v = json(&trident(&["maxflow", s(&g), "--json"]));
+    assert_eq!(
+        (v["flow"].as_i64(), v["nodes"].as_u64()),
+        (Some(5), Some(4))
+    );
+    // Bad files: a parse error names the line; a negative capacity is bad input.
+    let bad = dir.path().join("bad.max");
+    std::fs::write(&bad, "p max 2 1\nn 1 s\nn 2 t\na 1 x 3\n").expect("w");
+    fails(
+        &["maxflow", s(&bad), "--cut", s(&cut.with_extension("2"))],
+        3,
+        "line 4",
+        &cut.with_extension("2"),
+    );
+    std::fs::write(&bad, "p max 2 1\nn 1 s\nn 2 t\na 1 2 -3\n").expect("w");
+    fails(
+        &["maxflow", s(&bad)],
+        3,
+        "negative",
+        &cut.with_extension("3"),
+    );
+}
+
+#[test]
+fn maxflow_huge_declared_size_is_an_error_not_an_abort() {
+    // `p max 4294967295 1`: valid by the format, too large for memory.
+    let o = trident(&["maxflow", s(&fixture("huge.max"))]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains("huge.max"), "{}", stderr(&o));
+}
+
+/// A `w x h` grey image: a bright rectangle on a dark, noisy background.
+fn scene(w: u32, h: u32) -> image::GrayImage {
+    image::GrayImage::from_fn(w, h, |x, y| {
+        let inside = (w / 4..3 * w / 4).contains(&x) && (h / 4..3 * h / 4).contains(&y);
+        let noise = ((x * 7 + y * 13) % 11) as u8;
+        image::Luma([if inside { 200 + noise } else { 40 + noise }])
+    })
+}
+
+#[test]
+fn segment_finds_the_rectangle_with_and_without_seeds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (w, h) = (40u32, 24u32); // not square, so a transposed mask would show
+    let img = dir.path().join("img.png");
+    scene(w, h).save(&img).expect("png");
+    let mask = dir.path().join("mask.png");
+    let o = trident(&["segment", s(&img), "-o", s(&mask), "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&o)["foreground_pixels"], (w / 2 * h / 2) as u64);
+    let m = image::open(&mask).expect("mask").to_luma8();
+    assert_eq!(m.dimensions(), (w, h));
+    assert_eq!(m.get_pixel(w / 2, h / 2).0, [255]);
+    assert_eq!(m.get_pixel(1, 1).0, [0]);
+    // Scribbles: red inside, blue in a corner; JPEG input.
+    let jpg = dir.path().join("img.jpg");
+    image::DynamicImage::ImageLuma8(scene(w, h))
+        .to_rgb8()
+        .save(&jpg)
+        .expect("jpeg");
+    let seeds = image::RgbImage::from_fn(w, h, |x, y| match (x, y) {
+        (20, 12) => image::Rgb([255, 0, 0]),
+        (0, 0) => image::Rgb([0, 0, 255]),
+        _ => image::Rgb([255, 255, 255]),
+    });
+    let sp = dir.path().join("seeds.png");
+    seeds.save(&sp).expect("seeds");
+    let o = trident(&[
+        "segment",
+        s(&jpg),
+        "--seeds",
+        s(&sp),
+        "-o",
+        s(&mask),
+        "--lambda",
+        "2",
+        "--sigma",
+        "15",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let m = image::open(&mask).expect("mask").to_luma8();
+    assert_eq!((m.get_pixel(20, 12).0, m.get_pixel(0, 0).0), ([255], [0]));
+    // Wrong seed size (the transpose of the image's): bad input, no mask.
+    let wrong = dir.path().join("wrong.png");
+    image::RgbImage::new(h, w).save(&wrong).expect("png");
+    let out = dir.path().join("never.png");
+    fails(
+        &["segment", s(&img), "--seeds", s(&wrong), "-o", s(&out)],
+        3,
+        "must match",
+        &out,
+    );
+    // Seeds without any foreground scribble.
+    fails(
+        &["segment", s(&img), "--seeds", s(&wrong), "-o", s(&out)],
+        3,
+        "",
+        &out,
+    );
+    let blank = dir.path().join("blank.png");
+    image::RgbImage::new(w, h).save(&blank).expect("png");
+    fails(
+        &["segment", s(&img), "--seeds", s(&blank), "-o", s(&out)],
+        3,
+        "no foreground seeds",
+        &out,
+    );
+    // Not an image; a truncated PNG.
+    let junk = dir.path().join("junk.png");
+    std::fs::write(&junk, b"not an image").expect("w");
+    fails(&["segment", s(&junk), "-o", s(&out)], 3, "junk.png", &out);
+    let bytes = std::fs::read(&img).expect("png");
+    std::fs::write(&junk, &bytes[..bytes.len() / 2]).expect("w");
+    fails(
+        &["segment", s(&junk), "-o", s(&out)],
+        3,
+        "cannot decode",
+        &out,
+    );
+    assert_eq!(
+        code(&trident(&[
+            "segment",
+            s(&img),
+            "-o",
+            s(&out),
+            "--sigma",
+            "0"
+        ])),
+        2
+    );
+}
+
+#[test]
+fn verify_usage_errors_are_exit_2_and_a_run_passes() {
+    let o = Command::new(env!("CARGO_BIN_EXE_trident"))
+        .args(["verify"])
+        .env("TRIDENT_SEED", "zzz")
+        .output()
+        .expect("run");
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("TRIDENT_SEED"));
+    assert_eq!(code(&trident(&["verify", "--primitive", "nope"])), 2);
+    assert_eq!(code(&trident(&["verify", "--case", "nope"])), 2);
+    assert_eq!(code(&trident(&["verify", "--size", "huge"])), 2);
+    assert_eq!(code(&trident(&["verify", "--seed", "x1"])), 2);
+    let o = trident(&[
+        "verify",
+        "--backend",
+        "rayon",
+        "--primitive",
+        "max_flow",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["ok"], true);
+    assert!(
+        v["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .any(|r| r["backend"] == "rayon")
+    );
+}
+
+#[test]
+fn bench_table_and_svg_plot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let svg = dir.path().join("bench.svg");
+    let o = trident(&[
+        "bench",
+        "--case",
+        "flow-edge-net-direct",
+        "flow-edge-grid-zero-caps",
+        "--repeat",
+        "1",
+        "--backend",
+        "rayon",
+        "--plot",
+        s(&svg),
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&o)["rows"].as_array().expect("rows").len(), 2);
+    let text = std::fs::read_to_string(&svg).expect("svg");
+    assert!(text.contains("<svg") && text.contains("flow-edge-net-direct"));
+    assert_eq!(code(&trident(&["bench", "--case", "nope"])), 2);
+}
+
+#[test]
+fn readme_command_lines_parse() {
+    // Every `trident SUBCOMMAND ...` line of the README's CLI block names a
+    // real subcommand whose flags parse (checked with --help appended, which
+    // clap answers before touching any file).
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .expect("README");
+    let lines: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.starts_with("trident ") && !l.starts_with("trident ="))
+        .collect();
+    assert!(lines.len() >= 8, "README lost its CLI block");
+    for line in lines {
+        let mut args: Vec<&str> = line.split_whitespace().skip(1).collect();
+        args.push("--help");
+        let o = trident(&args);
+        assert_eq!(code(&o), 0, "README line {line:?}: {}", stderr(&o));
+    }
+}

@@ -1,0 +1,128 @@
+//! Host allocations that fail with an [`Error`] instead of aborting the process.
+//!
+//! Rust's `Vec` aborts when an allocation fails, and on Linux a request the
+//! kernel grants lazily (overcommit) may instead kill the process later, when
+//! the pages are touched. Both are worse than an error for a library, so every
+//! allocation whose size comes from the caller's data (a row count, a node
+//! count, an output's nnz) goes through here:
+//!
+//! 1. the byte count is computed with checked arithmetic ([`Error::TooLarge`]
+//!    when it does not even fit `u64`);
+//! 2. it is compared with [`host_memory_limit`], the machine's physical memory:
+//!    a request larger than that can never be served, so it is
+//!    [`Error::OutOfMemory`] at once rather than a gamble on overcommit;
+//! 3. the allocation itself uses `try_reserve_exact`, so a refusal by the
+//!    allocator is [`Error::OutOfMemory`] too.
+//!
+//! Requests below the machine's memory that still cannot be met (other
+//! processes hold the rest) are outside what a library can see in advance.
+
+use std::sync::OnceLock;
+
+use crate::{Error, Result};
+
+/// The machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`),
+/// read once per process; `u64::MAX` where it cannot be read (other systems),
+/// which leaves the decision to the allocator.
+pub fn host_memory_limit() -> u64 {
+    static LIMIT: OnceLock<u64> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
+                let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+                kib.checked_mul(1024)
+            })
+            .unwrap_or(u64::MAX)
+    })
+}
+
+/// Fails with [`Error::OutOfMemory`] when `bytes` exceed what this machine can
+/// hold; `what` names the buffer (e.g. "CSR offsets of 2^40 rows").
+pub fn check_bytes(bytes: u128, what: impl FnOnce() -> String) -> Result<()> {
+    if bytes > host_memory_limit() as u128 {
+        return Err(Error::OutOfMemory {
+            bytes: bytes.min(u64::MAX as u128) as u64,
+            detail: format!(
+                "{} needs more than this machine's {} bytes of memory",
+                what(),
+                host_memory_limit()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Bytes of `len` elements of `T`, as a `u128` (cannot overflow).
+pub fn bytes_of<T>(len: usize) -> u128 {
+    len as u128 * size_of::<T>() as u128
+}
+
+/// An empty `Vec` with room for exactly `len` elements, or
+/// [`Error::OutOfMemory`] naming `what`.
+pub fn with_capacity<T>(len: usize, what: impl Fn() -> String) -> Result<Vec<T>> {
+    let bytes = bytes_of::<T>(len);
+    check_bytes(bytes, &what)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+        bytes: bytes.min(u64::MAX as u128) as u64,
+        detail: what(),
+    })?;
+    Ok(v)
+}
+
+/// `vec![value; len]`, or [`Error::OutOfMemory`] naming `what`.
+///
+/// ```
+/// # use trident_core::mem::try_vec;
+/// assert_eq!(try_vec(3, 0u32, || "demo".into()).unwrap(), vec![0, 0, 0]);
+/// assert!(try_vec(usize::MAX / 2, 0u64, || "too much".into()).is_err());
+/// ```
+pub fn try_vec<T: Clone>(len: usize, value: T, what: impl Fn() -> String) -> Result<Vec<T>> {
+    let mut v = with_capacity(len, what)?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+/// Grows `v` so that `extra` more elements fit, or [`Error::OutOfMemory`]
+/// naming `what`; the check counts the whole resulting length.
+pub fn reserve<T>(v: &mut Vec<T>, extra: usize, what: impl Fn() -> String) -> Result<()> {
+    let total = v.len() as u128 + extra as u128;
+    let bytes = total * size_of::<T>() as u128;
+    check_bytes(bytes, &what)?;
+    v.try_reserve(extra).map_err(|_| Error::OutOfMemory {
+        bytes: bytes.min(u64::MAX as u128) as u64,
+        detail: what(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_beyond_the_machine_are_errors_naming_the_buffer() {
+        let err = try_vec(usize::MAX / 8, 0u64, || "the test buffer".into()).unwrap_err();
+        match err {
+            Error::OutOfMemory { bytes, detail } => {
+                assert!(bytes > 1 << 60);
+                assert!(detail.contains("the test buffer"), "{detail}");
+            }
+            e => panic!("expected OutOfMemory, got {e}"),
+        }
+        let mut v = vec![1u8];
+        assert!(reserve(&mut v, usize::MAX - 1, || "growth".into()).is_err());
+        assert_eq!(v, [1]);
+    }
+
+    #[test]
+    fn small_requests_succeed() {
+        assert_eq!(
+            with_capacity::<u32>(0, || "x".into()).unwrap().capacity(),
+            0
+        );
+        assert_eq!(try_vec(2, 7u8, || "x".into()).unwrap(), [7, 7]);
+        assert!(host_memory_limit() > 1 << 20);
+    }
+}

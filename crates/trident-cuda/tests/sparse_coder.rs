@@ -1,0 +1,172 @@
+//! Batch-OMP on the GPU beyond the conformance suite: the device-resident
+//! entry point against the host call (bit for bit, with a padded leading
+//! dimension), long codes whose scratch goes to global memory, the 256 x 1024
+//! dictionary whose Gram matrix does not fit shared memory, exact answers on
+//! an identity dictionary, and shape errors of the device call. Skipped
+//! without CUDA.
+
+mod common;
+
+use trident_core::{
+    DeviceMat, DeviceMemory, Dictionary, Error, MatRef, SparseCoder, SparseCoderDevice, StopRule,
+};
+use trident_cuda::CudaBackend;
+use trident_reference::ReferenceBackend;
+use trident_testkit::cases::{self, Input};
+use trident_testkit::check;
+
+use common::{backend, seed};
+
+/// Runs `input` on the GPU and checks it against the reference with the
+/// contract's tolerances.
+fn agrees(be: &CudaBackend, input: Input) {
+    let exp = check::expected(&ReferenceBackend, &input).unwrap();
+    let got = check::produce(be, &input).unwrap();
+    let v = check::compare(&input, &exp, &got);
+    println!(
+        "{}: worst error / tolerance = {:.3e}",
+        input.describe(),
+        v.ratio
+    );
+    assert!(v.passed(), "{}: {}", input.describe(), v.summary());
+}
+
+#[test]
+fn device_codes_match_the_host_call() {
+    let Some(be) = backend("device_codes_match_the_host_call") else {
+        return;
+    };
+    let c = cases::omp_dct::<f32>(500, seed("device_codes_match_the_host_call"));
+    let host = be.encode(&c.dict, c.signals_ref(), c.rule).unwrap();
+    // The same signals with 3 unused entries after each row.
+    let (n, ld) = (c.dict.n(), c.dict.n() + 3);
+    let mut padded = vec![f32::NAN; c.count * ld];
+    for i in 0..c.count {
+        padded[i * ld..i * ld + n].copy_from_slice(c.signal(i));
+    }
+    let x = DeviceMat {
+        buf: be.upload(&padded).unwrap(),
+        rows: c.count,
+        cols: n,
+        ld,
+    };
+    let codes = be.encode_device(&c.dict, &x, c.rule).unwrap();
+    assert_eq!(codes.signals, c.count);
+    assert_eq!(codes.max_atoms, 16);
+    let dev = be.download_codes(&codes).unwrap();
+    assert!(
+        dev == host,
+        "device-resident codes differ from the host call"
+    );
+}
+
+#[test]
+fn long_codes_use_global_scratch() {
+    let Some(be) = backend("long_codes_use_global_scratch") else {
+        return;
+    };
+    // 100 atoms per signal: the per-warp Cholesky factor (40 KB in f64) no
+    // longer fits shared memory for a block of warps.
+    let s = seed("long_codes_use_global_scratch");
+    agrees(
+        &be,
+        Input::Omp64(cases::omp_random(
+            128,
+            256,
+            16,
+            10,
+            0.05,
+            StopRule::Sparsity(100),
+            s,
+        )),
+    );
+    agrees(
+        &be,
+        Input::Omp32(cases::omp_random(
+            128,
+            256,
+            16,
+            10,
+            0.05,
+            StopRule::SparsityOrError {
+                sparsity: 100,
+                error: 1e-3,
+            },
+            s + 1,
+        )),
+    );
+}
+
+#[test]
+fn dct_256x1024_agrees_with_the_reference() {
+    let Some(be) = backend("dct_256x1024_agrees_with_the_reference") else {
+        return;
+    };
+    let s = seed("dct_256x1024_agrees_with_the_reference");
+    agrees(&be, Input::Omp32(cases::omp_dct_256(64, s)));
+    agrees(&be, Input::Omp64(cases::omp_dct_256(16, s + 1)));
+}
+
+#[test]
+fn identity_dictionary_is_exact() {
+    let Some(be) = backend("identity_dictionary_is_exact") else {
+        return;
+    };
+    let mut d = vec![0.0f32; 36];
+    (0..6).for_each(|i| d[i * 6 + i] = 1.0);
+    let dict = Dictionary::new(6, 6, d).unwrap();
+    let x = [0.5f32, -2.0, 0.0, 2.0, 0.25, -0.5];
+    let x = MatRef::dense(&x, 1, 6).unwrap();
+    let c = be.encode(&dict, x, StopRule::Error(0.0)).unwrap();
+    assert_eq!(c.atoms, [1, 3, 0, 5, 4]);
+    assert_eq!(c.coefs, [-2.0, 2.0, 0.5, -0.5, 0.25]);
+    assert_eq!(c.residual_norm2, [0.0]);
+    let c = be.encode(&dict, x, StopRule::Sparsity(2)).unwrap();
+    assert_eq!(c.atoms, [1, 3]);
+    assert_eq!(c.coefs, [-2.0, 2.0]);
+    assert_eq!(c.residual_norm2, [0.25 + 0.0625 + 0.25]);
+}
+
+#[test]
+fn device_call_checks_shapes_and_rule() {
+    let Some(be) = backend("device_call_checks_shapes_and_rule") else {
+        return;
+    };
+    let dict = cases::dct_dictionary::<f32>(8, 16);
+    let x = DeviceMat {
+        buf: be.upload(&[0.0f32; 63 * 2]).unwrap(),
+        rows: 2,
+        cols: 63,
+        ld: 63,
+    };
+    let e = be.encode_device(&dict, &x, StopRule::Sparsity(3));
+    assert!(
+        matches!(e, Err(Error::DimensionMismatch { .. })),
+        "{:?}",
+        e.err()
+    );
+    let x = DeviceMat {
+        buf: be.upload(&[0.0f32; 64]).unwrap(),
+        rows: 2,
+        cols: 64,
+        ld: 64,
+    };
+    let e = be.encode_device(&dict, &x, StopRule::Sparsity(3));
+    assert!(
+        matches!(e, Err(Error::DimensionMismatch { .. })),
+        "{:?}",
+        e.err()
+    );
+    let x = DeviceMat {
+        buf: be.upload(&[0.0f32; 64]).unwrap(),
+        rows: 1,
+        cols: 64,
+        ld: 64,
+    };
+    let e = be.encode_device(&dict, &x, StopRule::Error(-1.0));
+    assert!(
+        matches!(e, Err(Error::InvalidArgument { .. })),
+        "{:?}",
+        e.err()
+    );
+}

@@ -1,0 +1,241 @@
+//! Benchmarks of the wgpu backend on the SPEC cases (the same inputs and seed
+//! as `cuda_bench`, so the two tables of one GPU run sit side by side).
+//!
+//! Usage: `wgpu_bench [--reps N] [FILTER...]`: runs the cases whose name
+//! contains one of the filters (all when none). Every pipeline is built first
+//! (`warm_up`), then each timed call runs twice untimed. Device-resident
+//! times are wall-clock times of the call plus `synchronize` (wgpu has no
+//! portable GPU timer), median of N; host-to-host times go through the host
+//! traits (upload, compute, download), median of 3. Each case prints a result
+//! check so a fast wrong shader shows up here.
+
+use std::time::Instant;
+
+use trident_core::{
+    Backend, CsrMatrix, DenseGemm, DenseGemmDevice, DeviceMat, DeviceMemory, Error, GemmParams,
+    MatMut, MatRef, NearestPairs, NearestPairsDevice, Neighbor, Result, SparseGemm,
+    SparseGemmDevice, dist2,
+};
+use trident_testkit::cases;
+use trident_wgpu::WgpuBackend;
+
+const SEED: u64 = 0x7121_d3a7;
+
+struct Bench {
+    be: WgpuBackend,
+    reps: usize,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+impl Bench {
+    /// Median time in ms of `f` followed by a device synchronize.
+    fn time(&self, n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+        for _ in 0..2 {
+            f()?;
+        }
+        self.be.synchronize()?;
+        let mut t = Vec::with_capacity(n);
+        for _ in 0..n {
+            let s = Instant::now();
+            f()?;
+            self.be.synchronize()?;
+            t.push(s.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(median(t))
+    }
+}
+
+fn gemm_case(ctx: &Bench, n: usize) -> Result<Vec<String>> {
+    let be = &ctx.be;
+    let a: Vec<f32> = cases::uniform_matrix(n, n, SEED ^ 1);
+    let b: Vec<f32> = cases::uniform_matrix(n, n, SEED ^ 2);
+    let mat = |buf| DeviceMat {
+        buf,
+        rows: n,
+        cols: n,
+        ld: n,
+    };
+    let (da, db) = (mat(be.upload(&a)?), mat(be.upload(&b)?));
+    let mut dc = mat(be.alloc_zeroed::<f32>(n * n)?);
+    let p = GemmParams::<f32>::default();
+    let ms = ctx.time(ctx.reps, || be.gemm_device(&p, &da, &db, &mut dc))?;
+    let tflops = 2.0 * (n as f64).powi(3) / (ms * 1e-3) / 1e12;
+    // Check a few entries against f64 dot products.
+    let c = be.download_vec(&dc.buf)?;
+    let mut worst = 0.0f64;
+    for s in 0..64 {
+        let (i, j) = ((s * 7919) % n, (s * 104_729) % n);
+        let exact: f64 = (0..n)
+            .map(|l| a[i * n + l] as f64 * b[l * n + j] as f64)
+            .sum();
+        let norm: f64 = (0..n)
+            .map(|l| (a[i * n + l] as f64 * b[l * n + j] as f64).abs())
+            .sum();
+        worst = worst.max((c[i * n + j] as f64 - exact).abs() / norm.max(1e-30));
+    }
+    let mut ch = vec![0.0f32; n * n];
+    let h2h = ctx.time(3, || {
+        be.gemm(
+            &p,
+            MatRef::new(&a, n, n, n)?,
+            MatRef::new(&b, n, n, n)?,
+            MatMut::new(&mut ch, n, n, n)?,
+        )
+    })?;
+    Ok(vec![format!(
+        "| gemm-{n} | {ms:.3} | {h2h:.1} | {tflops:.2} TFLOP/s | max rel err (64 sampled, vs |A||B|) {worst:.1e} |"
+    )])
+}
+
+fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
+    let be = &ctx.be;
+    let case = cases::spec_cases()
+        .into_iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| Error::arg("case", format!("{name} is not a SPEC case")))?;
+    let input = case.input(SEED);
+    let Some(c) = input.downcast_ref::<cases::SpgemmCase<f32>>() else {
+        return Err(Error::arg(
+            "case",
+            format!("{name} is not an f32 SpGEMM case"),
+        ));
+    };
+    let (a, b) = (&c.a, &c.b);
+    let products = a.products_with(b);
+    let (da, db) = (be.upload_csr(a)?, be.upload_csr(b)?);
+    let ms = ctx.time(ctx.reps, || be.spgemm_device(&da, &db).map(|_| ()))?;
+    let gflops = 2.0 * products as f64 / (ms * 1e-3) / 1e9;
+    let mine = be.download_csr(&be.spgemm_device(&da, &db)?)?;
+    let again = be.download_csr(&be.spgemm_device(&da, &db)?)?;
+    let bits = |m: &CsrMatrix<f32>| m.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let det = mine == again && bits(&mine) == bits(&again);
+    let h2h = ctx.time(3, || be.spgemm(a, b).map(|_| ()))?;
+    Ok(vec![format!(
+        "| {name} | {ms:.3} | {h2h:.1} | {gflops:.2} GFLOP/s | nnz(C) {}, deterministic {det} |",
+        mine.nnz()
+    )])
+}
+
+fn pairs_case(ctx: &Bench, name: &str, case: &cases::PairsCase) -> Result<Vec<String>> {
+    let be = &ctx.be;
+    let (na, k) = (case.a.len(), case.pairs_k);
+    let da = be.upload(&case.a)?;
+    let db = be.upload(&case.b)?;
+    let mut nn = be.alloc_zeroed::<Neighbor>(na)?;
+    be.nearest_device(&da, &db, &mut nn)?;
+    let all = be.download_vec(&nn)?;
+    let step = (na / 200).max(1);
+    let mut bad = 0;
+    for i in (0..na).step_by(step) {
+        let q = &case.a[i];
+        let mut best = (f32::INFINITY, u32::MAX);
+        for (j, p) in case.b.iter().enumerate() {
+            let d = dist2(q, p);
+            if d < best.0 || (d == best.0 && (j as u32) < best.1) {
+                best = (d, j as u32);
+            }
+        }
+        if all[i].index != best.1 {
+            bad += 1;
+        }
+    }
+    let reps = ctx.reps.min(5);
+    let ms = ctx.time(reps, || be.closest_pairs_device(&da, &db, k).map(|_| ()))?;
+    let nearest = ctx.time(reps, || be.nearest_device(&da, &db, &mut nn))?;
+    let h2h = ctx.time(3, || be.closest_pairs(&case.a, &case.b, k).map(|_| ()))?;
+    Ok(vec![format!(
+        "| {name} closest_pairs({k}) | {ms:.3} | {h2h:.1} | nearest alone {nearest:.3} ms | nearest: {} of {} sampled exact |",
+        na.div_ceil(step) - bad,
+        na.div_ceil(step)
+    )])
+}
+
+type Case = (&'static str, fn(&Bench) -> Result<Vec<String>>);
+
+const CASES: &[Case] = &[
+    ("gemm-1024", |c| gemm_case(c, 1024)),
+    ("gemm-4096", |c| gemm_case(c, 4096)),
+    ("spgemm-poisson2d-2048", |c| {
+        spgemm_case(c, "spgemm-poisson2d-2048")
+    }),
+    ("spgemm-rmat-16-8", |c| spgemm_case(c, "spgemm-rmat-16-8")),
+    ("spgemm-uniform-1M-8", |c| {
+        spgemm_case(c, "spgemm-uniform-1M-8")
+    }),
+    ("pairs-20K-8K", |c| {
+        pairs_case(
+            c,
+            "pairs-20K-8K",
+            &cases::pairs_uniform(20_000, 8_000, SEED),
+        )
+    }),
+    ("pairs-1M-400K", |c| {
+        pairs_case(
+            c,
+            "pairs-1M-400K",
+            &cases::pairs_uniform(1_000_000, 400_000, SEED),
+        )
+    }),
+];
+
+fn main() {
+    let mut reps = 10usize;
+    let mut filters = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--reps" {
+            reps = args
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(reps)
+                .max(1);
+        } else {
+            filters.push(a);
+        }
+    }
+    let be = match WgpuBackend::new() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("wgpu_bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    println!(
+        "{}  (reps {reps}, median; wall clock + synchronize)",
+        be.describe()
+    );
+    let t = Instant::now();
+    if let Err(e) = be.warm_up() {
+        eprintln!("wgpu_bench: warm_up: {e}");
+        std::process::exit(1);
+    }
+    println!(
+        "warm_up (all pipelines): {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    let ctx = Bench { be, reps };
+    println!("| case | device-resident (ms) | host-to-host (ms) | figure | check |");
+    println!("| --- | --- | --- | --- | --- |");
+    let mut failed = false;
+    for (name, f) in CASES {
+        if !filters.is_empty() && !filters.iter().any(|x| name.contains(x.as_str())) {
+            continue;
+        }
+        let t = Instant::now();
+        match f(&ctx) {
+            Ok(rows) => rows.iter().for_each(|r| println!("{r}")),
+            Err(e) => {
+                println!("| {name} | FAILED: {e} | | | |");
+                failed = true;
+            }
+        }
+        eprintln!("  ({name} took {:.1} s)", t.elapsed().as_secs_f64());
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,216 @@
+//! Opening the adapter and device, the limits this backend asks for, and the
+//! error plumbing that turns wgpu's validation errors and device loss into
+//! [`trident_core::Error`] instead of a panic.
+//!
+//! wgpu reports most errors asynchronously: a bad bind group or a shader that
+//! does not compile is not a `Result` of the call that made it but an error
+//! delivered to the innermost *error scope*, or, without one, to the device's
+//! uncaptured-error handler, whose default panics. So every public call of this
+//! backend runs inside a [`CallScope`] (three scopes: validation, out of memory,
+//! internal), and the device gets an uncaptured-error handler that only records
+//! the message; a recorded message or a lost device fails the next call.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use trident_core::{Error, Result};
+
+/// A failure wgpu reported, with the operation it was part of.
+#[derive(Debug)]
+pub struct WgpuFailure {
+    /// What the backend was doing (`"dense_gemm"`, `"download"`).
+    pub op: String,
+    /// wgpu's message.
+    pub message: String,
+}
+
+impl fmt::Display for WgpuFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "wgpu error in {}: {}", self.op, self.message)
+    }
+}
+
+impl std::error::Error for WgpuFailure {}
+
+/// Builds an [`Error::Backend`] from an operation name and a message.
+pub fn failure(op: impl Into<String>, message: impl fmt::Display) -> Error {
+    Error::Backend(Box::new(WgpuFailure {
+        op: op.into(),
+        message: message.to_string(),
+    }))
+}
+
+/// Maps one error wgpu captured to a Trident error.
+fn map_wgpu_error(op: &str, e: wgpu::Error) -> Error {
+    match e {
+        wgpu::Error::OutOfMemory { source } => Error::OutOfMemory {
+            bytes: 0,
+            detail: format!("wgpu device memory during {op}: {source}"),
+        },
+        other => failure(op, other),
+    }
+}
+
+/// Errors that reached no scope, and the device-lost reason: both shared with
+/// wgpu's callbacks, which may run on any thread.
+#[derive(Default, Debug)]
+pub(crate) struct ErrorSink {
+    uncaptured: Mutex<Option<String>>,
+    lost: Mutex<Option<String>>,
+}
+
+impl ErrorSink {
+    /// Installs the callbacks on `device` (replacing wgpu's panicking default).
+    pub(crate) fn attach(self: &Arc<Self>, device: &wgpu::Device) {
+        let sink = Arc::clone(self);
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut slot) = sink.uncaptured.lock()
+                && slot.is_none()
+            {
+                *slot = Some(e.to_string());
+            }
+        }));
+        let sink = Arc::clone(self);
+        device.set_device_lost_callback(move |reason, msg| {
+            if let Ok(mut slot) = sink.lost.lock() {
+                *slot = Some(format!("{reason:?}: {msg}"));
+            }
+        });
+    }
+
+    /// Fails when the device is lost or an error escaped every scope earlier
+    /// (such an error is reported once, then cleared).
+    pub(crate) fn check(&self, op: &str) -> Result<()> {
+        let poisoned = || failure(op, "error-sink lock poisoned by a panic");
+        if let Some(msg) = self.lost.lock().map_err(|_| poisoned())?.as_ref() {
+            return Err(failure(op, format!("the wgpu device was lost ({msg})")));
+        }
+        if let Some(msg) = self.uncaptured.lock().map_err(|_| poisoned())?.take() {
+            return Err(failure(op, format!("an earlier call left an error: {msg}")));
+        }
+        Ok(())
+    }
+}
+
+/// The error scopes of one call: push with [`CallScope::open`], end with
+/// [`CallScope::close`], which returns the first error wgpu captured.
+///
+/// Scopes are thread-local in wgpu, so a scope catches exactly the work this
+/// thread recorded between open and close, even when other threads use the
+/// same backend at the same time.
+pub(crate) struct CallScope {
+    // Popped in reverse order of pushing (wgpu requires it).
+    internal: wgpu::ErrorScopeGuard,
+    oom: wgpu::ErrorScopeGuard,
+    validation: wgpu::ErrorScopeGuard,
+}
+
+impl CallScope {
+    pub(crate) fn open(device: &wgpu::Device) -> Self {
+        let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        Self {
+            internal,
+            oom,
+            validation,
+        }
+    }
+
+    pub(crate) fn close(self, op: &str) -> Result<()> {
+        let v = pollster::block_on(self.validation.pop());
+        let o = pollster::block_on(self.oom.pop());
+        let i = pollster::block_on(self.internal.pop());
+        match v.or(o).or(i) {
+            Some(e) => Err(map_wgpu_error(op, e)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// How to open the backend; [`Default`] is what [`crate::WgpuBackend::new`] uses.
+#[derive(Clone, Debug)]
+pub struct WgpuOptions {
+    /// Which wgpu backends to try; `None` reads `WGPU_BACKEND` (all when unset).
+    /// `Some(wgpu::Backends::empty())` finds no adapter: the test for a machine
+    /// without a GPU uses it.
+    pub backends: Option<wgpu::Backends>,
+    /// Use the `subgroups` feature when the adapter has it (`true` by default);
+    /// `false` forces the shaders' fallback paths, which tests run as well.
+    pub subgroups: bool,
+}
+
+impl Default for WgpuOptions {
+    fn default() -> Self {
+        Self {
+            backends: None,
+            subgroups: std::env::var_os("TRIDENT_WGPU_NO_SUBGROUPS").is_none(),
+        }
+    }
+}
+
+/// The opened device with what was negotiated for it.
+pub(crate) struct Context {
+    pub(crate) info: wgpu::AdapterInfo,
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) limits: wgpu::Limits,
+    pub(crate) subgroups: bool,
+    pub(crate) errors: Arc<ErrorSink>,
+}
+
+impl Context {
+    pub(crate) fn open(opts: &WgpuOptions) -> Result<Self> {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        if let Some(b) = opts.backends {
+            desc.backends = b;
+        }
+        let instance = wgpu::Instance::new(desc);
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        }))
+        .map_err(|e| Error::BackendUnavailable(format!("no wgpu adapter: {e}")))?;
+        let info = adapter.get_info();
+        // Ask for everything the adapter offers (not wgpu's portable defaults):
+        // the storage-binding and buffer sizes bound the problem sizes, and the
+        // workgroup-memory size bounds the GEMM and SpGEMM tiles (48 KiB on
+        // NVIDIA's Vulkan, 32 KiB or less on llvmpipe).
+        let limits = adapter.limits();
+        let subgroups = opts.subgroups && adapter.features().contains(wgpu::Features::SUBGROUP);
+        let required_features = if subgroups {
+            wgpu::Features::SUBGROUP
+        } else {
+            wgpu::Features::empty()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("trident"),
+            required_features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| {
+            Error::BackendUnavailable(format!("adapter {} refused a device: {e}", info.name))
+        })?;
+        let errors = Arc::new(ErrorSink::default());
+        errors.attach(&device);
+        let limits = device.limits();
+        Ok(Self {
+            info,
+            device,
+            queue,
+            limits,
+            subgroups,
+            errors,
+        })
+    }
+
+    /// Blocks until all submitted work is done; a wgpu poll failure (device
+    /// lost, timeout) is an [`Error::Backend`].
+    pub(crate) fn wait(&self, op: &str) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| failure(op, e))?;
+        self.errors.check(op)
+    }
+}

@@ -1,0 +1,283 @@
+// Batch-OMP (Rubinstein, Zibulevsky and Elad 2008) in f32, one signal per
+// workgroup of 64 invocations. The contract is docs/semantics.md; the host
+// side is crates/trident-wgpu/src/sparse_coder.rs, which says why the design
+// is what it is. In short:
+//
+// - `gram` computes G = D^T D once per call (a storage buffer, so that
+//   dictionaries far larger than workgroup memory work).
+// - `encode` runs a grid-stride loop over the signals of one chunk: workgroup
+//   `w` codes signals w, w + slots, ... with its own slot of scratch (alpha0,
+//   the packed Cholesky factor L, z = L^-1 alpha0_I, gamma = L^-T z, the chosen
+//   atoms and a chosen flag per atom).
+// - Per step: every invocation recomputes the correlations of its atoms,
+//   alpha_j = alpha0_j - sum_t G[I_t, j] gamma_t (rows of G read in order,
+//   so the loads are coalesced), a workgroup argmax picks the atom (ties to
+//   the smaller j), and invocation 0 extends L by one row (w = L^-1 G_{I,j}),
+//   appends z_k = alpha_j / L_kk and back-substitutes gamma. ||r||^2 is
+//   tracked as ||x||^2 - ||z||^2 and, once that has cancelled below
+//   TRUST ||x||^2, measured from the explicit residual x - D_I gamma.
+// - Every sum runs in a fixed order (per invocation sequentially with fma,
+//   across invocations by a fixed tree), so results are bit-identical from
+//   run to run whatever the scheduling.
+
+struct Params {
+    n: u32,          // signal length (rows of D)
+    k: u32,          // atoms (columns of D)
+    count: u32,      // signals in this chunk
+    max_atoms: u32,  // min(n, K, Sparsity(T))
+    slots: u32,      // workgroups dispatched (one scratch slot each)
+    has_eps: u32,    // 1 when an error target is set
+    eps: f32,        // the error target ||r||^2 <= eps
+    stride_f: u32,   // f32 scratch per slot
+    stride_u: u32,   // u32 scratch per slot
+    gram_row0: u32,  // first row of G this `gram` dispatch computes
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> P: Params;
+// D, row-major n x K.
+@group(0) @binding(1) var<storage, read> dict: array<f32>;
+// G = D^T D, K x K.
+@group(0) @binding(2) var<storage, read> gram: array<f32>;
+// The chunk's signals, row-major count x n.
+@group(0) @binding(3) var<storage, read> sig: array<f32>;
+// Per slot: alpha0 [K], L packed by rows [M (M + 1) / 2], z [M], gamma [M].
+@group(0) @binding(4) var<storage, read_write> sf: array<f32>;
+// Per slot: chosen flag [K], selected atoms [M].
+@group(0) @binding(5) var<storage, read_write> su: array<u32>;
+// Per signal, stride M + 1: the atom count, then the atoms.
+@group(0) @binding(6) var<storage, read_write> out_u: array<u32>;
+// Per signal, stride M + 1: ||r||^2, then the coefficients.
+@group(0) @binding(7) var<storage, read_write> out_f: array<f32>;
+// `gram_main` writes G here: its binding 2 is the buffer `encode_main` reads
+// as `gram` (bindings are per entry point).
+@group(0) @binding(2) var<storage, read_write> gram_out: array<f32>;
+
+const WG: u32 = 64u;
+// Below TRUST ||x||^2 the tracked ||x||^2 - ||z||^2 has lost most of its f32
+// digits to cancellation: the explicit residual decides instead.
+const TRUST: f32 = 1e-3;
+// A residual below TINY ||x||^2 is zero up to f32 rounding: stop (the
+// reference's "exactly zero residual" rule, at f32 resolution).
+const TINY: f32 = 1e-9;
+// A best correlation with |c|^2 <= CORR_TINY ||x||^2 is zero up to rounding:
+// the atom is never selected (docs/semantics.md).
+const CORR_TINY: f32 = 1e-13;
+// An atom whose squared distance to the span of the chosen ones is at most
+// BREAKDOWN times its squared norm lies in that span up to f32 rounding (an
+// exact duplicate lands near 1e-7): coding stops before it.
+const BREAKDOWN: f32 = 1e-5;
+
+var<workgroup> red_v: array<f32, 64>;
+var<workgroup> red_i: array<u32, 64>;
+var<workgroup> red_s: array<f32, 64>;
+var<workgroup> wg_stop: u32;
+var<workgroup> wg_zz: f32;
+
+// G[a, b] = sum_i D[i, a] D[i, b], sequentially in i with fma: the same order
+// as alpha0 below, so a signal equal to atom j gets alpha0_j == G_jj bit for bit.
+@compute @workgroup_size(8, 8)
+fn gram_main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let k = P.k;
+    let a = gid.y + P.gram_row0;
+    let b = gid.x;
+    if (a >= k || b >= k) {
+        return;
+    }
+    var acc = 0.0;
+    for (var i = 0u; i < P.n; i = i + 1u) {
+        acc = fma(dict[i * k + a], dict[i * k + b], acc);
+    }
+    gram_out[a * k + b] = acc;
+}
+
+// Sum of one value per invocation, in a fixed tree order; the result is
+// workgroup-uniform.
+fn sum_reduce(tid: u32, v: f32) -> f32 {
+    workgroupBarrier();
+    red_v[tid] = v;
+    for (var w = WG / 2u; w > 0u; w = w / 2u) {
+        workgroupBarrier();
+        if (tid < w) {
+            red_v[tid] = red_v[tid] + red_v[tid + w];
+        }
+    }
+    return workgroupUniformLoad(&red_v[0]);
+}
+
+// Largest |alpha| and its atom (ties to the smaller index) over the
+// workgroup; leaves the winner in red_v[0], red_i[0], red_s[0] (signed).
+fn argmax_reduce(tid: u32, v: f32, i: u32, s: f32) {
+    workgroupBarrier();
+    red_v[tid] = v;
+    red_i[tid] = i;
+    red_s[tid] = s;
+    for (var w = WG / 2u; w > 0u; w = w / 2u) {
+        workgroupBarrier();
+        if (tid < w) {
+            let ov = red_v[tid + w];
+            let oi = red_i[tid + w];
+            let mv = red_v[tid];
+            if (ov > mv || (ov == mv && oi < red_i[tid])) {
+                red_v[tid] = ov;
+                red_i[tid] = oi;
+                red_s[tid] = red_s[tid + w];
+            }
+        }
+    }
+    workgroupBarrier();
+}
+
+// ||x - D_I gamma||^2 with the residual formed explicitly.
+fn explicit_r2(tid: u32, xoff: u32, count: u32, ubase: u32, gbase: u32) -> f32 {
+    let n = P.n;
+    let k = P.k;
+    var part = 0.0;
+    for (var i = tid; i < n; i = i + WG) {
+        var r = sig[xoff + i];
+        for (var t = 0u; t < count; t = t + 1u) {
+            r = fma(-sf[gbase + t], dict[i * k + su[ubase + k + t]], r);
+        }
+        part = fma(r, r, part);
+    }
+    return sum_reduce(tid, part);
+}
+
+fn stops(r2: f32, xx: f32, count: u32) -> bool {
+    return (P.has_eps != 0u && r2 <= P.eps) || r2 <= TINY * xx || count >= P.max_atoms;
+}
+
+@compute @workgroup_size(64)
+fn encode_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let n = P.n;
+    let k = P.k;
+    let m = P.max_atoms;
+    let slot = wid.x;
+    let fbase = slot * P.stride_f;
+    let lbase = fbase + k;
+    let zbase = lbase + m * (m + 1u) / 2u;
+    let gbase = zbase + m;
+    let ubase = slot * P.stride_u;
+    for (var s = slot; s < P.count; s = s + P.slots) {
+        let xoff = s * n;
+        for (var j = tid; j < k; j = j + WG) {
+            var acc = 0.0;
+            for (var i = 0u; i < n; i = i + 1u) {
+                acc = fma(dict[i * k + j], sig[xoff + i], acc);
+            }
+            sf[fbase + j] = acc;
+            su[ubase + j] = 0u;
+        }
+        var part = 0.0;
+        for (var i = tid; i < n; i = i + WG) {
+            let x = sig[xoff + i];
+            part = fma(x, x, part);
+        }
+        let xx = sum_reduce(tid, part);
+        if (tid == 0u) {
+            wg_zz = 0.0;
+        }
+        var count = 0u;
+        var r2 = xx;
+        loop {
+            if (stops(r2, xx, count)) {
+                break;
+            }
+            // This invocation's best unselected atom, ascending j with a strict
+            // `>`, so the smaller j wins exact ties.
+            var bv = -1.0;
+            var bi = 0xffffffffu;
+            var bs = 0.0;
+            for (var j = tid; j < k; j = j + WG) {
+                if (su[ubase + j] != 0u) {
+                    continue;
+                }
+                var a = sf[fbase + j];
+                for (var t = 0u; t < count; t = t + 1u) {
+                    a = fma(-gram[su[ubase + k + t] * k + j], sf[gbase + t], a);
+                }
+                let c = abs(a);
+                if (c > bv) {
+                    bv = c;
+                    bi = j;
+                    bs = a;
+                }
+            }
+            argmax_reduce(tid, bv, bi, bs);
+            if (tid == 0u) {
+                let best = red_v[0];
+                let j = red_i[0];
+                var st = 0u;
+                if (!(best > 0.0) || best * best <= CORR_TINY * xx) {
+                    st = 1u;
+                } else {
+                    // Row `count` of L: w = L^-1 G_{I, j}.
+                    let row = lbase + count * (count + 1u) / 2u;
+                    var ww = 0.0;
+                    for (var t = 0u; t < count; t = t + 1u) {
+                        let rt = lbase + t * (t + 1u) / 2u;
+                        var v = gram[su[ubase + k + t] * k + j];
+                        for (var q = 0u; q < t; q = q + 1u) {
+                            v = fma(-sf[rt + q], sf[row + q], v);
+                        }
+                        v = v / sf[rt + t];
+                        sf[row + t] = v;
+                        ww = fma(v, v, ww);
+                    }
+                    let gjj = gram[j * k + j];
+                    let d2 = gjj - ww;
+                    if (d2 <= BREAKDOWN * gjj) {
+                        st = 1u;
+                    } else {
+                        let lkk = sqrt(d2);
+                        sf[row + count] = lkk;
+                        let zk = red_s[0] / lkk;
+                        sf[zbase + count] = zk;
+                        su[ubase + k + count] = j;
+                        su[ubase + j] = 1u;
+                        wg_zz = fma(zk, zk, wg_zz);
+                        // gamma = L^-T z by back substitution, column by column.
+                        let mm = count + 1u;
+                        for (var u = 0u; u < mm; u = u + 1u) {
+                            sf[gbase + u] = sf[zbase + u];
+                        }
+                        for (var u = mm; u > 0u; u = u - 1u) {
+                            let uu = u - 1u;
+                            let ru = lbase + uu * (uu + 1u) / 2u;
+                            let g = sf[gbase + uu] / sf[ru + uu];
+                            sf[gbase + uu] = g;
+                            for (var q = 0u; q < uu; q = q + 1u) {
+                                sf[gbase + q] = fma(-sf[ru + q], g, sf[gbase + q]);
+                            }
+                        }
+                    }
+                }
+                wg_stop = st;
+            }
+            storageBarrier();
+            let st = workgroupUniformLoad(&wg_stop);
+            if (st != 0u) {
+                break;
+            }
+            count = count + 1u;
+            let zz = workgroupUniformLoad(&wg_zz);
+            r2 = xx - zz;
+            if (r2 <= TRUST * xx) {
+                r2 = explicit_r2(tid, xoff, count, ubase, gbase);
+            }
+        }
+        // The residual of the code as returned.
+        let rf = explicit_r2(tid, xoff, count, ubase, gbase);
+        let ob = s * (m + 1u);
+        if (tid == 0u) {
+            out_u[ob] = count;
+            out_f[ob] = rf;
+        }
+        for (var t = tid; t < count; t = t + WG) {
+            out_u[ob + 1u + t] = su[ubase + k + t];
+            out_f[ob + 1u + t] = sf[gbase + t];
+        }
+        storageBarrier();
+    }
+}
