@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use trident_core::{DenseGemm, GemmParams, MatMut, MatRef, SparseGemm};
 use trident_rayon::RayonBackend;
-use trident_testkit::cases::{self, Input};
+use trident_testkit::cases;
 
 /// Median and minimum of `repeats` timed runs of `f`, in seconds (after one
 /// warm-up run). The minimum is printed too: on a shared machine it is the
@@ -82,12 +82,13 @@ fn main() -> trident_core::Result<()> {
         .into_iter()
         .filter(|c| c.primitive == "sparse_gemm" && c.name.contains(&only))
     {
-        let Input::Spgemm32(sc) = case.input(trident_testkit::DEFAULT_SEED) else {
+        let input = case.input(trident_testkit::DEFAULT_SEED);
+        let Some(sc) = input.downcast_ref::<cases::SpgemmCase<f32>>() else {
             continue;
         };
         if let Some(dir) = &out_dir {
             std::fs::create_dir_all(dir)?;
-            cases::io::write_spgemm(&dir.join(format!("{}.case", case.name)), &sc)?;
+            cases::io::write_spgemm(&dir.join(format!("{}.case", case.name)), sc)?;
         }
         let products = sc.a.products_with(&sc.b);
         let mut nnz = 0;

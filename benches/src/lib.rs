@@ -14,7 +14,7 @@
 pub mod peers;
 
 use trident::{CsrMatrix, Error, GridCut, NetworkFlow, Pair, Primitives, Result, SparseCodes};
-use trident_testkit::cases::{self, Case, Input};
+use trident_testkit::cases::{self, Case, GemmCase, Input, OmpCase, PairsCase, SpgemmCase};
 
 /// One thing to time: a SPEC case, or a smaller stand-in for one.
 pub struct Workload {
@@ -173,17 +173,24 @@ impl Work {
             unit: Unit::SignalsPerSec,
             amount: count as f64,
         };
-        match input {
-            Input::Gemm32(c) => gemm(c.m, c.n, c.k),
-            Input::Gemm64(c) => gemm(c.m, c.n, c.k),
-            Input::Spgemm32(c) => spgemm(&c.a, &c.b),
-            Input::Spgemm64(c) => spgemm(&c.a, &c.b),
-            Input::Omp32(c) => omp(c.count),
-            Input::Omp64(c) => omp(c.count),
-            Input::Pairs(_) | Input::Grid(_) | Input::Network(_) => Work {
+        if let Some(c) = input.downcast_ref::<GemmCase<f32>>() {
+            gemm(c.m, c.n, c.k)
+        } else if let Some(c) = input.downcast_ref::<GemmCase<f64>>() {
+            gemm(c.m, c.n, c.k)
+        } else if let Some(c) = input.downcast_ref::<SpgemmCase<f32>>() {
+            spgemm(&c.a, &c.b)
+        } else if let Some(c) = input.downcast_ref::<SpgemmCase<f64>>() {
+            spgemm(&c.a, &c.b)
+        } else if let Some(c) = input.downcast_ref::<OmpCase<f32>>() {
+            omp(c.count)
+        } else if let Some(c) = input.downcast_ref::<OmpCase<f64>>() {
+            omp(c.count)
+        } else {
+            // Pairs and max-flow are reported as the time itself.
+            Work {
                 unit: Unit::Ms,
                 amount: 0.0,
-            },
+            }
         }
     }
 
@@ -301,54 +308,53 @@ pub type Run<'a> = Box<dyn FnMut() -> Result<Output> + 'a>;
 /// | OMP | `encode(dict, signals, rule)` |
 /// | grid / network | `grid_cut` / `network_flow` |
 pub fn runner<'a>(backend: &'a dyn Primitives, input: &'a Input) -> Run<'a> {
-    match input {
-        Input::Gemm32(c) => {
-            let mut out = c.c.clone();
-            Box::new(move || {
-                trident::DenseGemm::<f32>::gemm(
-                    backend,
-                    &c.params,
-                    c.a_ref(),
-                    c.b_ref(),
-                    c.c_mut(&mut out)?,
-                )?;
-                Ok(Output::Gemm)
-            })
-        }
-        Input::Gemm64(c) => {
-            let mut out = c.c.clone();
-            Box::new(move || {
-                trident::DenseGemm::<f64>::gemm(
-                    backend,
-                    &c.params,
-                    c.a_ref(),
-                    c.b_ref(),
-                    c.c_mut(&mut out)?,
-                )?;
-                Ok(Output::Gemm)
-            })
-        }
-        Input::Spgemm32(c) => Box::new(move || {
-            trident::SparseGemm::<f32>::spgemm(backend, &c.a, &c.b).map(Output::Csr32)
-        }),
-        Input::Spgemm64(c) => Box::new(move || {
-            trident::SparseGemm::<f64>::spgemm(backend, &c.a, &c.b).map(Output::Csr64)
-        }),
-        Input::Pairs(c) => Box::new(move || {
+    fn gemm<'a, T: trident::Scalar>(backend: &'a dyn Primitives, c: &'a GemmCase<T>) -> Run<'a>
+    where
+        dyn Primitives + 'a: trident::DenseGemm<T>,
+    {
+        let mut out = c.c.clone();
+        Box::new(move || {
+            trident::DenseGemm::<T>::gemm(
+                backend,
+                &c.params,
+                c.a_ref(),
+                c.b_ref(),
+                c.c_mut(&mut out)?,
+            )?;
+            Ok(Output::Gemm)
+        })
+    }
+    if let Some(c) = input.downcast_ref::<GemmCase<f32>>() {
+        gemm(backend, c)
+    } else if let Some(c) = input.downcast_ref::<GemmCase<f64>>() {
+        gemm(backend, c)
+    } else if let Some(c) = input.downcast_ref::<SpgemmCase<f32>>() {
+        Box::new(move || trident::SparseGemm::<f32>::spgemm(backend, &c.a, &c.b).map(Output::Csr32))
+    } else if let Some(c) = input.downcast_ref::<SpgemmCase<f64>>() {
+        Box::new(move || trident::SparseGemm::<f64>::spgemm(backend, &c.a, &c.b).map(Output::Csr64))
+    } else if let Some(c) = input.downcast_ref::<PairsCase>() {
+        Box::new(move || {
             backend
                 .closest_pairs(&c.a, &c.b, c.pairs_k)
                 .map(Output::Pairs)
-        }),
-        Input::Omp32(c) => Box::new(move || {
+        })
+    } else if let Some(c) = input.downcast_ref::<OmpCase<f32>>() {
+        Box::new(move || {
             trident::SparseCoder::<f32>::encode(backend, &c.dict, c.signals_ref(), c.rule)
                 .map(Output::Codes32)
-        }),
-        Input::Omp64(c) => Box::new(move || {
+        })
+    } else if let Some(c) = input.downcast_ref::<OmpCase<f64>>() {
+        Box::new(move || {
             trident::SparseCoder::<f64>::encode(backend, &c.dict, c.signals_ref(), c.rule)
                 .map(Output::Codes64)
-        }),
-        Input::Grid(g) => Box::new(move || backend.grid_cut(g).map(Output::Cut)),
-        Input::Network(g) => Box::new(move || backend.network_flow(g).map(Output::Flow)),
+        })
+    } else if let Some(g) = input.downcast_ref::<trident::GridGraph>() {
+        Box::new(move || backend.grid_cut(g).map(Output::Cut))
+    } else if let Some(g) = input.downcast_ref::<trident::FlowNetwork>() {
+        Box::new(move || backend.network_flow(g).map(Output::Flow))
+    } else {
+        let why = format!("no bench runner for input {}", input.describe());
+        Box::new(move || Err(Error::Unsupported(why.clone())))
     }
 }
 

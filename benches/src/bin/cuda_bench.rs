@@ -501,7 +501,8 @@ fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<Row>> {
         .into_iter()
         .find(|c| c.name == name)
         .ok_or_else(|| Error::arg("case", format!("{name} is not a SPEC case")))?;
-    let cases::Input::Spgemm32(c) = case.input(SEED) else {
+    let input = case.input(SEED);
+    let Some(c) = input.downcast_ref::<cases::SpgemmCase<f32>>() else {
         return Err(Error::arg(
             "case",
             format!("{name} is not an f32 SpGEMM case"),

@@ -28,17 +28,14 @@
 
 use trident_core::tol;
 pub use trident_core::tol::Tol;
-use trident_core::{
-    CsrMatrix, Dictionary, Error, GridCut, Neighbor, NetworkFlow, Pair, Precision, Primitives,
-    Result, Scalar, SparseCodes,
-};
+use trident_core::{Error, Precision, Primitives, Result, Scalar};
 
 /// The GEMM tolerance for scalar `T` at `precision` ([`tol::gemm`]).
 pub fn gemm_tol<T: Scalar>(precision: Precision) -> Tol {
     tol::gemm::<T>(precision)
 }
 
-use crate::cases::{GemmCase, Input, OmpCase, PairsCase, SpgemmCase, convert};
+use crate::cases::Input;
 
 /// The result of comparing one output: the worst error as a multiple of its
 /// tolerance and the problems found (empty when it passes).
@@ -94,233 +91,24 @@ impl Verdict {
     }
 }
 
-/// The reference's answer to an input.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Expected {
-    /// The whole C buffer after the call, in f64.
-    Gemm(Vec<f64>),
-    /// `C = A B` in f64 and `|A| |B|` (same structure) for the error bound.
-    Spgemm {
-        /// The product.
-        c: CsrMatrix<f64>,
-        /// `sum_p |A(i,p)| |B(p,j)|` per stored entry.
-        bound: CsrMatrix<f64>,
-    },
-    /// `nearest`, `knn` and `closest_pairs` on the same sets.
-    Pairs {
-        /// Nearest neighbour of each point of A.
-        nearest: Vec<Neighbor>,
-        /// `knn_k` nearest per point of A.
-        knn: Vec<Neighbor>,
-        /// The `pairs_k` closest pairs.
-        pairs: Vec<Pair>,
-    },
-    /// Codes computed in f64.
-    Omp(SparseCodes<f64>),
-    /// Grid cut.
-    Grid(GridCut),
-    /// Network flow.
-    Network(NetworkFlow),
-}
+pub use crate::problem::{Expected, Produced};
+pub use crate::sparse_coder::problem::widen_omp;
 
-/// A backend's answer to an input.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Produced {
-    /// The C buffer after the call (f32).
-    Gemm32(Vec<f32>),
-    /// The C buffer after the call (f64).
-    Gemm64(Vec<f64>),
-    /// The product (f32).
-    Spgemm32(CsrMatrix<f32>),
-    /// The product (f64).
-    Spgemm64(CsrMatrix<f64>),
-    /// `nearest`, `knn`, `closest_pairs`.
-    Pairs {
-        /// Nearest neighbour of each point of A.
-        nearest: Vec<Neighbor>,
-        /// `knn_k` nearest per point of A.
-        knn: Vec<Neighbor>,
-        /// The `pairs_k` closest pairs.
-        pairs: Vec<Pair>,
-    },
-    /// Codes (f32).
-    Omp32(SparseCodes<f32>),
-    /// Codes (f64).
-    Omp64(SparseCodes<f64>),
-    /// Grid cut.
-    Grid(GridCut),
-    /// Network flow.
-    Network(NetworkFlow),
-}
-
-pub(crate) fn run_gemm<T: Scalar, B: trident_core::DenseGemm<T> + ?Sized>(
-    b: &B,
-    c: &GemmCase<T>,
-) -> Result<Vec<T>> {
-    let mut out = c.c.clone();
-    b.gemm(&c.params, c.a_ref(), c.b_ref(), c.c_mut(&mut out)?)?;
-    Ok(out)
-}
-
-pub(crate) fn run_pairs(
-    b: &dyn Primitives,
-    c: &PairsCase,
-) -> Result<(Vec<Neighbor>, Vec<Neighbor>, Vec<Pair>)> {
-    let mut nearest = vec![Neighbor::default(); if c.b.is_empty() { 0 } else { c.a.len() }];
-    if !c.b.is_empty() {
-        b.nearest(&c.a, &c.b, &mut nearest)?;
-    }
-    let mut knn = vec![Neighbor::default(); c.a.len() * c.knn_k];
-    b.knn(&c.a, &c.b, c.knn_k, &mut knn)?;
-    let pairs = b.closest_pairs(&c.a, &c.b, c.pairs_k)?;
-    Ok((nearest, knn, pairs))
-}
-
-/// Runs `backend` on `input` (the part worth timing).
+/// Runs `backend` on `input` (the part worth timing): [`Input::produce`],
+/// which the input's primitive implements ([`crate::problem::Problem`]).
 pub fn produce(backend: &dyn Primitives, input: &Input) -> Result<Produced> {
-    Ok(match input {
-        Input::Gemm32(c) => Produced::Gemm32(run_gemm::<f32, _>(backend, c)?),
-        Input::Gemm64(c) => Produced::Gemm64(run_gemm::<f64, _>(backend, c)?),
-        Input::Spgemm32(c) => Produced::Spgemm32(trident_core::SparseGemm::<f32>::spgemm(
-            backend, &c.a, &c.b,
-        )?),
-        Input::Spgemm64(c) => Produced::Spgemm64(trident_core::SparseGemm::<f64>::spgemm(
-            backend, &c.a, &c.b,
-        )?),
-        Input::Pairs(c) => {
-            let (nearest, knn, pairs) = run_pairs(backend, c)?;
-            Produced::Pairs {
-                nearest,
-                knn,
-                pairs,
-            }
-        }
-        Input::Omp32(c) => Produced::Omp32(trident_core::SparseCoder::<f32>::encode(
-            backend,
-            &c.dict,
-            c.signals_ref(),
-            c.rule,
-        )?),
-        Input::Omp64(c) => Produced::Omp64(trident_core::SparseCoder::<f64>::encode(
-            backend,
-            &c.dict,
-            c.signals_ref(),
-            c.rule,
-        )?),
-        Input::Grid(g) => Produced::Grid(backend.grid_cut(g)?),
-        Input::Network(g) => Produced::Network(backend.network_flow(g)?),
-    })
-}
-
-pub(crate) fn abs_csr(m: &CsrMatrix<f64>) -> CsrMatrix<f64> {
-    CsrMatrix::new(
-        m.rows(),
-        m.cols(),
-        m.offsets().to_vec(),
-        m.indices().to_vec(),
-        m.values().iter().map(|v| v.abs()).collect(),
-    )
-    .expect("same structure as a valid matrix")
-}
-
-/// The same OMP case in f64 (every f32 is exact in f64).
-pub fn widen_omp<T: Scalar>(c: &OmpCase<T>) -> Result<OmpCase<f64>> {
-    let dict = Dictionary::new(
-        c.dict.n(),
-        c.dict.atoms(),
-        c.dict.data().iter().map(|v| v.to_f64()).collect(),
-    )?;
-    Ok(OmpCase {
-        dict,
-        signals: c.signals.iter().map(|v| v.to_f64()).collect(),
-        count: c.count,
-        rule: c.rule,
-    })
+    input.produce(backend)
 }
 
 /// The reference's answer to `input`: f32 inputs are widened to f64 first, so
-/// the answer is the f64 reference SPEC compares against.
+/// the answer is the f64 reference SPEC compares against ([`Input::expected`]).
 pub fn expected(reference: &dyn Primitives, input: &Input) -> Result<Expected> {
-    fn spg<T: Scalar>(r: &dyn Primitives, c: &SpgemmCase<T>) -> Result<Expected> {
-        let (a, b) = (convert::<T, f64>(&c.a), convert::<T, f64>(&c.b));
-        let prod = trident_core::SparseGemm::<f64>::spgemm(r, &a, &b)?;
-        let bound = trident_core::SparseGemm::<f64>::spgemm(r, &abs_csr(&a), &abs_csr(&b))?;
-        Ok(Expected::Spgemm { c: prod, bound })
-    }
-    fn omp<T: Scalar>(r: &dyn Primitives, c: &OmpCase<T>) -> Result<Expected> {
-        let w = widen_omp(c)?;
-        Ok(Expected::Omp(trident_core::SparseCoder::<f64>::encode(
-            r,
-            &w.dict,
-            w.signals_ref(),
-            w.rule,
-        )?))
-    }
-    Ok(match input {
-        Input::Gemm32(c) => Expected::Gemm(run_gemm::<f64, _>(reference, &c.widen())?),
-        Input::Gemm64(c) => Expected::Gemm(run_gemm::<f64, _>(reference, c)?),
-        Input::Spgemm32(c) => spg(reference, c)?,
-        Input::Spgemm64(c) => spg(reference, c)?,
-        Input::Pairs(c) => {
-            let (nearest, knn, pairs) = run_pairs(reference, c)?;
-            Expected::Pairs {
-                nearest,
-                knn,
-                pairs,
-            }
-        }
-        Input::Omp32(c) => omp(reference, c)?,
-        Input::Omp64(c) => omp(reference, c)?,
-        Input::Grid(g) => Expected::Grid(reference.grid_cut(g)?),
-        Input::Network(g) => Expected::Network(reference.network_flow(g)?),
-    })
+    input.expected(reference)
 }
 
-/// Compares a backend's answer with the reference's.
+/// Compares a backend's answer with the reference's ([`Input::compare`]).
 pub fn compare(input: &Input, exp: &Expected, got: &Produced) -> Verdict {
-    match (input, exp, got) {
-        (Input::Gemm32(c), Expected::Gemm(e), Produced::Gemm32(g)) => gemm(c, e, g),
-        (Input::Gemm64(c), Expected::Gemm(e), Produced::Gemm64(g)) => gemm(c, e, g),
-        (Input::Spgemm32(c), Expected::Spgemm { c: e, bound }, Produced::Spgemm32(g)) => {
-            spgemm(c, e, bound, g, Tol::rel(tol::SPGEMM_F32))
-        }
-        (Input::Spgemm64(c), Expected::Spgemm { c: e, bound }, Produced::Spgemm64(g)) => {
-            spgemm(c, e, bound, g, Tol::rel(tol::SPGEMM_F64))
-        }
-        (
-            Input::Pairs(c),
-            Expected::Pairs {
-                nearest: en,
-                knn: ek,
-                pairs: ep,
-            },
-            Produced::Pairs {
-                nearest,
-                knn,
-                pairs,
-            },
-        ) => {
-            let mut v = Verdict::default();
-            if !c.b.is_empty() {
-                v.merge("nearest", check_nearest(&c.a, &c.b, en, nearest));
-            }
-            v.merge("knn", check_knn(&c.a, &c.b, c.knn_k, ek, knn));
-            v.merge(
-                "closest_pairs",
-                check_pairs(&c.a, &c.b, c.pairs_k, en, ep, pairs),
-            );
-            v
-        }
-        (Input::Omp32(c), Expected::Omp(e), Produced::Omp32(g)) => omp(c, e, g),
-        (Input::Omp64(c), Expected::Omp(e), Produced::Omp64(g)) => omp(c, e, g),
-        (Input::Grid(gr), Expected::Grid(e), Produced::Grid(g)) => grid_cut(gr, e, g),
-        (Input::Network(n), Expected::Network(e), Produced::Network(g)) => network_flow(n, e, g),
-        _ => {
-            let mut v = Verdict::default();
-            v.fail("internal: input, expected and produced answers are of different kinds");
-            v
-        }
-    }
+    input.compare(exp, got)
 }
 
 // The per-primitive checkers live beside their cases and conformance tests

@@ -230,23 +230,43 @@ macro_rules! conformance_tests {
             use $crate::conformance as __c;
             #[test]
             fn dense_gemm() {
-                __c::run_test(stringify!($name), __c::dense_gemm, || $ctor)
+                __c::run_test(
+                    stringify!($name),
+                    $crate::dense_gemm::SUITE.conformance,
+                    || $ctor,
+                )
             }
             #[test]
             fn sparse_gemm() {
-                __c::run_test(stringify!($name), __c::sparse_gemm, || $ctor)
+                __c::run_test(
+                    stringify!($name),
+                    $crate::sparse_gemm::SUITE.conformance,
+                    || $ctor,
+                )
             }
             #[test]
             fn nearest_pairs() {
-                __c::run_test(stringify!($name), __c::nearest_pairs, || $ctor)
+                __c::run_test(
+                    stringify!($name),
+                    $crate::nearest_pairs::SUITE.conformance,
+                    || $ctor,
+                )
             }
             #[test]
             fn sparse_coder() {
-                __c::run_test(stringify!($name), __c::sparse_coder, || $ctor)
+                __c::run_test(
+                    stringify!($name),
+                    $crate::sparse_coder::SUITE.conformance,
+                    || $ctor,
+                )
             }
             #[test]
             fn max_flow() {
-                __c::run_test(stringify!($name), __c::max_flow, || $ctor)
+                __c::run_test(
+                    stringify!($name),
+                    $crate::max_flow::SUITE.conformance,
+                    || $ctor,
+                )
             }
             #[test]
             fn bad_input() {
@@ -264,17 +284,17 @@ pub(crate) fn run_input(
     b: &dyn Primitives,
     input: &Input,
 ) -> std::result::Result<Option<String>, String> {
-    let exp = match check::expected(&ReferenceBackend, input) {
+    let exp = match input.expected(&ReferenceBackend) {
         Ok(e) => e,
         Err(e) if check::is_unsupported(&e) => return Ok(Some(format!("reference: {e}"))),
         Err(e) => return Err(format!("the reference failed on valid input: {e}")),
     };
-    let got = match check::produce(b, input) {
+    let got = match input.produce(b) {
         Ok(g) => g,
         Err(e) if check::is_unsupported(&e) => return Ok(Some(e.to_string())),
         Err(e) => return Err(format!("error on valid input: {e}")),
     };
-    let v: Verdict = check::compare(input, &exp, &got);
+    let v: Verdict = input.compare(&exp, &got);
     if v.passed() {
         Ok(None)
     } else {
@@ -309,8 +329,8 @@ pub(crate) fn run_determinism(r: &mut SuiteReport, b: &dyn Primitives, primitive
         return;
     };
     let input = case.input(r.seed);
-    let first = check::produce(b, &input);
-    let second = check::produce(b, &input);
+    let first = input.produce(b);
+    let second = input.produce(b);
     match (first, second) {
         (Ok(x), Ok(y)) if x == y => r.pass(),
         (Ok(_), Ok(_)) => {
@@ -440,18 +460,12 @@ pub(crate) fn negative(field: &'static str) -> impl Fn(&Error) -> bool {
     move |e| matches!(e, Error::NegativeCapacity { field: f, .. } if *f == field)
 }
 
-/// All five bad-input groups in one report (what the stamped `bad_input`
-/// test runs).
+/// Every primitive's bad-input group in one report (what the stamped
+/// `bad_input` test runs), in [`crate::suites::PRIMITIVE_SUITES`] order.
 pub fn bad_input(b: &dyn Primitives) -> SuiteReport {
     let mut all = SuiteReport::new("bad_input", b);
-    for f in [
-        bad_input_dense_gemm,
-        bad_input_sparse_gemm,
-        bad_input_nearest_pairs,
-        bad_input_sparse_coder,
-        bad_input_max_flow,
-    ] {
-        let r = f(b);
+    for s in &crate::suites::PRIMITIVE_SUITES {
+        let r = (s.bad_input)(b);
         all.passed += r.passed;
         all.failures
             .extend(r.failures.into_iter().map(|m| format!("{}: {m}", r.suite)));
@@ -464,12 +478,12 @@ pub fn bad_input(b: &dyn Primitives) -> SuiteReport {
 /// A suite: runs on one backend and reports.
 pub type Suite = fn(&dyn Primitives) -> SuiteReport;
 
-/// Every suite in [`trident_core::PRIMITIVES`] order, then [`bad_input`].
-pub const SUITES: [(&str, Suite); 6] = [
-    ("dense_gemm", dense_gemm),
-    ("sparse_gemm", sparse_gemm),
-    ("nearest_pairs", nearest_pairs),
-    ("sparse_coder", sparse_coder),
-    ("max_flow", max_flow),
-    ("bad_input", bad_input),
-];
+/// Every suite in [`trident_core::PRIMITIVES`] order (from
+/// [`crate::suites::PRIMITIVE_SUITES`]), then [`bad_input`].
+pub fn suites() -> Vec<(&'static str, Suite)> {
+    crate::suites::PRIMITIVE_SUITES
+        .iter()
+        .map(|s| (s.primitive.name(), s.conformance))
+        .chain(std::iter::once(("bad_input", bad_input as Suite)))
+        .collect()
+}

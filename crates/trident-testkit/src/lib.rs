@@ -9,7 +9,9 @@
 //! | [`check`] | compares a backend's output with the reference's under SPEC's tolerances |
 //! | [`conformance`] | the suite every backend runs, and [`conformance_tests!`] to stamp it into `#[test]`s |
 //! | [`verify`] | runs every case on every backend and prints the table |
-//! | [`dense_gemm`], [`sparse_gemm`], [`nearest_pairs`], [`sparse_coder`], [`max_flow`] | one folder per primitive: its generators, catalog cases, checker and conformance suite (re-exported by the modules above) |
+//! | [`problem`] | the [`problem::Problem`] trait each primitive implements for its inputs (run, expected answer, compare, certify, write), and [`problem::Input`] holding any of them |
+//! | [`suites`] | the registry of primitives ([`suites::PRIMITIVE_SUITES`]): each one's catalog cases and conformance suites |
+//! | [`dense_gemm`], [`sparse_gemm`], [`nearest_pairs`], [`sparse_coder`], [`max_flow`] | one folder per primitive: its generators, catalog cases, checker, `Problem` implementations and conformance suite (re-exported by the modules above) |
 //!
 //! It is not a benchmark harness (timings here are for progress lines only),
 //! and it never decides what is correct by itself: the reference backend does,
@@ -19,6 +21,8 @@
 pub mod cases;
 pub mod check;
 pub mod conformance;
+pub mod problem;
+pub mod suites;
 pub mod verify;
 
 pub mod dense_gemm;

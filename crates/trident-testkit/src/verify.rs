@@ -1,13 +1,16 @@
 //! The verify runner behind `trident verify` and `cargo xtask verify`.
 //!
 //! For every selected case (see [`crate::cases`]) it:
-//! 1. asks the reference for the answer ([`check::expected`], f64 inside) and
+//! 1. asks the reference for the answer ([`Input::expected`], f64 inside) and
 //!    **certifies** that answer with `trident_reference::certify` (naive loops,
-//!    brute force, optimality conditions, flow feasibility): the reference is
-//!    never trusted on its own word;
-//! 2. runs each other backend on the same input ([`check::produce`]) and
+//!    brute force, optimality conditions, flow feasibility;
+//!    [`Input::certify`]): the reference is never trusted on its own word;
+//! 2. runs each other backend on the same input ([`Input::produce`]) and
 //!    compares it with the reference under SPEC's tolerances
-//!    ([`check::compare`]).
+//!    ([`Input::compare`]).
+//!
+//! Each of those steps is the input's own [`crate::problem::Problem`]
+//! implementation, in its primitive's folder; nothing here knows a primitive.
 //!
 //! The result is a [`Report`]: one [`Row`] per (primitive, backend) with the
 //! cases passed, failed and skipped, the worst error as a multiple of its
@@ -18,22 +21,18 @@
 //! Certificates are naive on purpose, so on the large nearest-neighbour cases
 //! (where brute force over |A| x |B| would take minutes) they check a fixed
 //! sample of queries and skip the closest-pairs certificate; the row's note
-//! says so.
+//! says so ([`crate::nearest_pairs::problem`]).
 
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use trident_core::{MatRef, Primitives, Scalar};
-use trident_reference::{ReferenceBackend, certify};
+use trident_core::Primitives;
+use trident_reference::ReferenceBackend;
 
-use crate::cases::{self, Case, Input, Size, convert};
+use crate::cases::{self, Case, Input, Size};
 use crate::check::{self, Expected};
 
-/// Queries certified on a large nearest-neighbour case.
-pub const CERT_SAMPLE: usize = 2048;
-/// Above this many point pairs (|A| x |B|) the nearest-neighbour certificates
-/// sample [`CERT_SAMPLE`] queries instead of checking all of them.
-pub const CERT_FULL_PAIRS: u128 = 1 << 31;
+pub use crate::nearest_pairs::problem::{CERT_FULL_PAIRS, CERT_SAMPLE};
 
 /// What to run.
 #[derive(Clone, Debug, Default)]
@@ -245,7 +244,7 @@ pub fn run(opts: &Options, backends: Vec<Candidate>, progress: &mut dyn std::io:
                 input.describe()
             );
             let t = Instant::now();
-            let expected = check::expected(&ReferenceBackend, &input);
+            let expected = input.expected(&ReferenceBackend);
             let ref_secs = t.elapsed().as_secs_f64();
             let ref_row = &mut rows[0];
             ref_row.cases += 1;
@@ -264,7 +263,7 @@ pub fn run(opts: &Options, backends: Vec<Candidate>, progress: &mut dyn std::io:
                     continue;
                 }
             };
-            match certify_expected(&input, &expected) {
+            match input.certify(&expected) {
                 Ok((worst, note)) => {
                     ref_row.passed += 1;
                     ref_row.worst = ref_row.worst.max(worst);
@@ -296,7 +295,7 @@ fn run_backend(
 ) {
     row.cases += 1;
     let t = Instant::now();
-    let got = check::produce(backend, input);
+    let got = input.produce(backend);
     row.secs += t.elapsed().as_secs_f64();
     let repro = || {
         format!(
@@ -318,7 +317,7 @@ fn run_backend(
             row.failures.push(msg);
         }
         Ok(got) => {
-            let v = check::compare(input, expected, &got);
+            let v = input.compare(expected, &got);
             row.worst = row.worst.max(v.ratio);
             if v.passed() {
                 row.passed += 1;
@@ -354,90 +353,11 @@ fn select(opts: &Options) -> std::result::Result<Vec<Case>, String> {
 
 /// Certifies the reference's answer on `input` with the independent checks of
 /// `trident_reference::certify`, run in f64 on the widened input (the answer
-/// was computed there). `Ok((worst ratio, note))`.
+/// was computed there). `Ok((worst ratio, note))`. The same as
+/// [`Input::certify`].
 pub fn certify_expected(
     input: &Input,
     expected: &Expected,
 ) -> std::result::Result<(f64, Option<String>), String> {
-    let plain = |c: certify::Certificate| c.map(|w| (w, None));
-    match (input, expected) {
-        (Input::Gemm32(c), Expected::Gemm(e)) => plain(cert_gemm(&c.widen(), e)),
-        (Input::Gemm64(c), Expected::Gemm(e)) => plain(cert_gemm(c, e)),
-        (Input::Spgemm32(c), Expected::Spgemm { c: e, .. }) => plain(certify::spgemm(
-            &convert::<f32, f64>(&c.a),
-            &convert::<f32, f64>(&c.b),
-            e,
-        )),
-        (Input::Spgemm64(c), Expected::Spgemm { c: e, .. }) => {
-            plain(certify::spgemm(&c.a, &c.b, e))
-        }
-        (
-            Input::Pairs(c),
-            Expected::Pairs {
-                nearest,
-                knn,
-                pairs,
-            },
-        ) => cert_pairs(c, nearest, knn, pairs),
-        (Input::Omp32(c), Expected::Omp(e)) => {
-            let w = check::widen_omp(c).map_err(|e| e.to_string())?;
-            plain(certify::omp_codes(&w.dict, w.signals_ref(), w.rule, e))
-        }
-        (Input::Omp64(c), Expected::Omp(e)) => {
-            plain(certify::omp_codes(&c.dict, c.signals_ref(), c.rule, e))
-        }
-        (Input::Grid(g), Expected::Grid(e)) => plain(certify::grid_cut(g, e)),
-        (Input::Network(g), Expected::Network(e)) => plain(certify::network_flow(g, e)),
-        _ => Err("internal: input and answer are of different kinds".into()),
-    }
-}
-
-fn cert_gemm<T: Scalar>(c: &cases::GemmCase<T>, after: &[f64]) -> certify::Certificate {
-    let after: Vec<T> = after.iter().map(|&x| T::from_f64(x)).collect();
-    let view =
-        |v| MatRef::new(v, c.c_shape.rows, c.c_shape.cols, c.c_shape.ld).map_err(|e| e.to_string());
-    certify::gemm(&c.params, c.a_ref(), c.b_ref(), view(&c.c)?, view(&after)?)
-}
-
-fn cert_pairs(
-    c: &cases::PairsCase,
-    nearest: &[trident_core::Neighbor],
-    knn: &[trident_core::Neighbor],
-    pairs: &[trident_core::Pair],
-) -> std::result::Result<(f64, Option<String>), String> {
-    let work = c.a.len() as u128 * c.b.len() as u128;
-    let full = work <= CERT_FULL_PAIRS;
-    // A fixed, evenly spread sample of queries on large cases.
-    let picks: Vec<usize> = if full {
-        (0..c.a.len()).collect()
-    } else {
-        let step = c.a.len().div_ceil(CERT_SAMPLE).max(1);
-        (0..c.a.len()).step_by(step).collect()
-    };
-    let a: Vec<_> = picks.iter().map(|&i| c.a[i]).collect();
-    let mut worst = 0.0f64;
-    if !c.b.is_empty() {
-        let near: Vec<_> = picks.iter().map(|&i| nearest[i]).collect();
-        worst = worst.max(certify::nearest(&a, &c.b, &near).map_err(|e| format!("nearest: {e}"))?);
-    }
-    let k = c.knn_k;
-    let kn: Vec<_> = picks
-        .iter()
-        .flat_map(|&i| knn[i * k..(i + 1) * k].iter().copied())
-        .collect();
-    worst = worst.max(certify::knn(&a, &c.b, k, &kn).map_err(|e| format!("knn: {e}"))?);
-    if full {
-        let w = certify::closest_pairs(&c.a, &c.b, c.pairs_k, pairs)
-            .map_err(|e| format!("closest_pairs: {e}"))?;
-        Ok((worst.max(w), None))
-    } else {
-        Ok((
-            worst,
-            Some(format!(
-                "certificates sampled: nearest/knn on {} of {} queries; closest_pairs not certified (|A| x |B| = {work})",
-                picks.len(),
-                c.a.len()
-            )),
-        ))
-    }
+    input.certify(expected)
 }

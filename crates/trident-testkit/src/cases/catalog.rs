@@ -70,14 +70,7 @@ pub(crate) fn add(
 /// SPEC-family cases at that size, then the edge cases. An unknown primitive
 /// gives an empty list.
 pub fn cases(primitive: &str, size: Size) -> Vec<Case> {
-    match primitive {
-        "dense_gemm" => gemm_cases(size),
-        "sparse_gemm" => spgemm_cases(size),
-        "nearest_pairs" => pairs_cases(size),
-        "sparse_coder" => omp_cases(size),
-        "max_flow" => flow_cases(size),
-        _ => Vec::new(),
-    }
+    crate::suites::suite(primitive).map_or_else(Vec::new, |s| (s.cases)(size))
 }
 
 /// Every case of every primitive at `size`, in [`PRIMITIVES`] order.
@@ -95,74 +88,13 @@ pub fn find_case(name: &str) -> Option<Case> {
 }
 
 /// SPEC's benchmark cases at full size, named as SPEC names them, for the
-/// benches. Far too big for the reference in tests: `verify` runs the
-/// [`Size::Large`] versions instead. `flow-rmf` is genrmf(a = 32, b = 64,
-/// c1 = 1, c2 = 10000): 65,536 nodes, about 330K arcs.
+/// benches, in [`PRIMITIVES`] order. Far too big for the reference in tests:
+/// `verify` runs the [`Size::Large`] versions instead.
 pub fn spec_cases() -> Vec<Case> {
-    let mut v = Vec::new();
-    for n in [4096usize, 8192] {
-        add(&mut v, format!("gemm-{n}"), "dense_gemm", false, move |s| {
-            Input::Gemm32(gemm(n, s))
-        });
-    }
-    add(
-        &mut v,
-        "spgemm-poisson2d-2048".into(),
-        "sparse_gemm",
-        false,
-        |_| Input::Spgemm32(SpgemmCase::square(poisson2d(2048))),
-    );
-    add(
-        &mut v,
-        "spgemm-rmat-16-8".into(),
-        "sparse_gemm",
-        false,
-        |s| Input::Spgemm32(SpgemmCase::square(rmat(16, 8, s))),
-    );
-    add(
-        &mut v,
-        "spgemm-uniform-1M-8".into(),
-        "sparse_gemm",
-        false,
-        |s| Input::Spgemm32(SpgemmCase::square(uniform_rows(1 << 20, 1 << 20, 8, s))),
-    );
-    add(
-        &mut v,
-        "pairs-1M-400K".into(),
-        "nearest_pairs",
-        false,
-        |s| Input::Pairs(pairs_uniform(1_000_000, 400_000, s)),
-    );
-    add(
-        &mut v,
-        "pairs-clustered".into(),
-        "nearest_pairs",
-        false,
-        |s| Input::Pairs(pairs_clustered(1_000_000, 400_000, s)),
-    );
-    add(
-        &mut v,
-        "omp-64x256-k16".into(),
-        "sparse_coder",
-        false,
-        |s| Input::Omp32(omp_dct(1_000_000, s)),
-    );
-    add(
-        &mut v,
-        "omp-256x1024-k32".into(),
-        "sparse_coder",
-        false,
-        |s| Input::Omp32(omp_dct_256(100_000, s)),
-    );
-    for n in [512usize, 2048] {
-        add(&mut v, format!("cut-{n}"), "max_flow", false, move |s| {
-            Input::Grid(cut(n, s))
-        });
-    }
-    add(&mut v, "flow-rmf".into(), "max_flow", false, |s| {
-        Input::Network(genrmf(32, 64, 1, 10_000, s))
-    });
-    v
+    crate::suites::PRIMITIVE_SUITES
+        .iter()
+        .flat_map(|s| (s.spec_cases)())
+        .collect()
 }
 
 pub(crate) fn pick<T: Copy>(size: Size, small: T, large: T) -> T {
@@ -171,9 +103,3 @@ pub(crate) fn pick<T: Copy>(size: Size, small: T, large: T) -> T {
         Size::Large => large,
     }
 }
-
-use crate::dense_gemm::catalog::gemm_cases;
-use crate::max_flow::catalog::flow_cases;
-use crate::nearest_pairs::catalog::pairs_cases;
-use crate::sparse_coder::catalog::omp_cases;
-use crate::sparse_gemm::catalog::spgemm_cases;

@@ -359,17 +359,7 @@ pub fn write_dimacs(path: &Path, g: &FlowNetwork) -> Result<()> {
     Ok(())
 }
 
-/// Writes any generated input in the format of its kind.
+/// Writes any generated input in the format of its kind ([`Input::write`]).
 pub fn write_input(path: &Path, input: &Input) -> Result<()> {
-    match input {
-        Input::Gemm32(c) => write_gemm(path, c),
-        Input::Gemm64(c) => write_gemm(path, c),
-        Input::Spgemm32(c) => write_spgemm(path, c),
-        Input::Spgemm64(c) => write_spgemm(path, c),
-        Input::Pairs(c) => write_points(path, c),
-        Input::Omp32(c) => write_omp(path, c),
-        Input::Omp64(c) => write_omp(path, c),
-        Input::Grid(g) => write_grid(path, g),
-        Input::Network(g) => write_network(path, g),
-    }
+    input.write(path)
 }

@@ -22,8 +22,8 @@ use crate::sparse_gemm::generate as sparse;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use trident_core::{FlowNetwork, GridGraph};
 
+pub use crate::problem::Input;
 pub use catalog::{Case, all_cases, cases, find_case, spec_cases};
 pub use coder::{
     OmpCase, dct_dictionary, dense_signals, omp_dct, omp_dct_256, omp_random, random_dictionary,
@@ -97,91 +97,4 @@ pub fn case_seed(seed: u64, name: &str) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
-}
-
-/// A generated input, one variant per primitive and scalar.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Input {
-    /// DenseGemm in f32.
-    Gemm32(GemmCase<f32>),
-    /// DenseGemm in f64.
-    Gemm64(GemmCase<f64>),
-    /// SparseGemm in f32.
-    Spgemm32(SpgemmCase<f32>),
-    /// SparseGemm in f64.
-    Spgemm64(SpgemmCase<f64>),
-    /// NearestPairs (nearest, knn and closest_pairs on the same sets).
-    Pairs(PairsCase),
-    /// SparseCoder in f32.
-    Omp32(OmpCase<f32>),
-    /// SparseCoder in f64.
-    Omp64(OmpCase<f64>),
-    /// MaxFlow on a grid.
-    Grid(GridGraph),
-    /// MaxFlow on a general network.
-    Network(FlowNetwork),
-}
-
-impl Input {
-    /// The primitive it exercises, as in [`trident_core::PRIMITIVES`].
-    pub fn primitive(&self) -> &'static str {
-        match self {
-            Input::Gemm32(_) | Input::Gemm64(_) => "dense_gemm",
-            Input::Spgemm32(_) | Input::Spgemm64(_) => "sparse_gemm",
-            Input::Pairs(_) => "nearest_pairs",
-            Input::Omp32(_) | Input::Omp64(_) => "sparse_coder",
-            Input::Grid(_) | Input::Network(_) => "max_flow",
-        }
-    }
-
-    /// A one-line size summary, e.g. `"f32 m=64 n=64 k=64"`.
-    pub fn describe(&self) -> String {
-        fn g<T>(c: &GemmCase<T>, t: &str) -> String {
-            format!(
-                "{t} m={} n={} k={} {:?}{:?} {:?}",
-                c.m, c.n, c.k, c.params.op_a, c.params.op_b, c.params.precision
-            )
-        }
-        fn s<T: trident_core::Scalar>(c: &SpgemmCase<T>, t: &str) -> String {
-            format!(
-                "{t} A {}x{} nnz {}, B {}x{} nnz {}",
-                c.a.rows(),
-                c.a.cols(),
-                c.a.nnz(),
-                c.b.rows(),
-                c.b.cols(),
-                c.b.nnz()
-            )
-        }
-        fn o<T: trident_core::Scalar>(c: &OmpCase<T>, t: &str) -> String {
-            format!(
-                "{t} D {}x{}, {} signals, {:?}",
-                c.dict.n(),
-                c.dict.atoms(),
-                c.count,
-                c.rule
-            )
-        }
-        match self {
-            Input::Gemm32(c) => g(c, "f32"),
-            Input::Gemm64(c) => g(c, "f64"),
-            Input::Spgemm32(c) => s(c, "f32"),
-            Input::Spgemm64(c) => s(c, "f64"),
-            Input::Pairs(c) => format!(
-                "|A|={} |B|={} knn k={} pairs k={}",
-                c.a.len(),
-                c.b.len(),
-                c.knn_k,
-                c.pairs_k
-            ),
-            Input::Omp32(c) => o(c, "f32"),
-            Input::Omp64(c) => o(c, "f64"),
-            Input::Grid(g) => format!(
-                "grid {:?} {}",
-                g.shape(),
-                if g.is_3d() { "3-D" } else { "2-D" }
-            ),
-            Input::Network(n) => format!("network {} nodes {} arcs", n.nodes(), n.arcs().len()),
-        }
-    }
 }

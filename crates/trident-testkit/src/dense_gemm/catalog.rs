@@ -113,3 +113,14 @@ pub(crate) fn gemm_cases(size: Size) -> Vec<Case> {
     }
     v
 }
+
+/// The contract's DenseGemm benchmark cases at full size ([`crate::cases::spec_cases`]).
+pub(crate) fn gemm_spec_cases() -> Vec<Case> {
+    let mut v = Vec::new();
+    for n in [4096usize, 8192] {
+        add(&mut v, format!("gemm-{n}"), "dense_gemm", false, move |s| {
+            Input::Gemm32(gemm(n, s))
+        });
+    }
+    v
+}

@@ -159,3 +159,19 @@ pub(crate) fn flow_cases(size: Size) -> Vec<Case> {
     });
     v
 }
+
+/// The contract's MaxFlow benchmark cases at full size ([`crate::cases::spec_cases`]).
+/// `flow-rmf` is genrmf(a = 32, b = 64, c1 = 1, c2 = 10000): 65,536 nodes,
+/// about 330K arcs.
+pub(crate) fn flow_spec_cases() -> Vec<Case> {
+    let mut v = Vec::new();
+    for n in [512usize, 2048] {
+        add(&mut v, format!("cut-{n}"), "max_flow", false, move |s| {
+            Input::new(cut(n, s))
+        });
+    }
+    add(&mut v, "flow-rmf".into(), "max_flow", false, |s| {
+        Input::new(genrmf(32, 64, 1, 10_000, s))
+    });
+    v
+}

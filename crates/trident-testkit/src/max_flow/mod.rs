@@ -8,3 +8,13 @@ pub(crate) mod catalog;
 pub mod check;
 pub mod conformance;
 pub mod generate;
+pub mod problem;
+
+/// This primitive's entry in [`crate::suites::PRIMITIVE_SUITES`].
+pub const SUITE: crate::suites::PrimitiveSuite = crate::suites::PrimitiveSuite {
+    primitive: trident_core::Primitive::MaxFlow,
+    cases: catalog::flow_cases,
+    spec_cases: catalog::flow_spec_cases,
+    conformance: conformance::max_flow,
+    bad_input: conformance::bad_input_max_flow,
+};

@@ -124,3 +124,16 @@ pub(crate) fn pairs_cases(size: Size) -> Vec<Case> {
     );
     v
 }
+
+/// The contract's NearestPairs benchmark cases at full size ([`crate::cases::spec_cases`]).
+pub(crate) fn pairs_spec_cases() -> Vec<Case> {
+    let p = "nearest_pairs";
+    let mut v = Vec::new();
+    add(&mut v, "pairs-1M-400K".into(), p, false, |s| {
+        Input::new(pairs_uniform(1_000_000, 400_000, s))
+    });
+    add(&mut v, "pairs-clustered".into(), p, false, |s| {
+        Input::new(pairs_clustered(1_000_000, 400_000, s))
+    });
+    v
+}

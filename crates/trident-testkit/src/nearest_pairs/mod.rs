@@ -8,3 +8,13 @@ pub(crate) mod catalog;
 pub mod check;
 pub mod conformance;
 pub mod generate;
+pub mod problem;
+
+/// This primitive's entry in [`crate::suites::PRIMITIVE_SUITES`].
+pub const SUITE: crate::suites::PrimitiveSuite = crate::suites::PrimitiveSuite {
+    primitive: trident_core::Primitive::NearestPairs,
+    cases: catalog::pairs_cases,
+    spec_cases: catalog::pairs_spec_cases,
+    conformance: conformance::nearest_pairs,
+    bad_input: conformance::bad_input_nearest_pairs,
+};

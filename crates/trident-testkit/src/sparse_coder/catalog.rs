@@ -156,3 +156,16 @@ pub(crate) fn omp_cases(size: Size) -> Vec<Case> {
     });
     v
 }
+
+/// The contract's SparseCoder benchmark cases at full size ([`crate::cases::spec_cases`]).
+pub(crate) fn omp_spec_cases() -> Vec<Case> {
+    let p = "sparse_coder";
+    let mut v = Vec::new();
+    add(&mut v, "omp-64x256-k16".into(), p, false, |s| {
+        Input::Omp32(omp_dct(1_000_000, s))
+    });
+    add(&mut v, "omp-256x1024-k32".into(), p, false, |s| {
+        Input::Omp32(omp_dct_256(100_000, s))
+    });
+    v
+}

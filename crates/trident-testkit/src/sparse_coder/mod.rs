@@ -8,3 +8,13 @@ pub(crate) mod catalog;
 pub mod check;
 pub mod conformance;
 pub mod generate;
+pub mod problem;
+
+/// This primitive's entry in [`crate::suites::PRIMITIVE_SUITES`].
+pub const SUITE: crate::suites::PrimitiveSuite = crate::suites::PrimitiveSuite {
+    primitive: trident_core::Primitive::SparseCoder,
+    cases: catalog::omp_cases,
+    spec_cases: catalog::omp_spec_cases,
+    conformance: conformance::sparse_coder,
+    bad_input: conformance::bad_input_sparse_coder,
+};

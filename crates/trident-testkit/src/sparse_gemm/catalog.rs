@@ -129,3 +129,19 @@ pub(crate) fn spgemm_cases(size: Size) -> Vec<Case> {
     });
     v
 }
+
+/// The contract's SparseGemm benchmark cases at full size ([`crate::cases::spec_cases`]).
+pub(crate) fn spgemm_spec_cases() -> Vec<Case> {
+    let p = "sparse_gemm";
+    let mut v = Vec::new();
+    add(&mut v, "spgemm-poisson2d-2048".into(), p, false, |_| {
+        Input::Spgemm32(SpgemmCase::square(poisson2d(2048)))
+    });
+    add(&mut v, "spgemm-rmat-16-8".into(), p, false, |s| {
+        Input::Spgemm32(SpgemmCase::square(rmat(16, 8, s)))
+    });
+    add(&mut v, "spgemm-uniform-1M-8".into(), p, false, |s| {
+        Input::Spgemm32(SpgemmCase::square(uniform_rows(1 << 20, 1 << 20, 8, s)))
+    });
+    v
+}
