@@ -190,7 +190,7 @@ def peer_grid(meta, arrays, reps, _args):
     down = np.array([[0, 0, 0], [0, 0, 0], [0, 1, 0]])
     up = np.array([[0, 1, 0], [0, 0, 0], [0, 0, 0]])
     # One arc pair per neighbour pair, as in cut_pymaxflow.py, when the
-    # capacities are symmetric (SPEC's cuts are); two otherwise, which is
+    # capacities are symmetric (the benchmark cuts are); two otherwise, which is
     # still exact but gives PyMaxflow twice the arcs.
     symmetric = np.array_equal(px[:, :-1], mx[:, 1:]) and np.array_equal(py[:-1, :], my[1:, :])
 
@@ -221,7 +221,7 @@ PEERS = dict(gemm=peer_gemm, spgemm=peer_spgemm, points=peer_points, omp=peer_om
 
 
 def spec_figure(kind, meta, arrays, secs):
-    """SPEC's unit for the whole case taking `secs`."""
+    """The contract's unit for the whole case taking `secs`."""
     if kind == "gemm":
         m, n, k = (int(meta[x]) for x in "mnk")
         return f"{2 * m * n * k / secs / 1e12:.3g} TFLOP/s"
@@ -272,7 +272,7 @@ def main():
         log(f"{case}: {r['peer']} median {med:.4g} s")
 
     log("")
-    log(f"| case | peer | median of {args.reps} (range) | SPEC unit | check | note |")
+    log(f"| case | peer | median of {args.reps} (range) | report unit | check | note |")
     log("| --- | --- | --: | --: | --: | --- |")
     for row in rows:
         log("| " + " | ".join(row) + " |")

@@ -1,4 +1,4 @@
-//! criterion benches of SPEC's MaxFlow cases: cut-512 and cut-2048 (`grid_cut`) and flow-rmf
+//! criterion benches of the MaxFlow benchmark cases: cut-512 and cut-2048 (`grid_cut`) and flow-rmf
 //! (`network_flow`).
 //! Every compiled-in backend that runs here, the reference included; see
 //! `common` for what is timed. `cargo bench -p trident-benches --bench max_flow`.

@@ -1,4 +1,4 @@
-//! criterion benches of SPEC's NearestPairs cases: pairs-1M-400K and pairs-clustered,
+//! criterion benches of the NearestPairs benchmark cases: pairs-1M-400K and pairs-clustered,
 //! `closest_pairs(A, B, 100)`.
 //! Every compiled-in backend that runs here, the reference included; see
 //! `common` for what is timed. `cargo bench -p trident-benches --bench nearest_pairs`.

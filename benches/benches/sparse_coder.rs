@@ -1,4 +1,4 @@
-//! criterion benches of SPEC's SparseCoder cases: omp-64x256-k16 (1M signals, Sparsity(16)) and
+//! criterion benches of the SparseCoder benchmark cases: omp-64x256-k16 (1M signals, Sparsity(16)) and
 //! omp-256x1024-k32 (100K signals, Sparsity(32)); the
 //! reference runs `omp-64x256-k16/10K` (10K signals) and `omp-256x1024-k32/200`.
 //! Every compiled-in backend that runs here, the reference included; see

@@ -1,4 +1,4 @@
-//! criterion benches of SPEC's SparseGemm cases: spgemm-poisson2d-2048, spgemm-rmat-16-8 and
+//! criterion benches of the SparseGemm benchmark cases: spgemm-poisson2d-2048, spgemm-rmat-16-8 and
 //! spgemm-uniform-1M-8, `A * A` in f32 (the reference runs all three at full size).
 //! Every compiled-in backend that runs here, the reference included; see
 //! `common` for what is timed. `cargo bench -p trident-benches --bench sparse_gemm`.

@@ -1,6 +1,6 @@
 //! cut-512 / cut-2048 timing for the rayon MaxFlow, comparable with PyMaxflow.
 //!
-//! The graph is SPEC's `cut-N` case from the testkit (`cases::cut(n, seed)`:
+//! The graph is the `cut-N` benchmark case from the testkit (`cases::cut(n, seed)`:
 //! the 4-connected segmentation grid of a noisy synthetic image, data terms
 //! from intensity, smoothness `lambda * exp(-(Ip - Iq)^2 / 2 sigma^2)`, the
 //! same weight both ways). Optionally dumps it as raw little-endian i32 so

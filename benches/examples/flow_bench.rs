@@ -5,7 +5,7 @@
 //! cargo run -p trident-benches --release --example flow_bench -- A B [REPS] [C2]
 //! ```
 //!
-//! `genrmf(A, B, 1, C2, seed 1)`: A x A frames, B of them (SPEC's flow-rmf is
+//! `genrmf(A, B, 1, C2, seed 1)`: A x A frames, B of them (the benchmark flow-rmf is
 //! A = 32, B = 64, C2 = 10000, the default). Prints the best and median solve
 //! time of each backend and checks that they agree.
 

@@ -1,4 +1,4 @@
-//! Times the rayon DenseGemm (square f32, `C = A B`) and SparseGemm on SPEC's
+//! Times the rayon DenseGemm (square f32, `C = A B`) and SparseGemm on the contract's
 //! `spgemm-*` cases (`A * A`, built by `trident_testkit::cases::spec_cases()`
 //! with the default seed), printing the median of a few repeats.
 //!
@@ -11,7 +11,7 @@
 //! also written as a `TRIDENT-CASE` file (`<case>.case`, see
 //! `trident_testkit::cases::io`) so that a SciPy peer can time the same matrices.
 //! GEMM is reported in GFLOP/s (`2 m n k / time`), SpGEMM in GFLOP/s
-//! (`2 x products / time`), as SPEC asks.
+//! (`2 x products / time`), as the contract asks.
 
 use std::path::PathBuf;
 use std::time::Instant;

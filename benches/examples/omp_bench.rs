@@ -1,6 +1,6 @@
-//! Times the SPEC case omp-64x256-k16 (overcomplete 2-D DCT dictionary for
+//! Times the benchmark case omp-64x256-k16 (overcomplete 2-D DCT dictionary for
 //! 8x8 patches, 16-atom signals with 1% noise, `Sparsity(16)`) on the rayon
-//! backend and reports signals/s. SPEC's case has 1M signals; the count here
+//! backend and reports signals/s. The benchmark case has 1M signals; the count here
 //! is an argument so that a run fits a small machine. Optionally writes the
 //! dictionary and the first signals as raw little-endian f32 so that a
 //! scikit-learn baseline can time the very same input:

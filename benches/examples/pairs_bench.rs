@@ -1,4 +1,4 @@
-//! Times the SPEC cases pairs-1M-400K and pairs-clustered on the rayon backend
+//! Times the benchmark cases pairs-1M-400K and pairs-clustered on the rayon backend
 //! (closest_pairs k = 100, and nearest for all of A), and writes the points as
 //! raw little-endian f32 (n x 3) so that a SciPy baseline can time the very same
 //! input:

@@ -1,10 +1,10 @@
 //! # trident-benches
 //!
 //! What the criterion benches (`benches/benches/*.rs`) and the table printer
-//! (`bench_table`) share: the SPEC benchmark cases as [`Workload`]s, the
+//! (`bench_table`) share: the benchmark cases as [`Workload`]s, the
 //! smaller stand-ins the single-threaded reference runs instead of the cases it
 //! would need minutes per call for ([`reference_stand_in`]), a [`runner`] that
-//! times only the primitive call, and SPEC's report units ([`Work`]).
+//! times only the primitive call, and the contract's report units ([`Work`]).
 //!
 //! It is not a correctness check: `verify` compares outputs with the
 //! reference; here outputs are only kept long enough to be dropped outside the
@@ -16,11 +16,11 @@ pub mod peers;
 use trident::{CsrMatrix, Error, GridCut, NetworkFlow, Pair, Primitives, Result, SparseCodes};
 use trident_testkit::cases::{self, Case, GemmCase, Input, OmpCase, PairsCase, SpgemmCase};
 
-/// One thing to time: a SPEC case, or a smaller stand-in for one.
+/// One thing to time: a benchmark case, or a smaller stand-in for one.
 pub struct Workload {
-    /// The bench id: the SPEC case name, or `case/size` for a stand-in
+    /// The bench id: the benchmark case name, or `case/size` for a stand-in
     /// (e.g. `omp-64x256-k16/10K`), so a report never passes a smaller run off
-    /// as the SPEC case.
+    /// as the benchmark case.
     pub name: String,
     /// The generated input.
     pub input: Input,
@@ -35,18 +35,18 @@ impl Workload {
         }
     }
 
-    /// The SPEC case it measures (peer results are matched on this).
+    /// The benchmark case it measures (peer results are matched on this).
     pub fn case(&self) -> &str {
         self.name.split('/').next().unwrap_or(&self.name)
     }
 
-    /// `true` for a stand-in smaller than the SPEC case.
+    /// `true` for a stand-in smaller than the benchmark case.
     pub fn is_stand_in(&self) -> bool {
         self.name.contains('/')
     }
 }
 
-/// The SPEC cases (full size) whose names are in `names`, in SPEC order; all of
+/// The benchmark cases (full size) whose names are in `names`, in catalog order; all of
 /// them when `names` is empty. Unknown names are returned as the error, so a
 /// typo is reported rather than silently running nothing.
 pub fn select_cases(names: &[String]) -> std::result::Result<Vec<Case>, Vec<String>> {
@@ -68,7 +68,7 @@ pub fn select_cases(names: &[String]) -> std::result::Result<Vec<Case>, Vec<Stri
         .collect())
 }
 
-/// Cases outside SPEC's table that an issue names a target for, selectable by
+/// Cases outside the benchmark table that an issue names a target for, selectable by
 /// name only: `gemm-2048` (the CPU backend's GEMM target size).
 pub fn extra_cases() -> Vec<Case> {
     vec![Case::new("gemm-2048", "dense_gemm", false, |s| {
@@ -76,7 +76,7 @@ pub fn extra_cases() -> Vec<Case> {
     })]
 }
 
-/// The SPEC cases of one primitive (one of [`trident::PRIMITIVES`]).
+/// The benchmark cases of one primitive (one of [`trident::PRIMITIVES`]).
 pub fn spec_cases_of(primitive: &str) -> Vec<Case> {
     cases::spec_cases()
         .into_iter()
@@ -88,7 +88,7 @@ pub fn spec_cases_of(primitive: &str) -> Vec<Case> {
 /// full case would take it more than about 30 s per call on a 2-core machine
 /// (measured on a busy 2-core box: gemm-4096 takes it 12 s, so gemm-8192
 /// would take ~100 s; OMP codes ~870 signals/s, so 1M signals ~20 min; every
-/// other SPEC case takes it 6 to 27 s); `None` where the reference runs the
+/// other benchmark case takes it 6 to 27 s); `None` where the reference runs the
 /// case itself. A
 /// stand-in keeps the case's structure and shrinks only its size, and its
 /// name says so (`gemm-8192/2048`). Like every case, its input is generated
@@ -133,7 +133,7 @@ pub fn cannot_run(backend: &dyn Primitives, case: &Case) -> Option<String> {
     }
 }
 
-/// SPEC's report unit for a primitive.
+/// The contract's report unit for a primitive.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Unit {
     /// GEMM: `2 m n k / time`, in TFLOP/s.
@@ -150,7 +150,7 @@ pub enum Unit {
 /// The amount of work in an input, in the terms of its report unit.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Work {
-    /// The unit SPEC reports this primitive in.
+    /// The unit the contract reports this primitive in.
     pub unit: Unit,
     /// Flops for GEMM and SpGEMM, signals for OMP, 0 where the unit is ms.
     pub amount: f64,
@@ -194,7 +194,7 @@ impl Work {
         }
     }
 
-    /// The figure SPEC reports for a call that took `secs`.
+    /// The figure the contract reports for a call that took `secs`.
     pub fn value(&self, secs: f64) -> f64 {
         match self.unit {
             Unit::Tflops => self.amount / secs / 1e12,
@@ -204,7 +204,7 @@ impl Work {
         }
     }
 
-    /// The unit's name as SPEC writes it.
+    /// The unit's name as the contract writes it.
     pub fn unit_name(&self) -> &'static str {
         match self.unit {
             Unit::Tflops => "TFLOP/s",
@@ -279,7 +279,7 @@ pub enum Output {
 impl Output {
     /// One number a peer library computing the same thing reproduces, so the
     /// table can tell that both sides ran the same input: nnz of a SpGEMM
-    /// product (no cancellation happens on SPEC's inputs), the largest `d2`
+    /// product (no cancellation happens on the benchmark inputs), the largest `d2`
     /// among the closest pairs, the max-flow value. `None` where no such
     /// number is cheap and exact (GEMM, OMP).
     pub fn check(&self) -> Option<f64> {
@@ -297,14 +297,14 @@ impl Output {
 /// A call of one primitive on one input, ready to be timed.
 pub type Run<'a> = Box<dyn FnMut() -> Result<Output> + 'a>;
 
-/// The call SPEC times for `input` on `backend`, with everything else (the
+/// The call the contract times for `input` on `backend`, with everything else (the
 /// input, GEMM's output buffer) prepared outside it:
 ///
 /// | input | call |
 /// | --- | --- |
-/// | GEMM | `gemm` into a C buffer owned by the closure (SPEC's cases have `beta = 0`, so repeats do identical work) |
+/// | GEMM | `gemm` into a C buffer owned by the closure (the benchmark cases have `beta = 0`, so repeats do identical work) |
 /// | SpGEMM | `spgemm(A, B)` |
-/// | pairs | `closest_pairs(A, B, pairs_k)`, SPEC's k = 100 |
+/// | pairs | `closest_pairs(A, B, pairs_k)`, the contract's k = 100 |
 /// | OMP | `encode(dict, signals, rule)` |
 /// | grid / network | `grid_cut` / `network_flow` |
 pub fn runner<'a>(backend: &'a dyn Primitives, input: &'a Input) -> Run<'a> {

@@ -19,7 +19,7 @@ use std::path::Path;
 /// One peer's result for one case.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PeerResult {
-    /// SPEC case name.
+    /// Benchmark case name.
     pub case: String,
     /// The peer library and version, e.g. `numpy 2.4.6 (OpenBLAS)`.
     pub peer: String,

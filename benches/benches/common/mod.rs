@@ -1,6 +1,6 @@
 //! The one bench routine every `benches/*.rs` file runs for its primitive.
 //!
-//! Per SPEC case: a criterion group named as SPEC names the case
+//! Per benchmark case: a criterion group named as the contract names the case
 //! (`gemm-4096`) holding one bench per backend that runs it (`gemm-4096/rayon`,
 //! `gemm-4096/reference`), and, where the reference would need more than ~30 s
 //! per call, a group for its smaller stand-in holding only the reference
@@ -18,7 +18,7 @@
 //! targets. For the big cases criterion then warns that 10 samples need more
 //! than the target; that is expected and harmless.
 //!
-//! Throughput is given in SPEC's work units where SPEC reports a rate:
+//! Throughput is given in the contract's work units where the contract reports a rate:
 //! criterion's `elem/s` are flops/s for GEMM and SpGEMM (SpGEMM: 2 x
 //! products) and signals/s for OMP. Pairs and cuts are reported in time.
 
@@ -29,7 +29,7 @@ use trident::Primitives;
 use trident_benches::{Unit, Work, Workload, cannot_run, reference_stand_in, runner};
 use trident_testkit::cases::Case;
 
-/// Benches every SPEC case of `primitive` on every compiled-in backend that
+/// Benches every benchmark case of `primitive` on every compiled-in backend that
 /// can run here, the reference included.
 pub fn bench_primitive(c: &mut Criterion, primitive: &str) {
     let seed = trident_testkit::seed_from_env();

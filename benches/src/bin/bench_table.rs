@@ -1,5 +1,5 @@
-//! Times SPEC's benchmark cases on the chosen backends and prints a markdown
-//! table in SPEC's units, optionally next to peer libraries run on the same
+//! Times the benchmark cases on the chosen backends and prints a markdown
+//! table in the contract's units, optionally next to peer libraries run on the same
 //! inputs. A plain binary (no criterion, no cargo needed at run time): copy
 //! `target/release/bench_table` to the machine to measure.
 //!
@@ -13,7 +13,7 @@
 //! ```
 //!
 //! Options (lists may be repeated or comma-separated):
-//! - `--case NAME`: only these SPEC cases (default: all of them).
+//! - `--case NAME`: only these benchmark cases (default: all of them).
 //! - `--backend NAME`: `rayon`, `cuda`, `wgpu`, `reference` (default: every
 //!   compiled-in backend but the reference, which is slow; with it, the
 //!   cases it would need more than ~30 s per call for run as named smaller
@@ -228,7 +228,9 @@ fn main() -> ExitCode {
                 .into_iter()
                 .map(|c| c.name)
                 .collect();
-            eprintln!("bench_table: unknown case(s) {unknown:?}; SPEC's cases are {known:?}");
+            eprintln!(
+                "bench_table: unknown case(s) {unknown:?}; the benchmark cases are {known:?}"
+            );
             return ExitCode::FAILURE;
         }
     };
@@ -265,7 +267,7 @@ fn main() -> ExitCode {
     }
     println!();
     println!(
-        "| case | backend | median | min - max | SPEC unit | peer | peer median | peer SPEC unit | peer / ours | check |"
+        "| case | backend | median | min - max | report unit | peer | peer median | peer report unit | peer / ours | check |"
     );
     println!("| --- | --- | --: | --: | --: | --- | --: | --: | --: | --- |");
     for case in &cases {

@@ -1,4 +1,4 @@
-//! Benchmarks of the CUDA backend on the SPEC cases, against the vendor
+//! Benchmarks of the CUDA backend on the benchmark cases, against the vendor
 //! libraries on the same device buffers in the same run (cuBLAS SGEMM for
 //! GEMM; cuSPARSE SpGEMM for SpGEMM).
 //!
@@ -500,7 +500,7 @@ fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<Row>> {
     let case = cases::spec_cases()
         .into_iter()
         .find(|c| c.name == name)
-        .ok_or_else(|| Error::arg("case", format!("{name} is not a SPEC case")))?;
+        .ok_or_else(|| Error::arg("case", format!("{name} is not a benchmark case")))?;
     let input = case.input(SEED);
     let Some(c) = input.downcast_ref::<cases::SpgemmCase<f32>>() else {
         return Err(Error::arg(

@@ -1,4 +1,4 @@
-//! Batch-OMP benchmark of the CUDA backend on the SPEC cases `omp-64x256-k16`
+//! Batch-OMP benchmark of the CUDA backend on the benchmark cases `omp-64x256-k16`
 //! (1M signals) and `omp-256x1024-k32` (100K signals), beside the rayon
 //! backend on the same machine's cores.
 //!

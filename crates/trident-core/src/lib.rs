@@ -18,7 +18,7 @@
 //! `Box<dyn DenseGemm<f32>>` works and a backend lacking f64 simply answers
 //! [`Error::Unsupported`]. [`Primitives`] bundles all of them.
 //!
-//! ## Rules every backend follows (from SPEC.md)
+//! ## Rules every backend follows (from docs/semantics.md)
 //! - Row-major dense storage; `u32` column/point/atom indices; CSR offsets `usize`.
 //! - Bad input is an [`Error`] naming the field and index, checked by
 //!   [`validate`] before any output is written: on error outputs are untouched.
@@ -27,7 +27,7 @@
 //! - The same input on the same backend gives bit-identical output.
 //! - Empty inputs are valid wherever the math is defined.
 //!
-//! Choices SPEC leaves open, made here: `knn` with `k > |B|` is an error (the
+//! Choices the contract leaves open, made here: `knn` with `k > |B|` is an error (the
 //! output has a fixed stride of k); grid capacities pointing off the grid must
 //! be 0 (an error otherwise, so nothing is silently dropped); capacities are
 //! `i64` and their total must fit in `i64`, so no backend can overflow.

@@ -1,7 +1,7 @@
 //! Compressed sparse row matrices and the [`SparseGemm`] trait.
 //!
 //! A [`CsrMatrix`] is valid by construction: [`CsrMatrix::new`] checks every
-//! invariant SPEC.md names, so backends can rely on them without re-checking.
+//! invariant docs/semantics.md names, so backends can rely on them without re-checking.
 
 use crate::validate::check_finite;
 use crate::{Error, Result, Scalar, mem};

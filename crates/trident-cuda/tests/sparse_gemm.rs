@@ -1,5 +1,5 @@
 //! SparseGemm on the GPU. Every product is checked three ways: against the
-//! f64 reference under SPEC's tolerance (testkit's checker), bit for bit
+//! f64 reference under the contract's tolerance (testkit's checker), bit for bit
 //! against a host model of the kernels' arithmetic (each entry is the fma
 //! chain over A's columns in order, starting from 0, which every bin must
 //! reproduce exactly), and against a second run (determinism). The matrices
@@ -91,7 +91,7 @@ fn assert_same<T: Scalar>(got: &CsrMatrix<T>, want: &CsrMatrix<T>, label: &str) 
 }
 
 /// Runs A*B twice on the GPU; checks the model (bits), the second run
-/// (bits) and, with `reference`, the f64 reference under SPEC's tolerance.
+/// (bits) and, with `reference`, the f64 reference under the contract's tolerance.
 fn check_product<T: Scalar>(
     be: &CudaBackend,
     a: &CsrMatrix<T>,

@@ -25,7 +25,7 @@
 //! depends only on m, n, k and the element size. The output is therefore
 //! bit-identical across runs and across thread counts on a given CPU (the unit
 //! tests check 1, 2 and 3 threads). Different CPUs may pick different SIMD
-//! kernels (FMA or not), which is outside SPEC's "same backend".
+//! kernels (FMA or not), which is outside the contract's "same backend".
 
 use gemm::Parallelism;
 use trident_core::{DenseGemm, Error, GemmParams, MatMut, MatRef, Op, Result, Scalar, validate};

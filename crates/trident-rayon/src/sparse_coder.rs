@@ -21,7 +21,7 @@
 //!
 //! Precision: everything after reading the inputs is f64, for f32 inputs too.
 //! Gram-based OMP squares the dictionary's condition number, and coherent
-//! dictionaries (the overcomplete DCT) would cost f32 digits that SPEC's
+//! dictionaries (the overcomplete DCT) would cost f32 digits that the contract's
 //! tolerances need; the f64 loop is vectorized and not the bottleneck it
 //! would be in scalar code. Only the outputs are rounded to `T`.
 //!

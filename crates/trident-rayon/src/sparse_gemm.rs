@@ -9,7 +9,7 @@
 //!    holding most of the work while the rest idle. A single row is never
 //!    split: a row that alone outweighs a chunk becomes a chunk of its own.
 //! 2. **Symbolic.** Each row's distinct columns are counted; the structure rule
-//!    is SPEC's, entry `(i, j)` exists iff some product `A(i, p) B(p, j)` does,
+//!    is the contract's, entry `(i, j)` exists iff some product `A(i, p) B(p, j)` does,
 //!    so explicit zeros and exact cancellation are kept. A prefix sum (per
 //!    chunk, then within chunks in parallel) turns the counts into `usize`
 //!    offsets and sizes the output exactly.

@@ -17,7 +17,7 @@ fn backends() -> (RayonBackend, ReferenceBackend) {
 }
 
 /// Solves `g` on both backends and panics with `what` and the verdict unless
-/// the rayon answer passes the SPEC check (flow, labels, arc flows).
+/// the rayon answer passes the contract's check (flow, labels, arc flows).
 fn same_network(what: &str, g: &FlowNetwork) {
     let (rayon, reference) = backends();
     let want = reference.network_flow(g).expect("reference");
@@ -206,7 +206,7 @@ fn large_capacities_use_i64() {
 #[test]
 fn larger_grids_match_reference() {
     let base = seed_from_env();
-    // cut-512 is the SPEC's small cut case; random grids stress asymmetric
+    // cut-512 is the contract's small cut case; random grids stress asymmetric
     // capacities and 3-D neighbourhoods.
     same_grid(&format!("cut(512, {base:#x})"), &cases::cut(512, base));
     for (i, &(d, h, w, three, cap)) in [

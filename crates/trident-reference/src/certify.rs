@@ -10,8 +10,8 @@
 //!
 //! | certificate | computes independently | checks |
 //! | --- | --- | --- |
-//! | [`gemm`] | naive f64 triple loop | SPEC's relative Frobenius error; C's padding untouched |
-//! | [`spgemm`] | row-wise f64 accumulation in a `BTreeMap` (no sprs) | identical structure (SPEC's rule), values within `tol::spgemm * sum_p abs(A(i,p) B(p,j))` |
+//! | [`gemm`] | naive f64 triple loop | the contract's relative Frobenius error; C's padding untouched |
+//! | [`spgemm`] | row-wise f64 accumulation in a `BTreeMap` (no sprs) | identical structure (the contract's rule), values within `tol::spgemm * sum_p abs(A(i,p) B(p,j))` |
 //! | [`nearest`], [`knn`], [`closest_pairs`] | brute force over B in f64 | exact distance of each answer within `1e-6` rel + `1e-6` abs of the optimum |
 //!
 //! The tolerances are `trident_core::tol`'s (listed in `docs/tolerances.md`),
@@ -20,7 +20,7 @@
 //! | [`network_flow`] | nothing but sums | capacity, conservation, value == cut capacity, cut == residual reachability |
 //! | [`grid_cut`] | a flow by this crate's Dinic, then checked like a network | the same, on the grid's arrays |
 //!
-//! What they are not: exact-tie referees. Where SPEC accepts either of two
+//! What they are not: exact-tie referees. Where the contract accepts either of two
 //! (near-)equal choices, so do these; comparing a backend with the reference
 //! answer bit for bit is `verify`'s business.
 
@@ -395,7 +395,7 @@ pub fn closest_pairs(a: &[Point], b: &[Point], k: usize, pairs: &[Pair]) -> Cert
 /// `coef_rel`, which is what a coefficient error of that size allows.
 pub type OmpTol = tol::Omp;
 
-/// SPEC's near-tie threshold for scalar `T` (1e-4 for f32, 1e-10 for f64), for
+/// The contract's near-tie threshold for scalar `T` (1e-4 for f32, 1e-10 for f64), for
 /// [`crate::OmpStep::is_near_tie`].
 pub fn omp_tie_rel<T: Scalar>() -> f64 {
     OmpTol::of::<T>().tie_rel
@@ -406,7 +406,7 @@ pub fn omp_tie_rel<T: Scalar>() -> f64 {
 /// then two steps of iterative refinement on the normal equations
 /// (`dg = (M^T M)^-1 M^T (x - M g)`). nalgebra's SVD of a tall matrix can be
 /// off by ~1e-6 relative even when it is well conditioned (measured: cond 1.6,
-/// a 64 x 16 DCT sub-dictionary), which is above SPEC's f64 tolerance; the
+/// a 64 x 16 DCT sub-dictionary), which is above the contract's f64 tolerance; the
 /// refinement drives `M^T r` to rounding level.
 fn ls_svd(d: &DictF64, sel: &[u32], x: &[f64]) -> Vec<f64> {
     if sel.is_empty() {

@@ -3,7 +3,7 @@
 //! single rounding back to `T`.
 //!
 //! [`Precision`](trident_core::Precision) is ignored: the answer is always the
-//! f64 product, which meets every tolerance SPEC names.
+//! f64 product, which meets every tolerance the contract names.
 
 use nalgebra::DMatrix;
 use trident_core::{DenseGemm, GemmParams, MatMut, MatRef, Op, Result, Scalar, validate};

@@ -9,7 +9,7 @@
 //! | --- | --- |
 //! | DenseGemm | nalgebra `DMatrix<f64>` product, `alpha P + beta C` in f64, one rounding; `Precision` ignored |
 //! | SparseGemm | row-wise Gustavson in f64: each row's products sorted by column (stably) and merged, so explicit zeros and cancellations stay stored; no `n`-sized workspace |
-//! | NearestPairs | kiddo immutable kd-tree in f64 for candidates, then exact [`trident_core::dist2_f64`] and SPEC tie rules on every point within the best (k-th) distance |
+//! | NearestPairs | kiddo immutable kd-tree in f64 for candidates, then exact [`trident_core::dist2_f64`] and the contract's tie rules on every point within the best (k-th) distance |
 //! | SparseCoder | plain OMP per signal, least squares by modified Gram-Schmidt on `[D_S x]` afresh each step; [`omp_path`] gives the per-step trace |
 //! | MaxFlow | Dinic's algorithm (iterative DFS), then residual reachability from s for the canonical cut |
 //!

@@ -111,7 +111,7 @@ pub struct OmpStep {
 
 impl OmpStep {
     /// `true` when the two best correlations are within `rel` of each other
-    /// (`best - second <= rel * best`): then SPEC accepts either choice. SPEC's
+    /// (`best - second <= rel * best`): then the contract accepts either choice. The contract's
     /// `rel` is [`crate::certify::omp_tie_rel`] (1e-4 for f32, 1e-10 for f64).
     pub fn is_near_tie(&self, rel: f64) -> bool {
         match self.second {

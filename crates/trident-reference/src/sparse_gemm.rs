@@ -3,7 +3,7 @@
 //!
 //! Why this form: the structure falls out of the products themselves, so an
 //! entry whose products cancel, or whose inputs are explicit zeros, is still
-//! stored (SPEC's rule); each value is summed in ascending `p`, as every other
+//! stored (the contract's rule); each value is summed in ascending `p`, as every other
 //! backend sums it; and the only workspace is one row's products, so an
 //! output `u32::MAX` columns wide needs no `n`-sized array (the SMMP workspace
 //! of sprs, used here before, aborted on such a product).

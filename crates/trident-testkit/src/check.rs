@@ -1,4 +1,4 @@
-//! Comparing a backend's output with the reference's, under SPEC's tolerances.
+//! Comparing a backend's output with the reference's, under the contract's tolerances.
 //!
 //! The flow is: [`expected`] asks the reference for the answer to an
 //! [`Input`] once (in f64 where the primitive has a scalar: f32 inputs are
@@ -101,7 +101,7 @@ pub fn produce(backend: &dyn Primitives, input: &Input) -> Result<Produced> {
 }
 
 /// The reference's answer to `input`: f32 inputs are widened to f64 first, so
-/// the answer is the f64 reference SPEC compares against ([`Input::expected`]).
+/// the answer is the f64 reference the contract compares against ([`Input::expected`]).
 pub fn expected(reference: &dyn Primitives, input: &Input) -> Result<Expected> {
     input.expected(reference)
 }

@@ -11,7 +11,7 @@
 //! 4. determinism: the same input twice gives bit-identical output.
 //!
 //! One function per primitive checks bad input ([`bad_input_dense_gemm`], ...):
-//! each bad-input class SPEC names, on every trait method that takes user data,
+//! each bad-input class the contract names, on every trait method that takes user data,
 //! must give its specific [`Error`] variant and leave the output buffer
 //! untouched (the buffer is poisoned first and compared after). Constructor
 //! checks (`CsrMatrix::new`, `Dictionary::new`, `GridGraph::new_2d`,
@@ -336,7 +336,7 @@ pub(crate) fn run_determinism(r: &mut SuiteReport, b: &dyn Primitives, primitive
         (Ok(_), Ok(_)) => {
             let repro = r.verify_repro(primitive, &case.name);
             r.fail(format!(
-                "case {}: two runs on the same input differ (SPEC: bit-identical)\n    {repro}",
+                "case {}: two runs on the same input differ (docs/semantics.md: bit-identical)\n    {repro}",
                 case.name
             ))
         }

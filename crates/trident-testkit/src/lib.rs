@@ -5,8 +5,8 @@
 //!
 //! | module | what |
 //! | --- | --- |
-//! | [`cases`] | deterministic generators for every SPEC case (small and large), named edge cases, file output for the Python peers |
-//! | [`check`] | compares a backend's output with the reference's under SPEC's tolerances |
+//! | [`cases`] | deterministic generators for every benchmark case (small and large), named edge cases, file output for the Python peers |
+//! | [`check`] | compares a backend's output with the reference's under the contract's tolerances |
 //! | [`conformance`] | the suite every backend runs, and [`conformance_tests!`] to stamp it into `#[test]`s |
 //! | [`verify`] | runs every case on every backend and prints the table |
 //! | [`problem`] | the [`problem::Problem`] trait each primitive implements for its inputs (run, expected answer, compare, certify, write), and [`problem::Input`] holding any of them |

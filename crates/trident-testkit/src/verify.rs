@@ -6,7 +6,7 @@
 //!    brute force, optimality conditions, flow feasibility;
 //!    [`Input::certify`]): the reference is never trusted on its own word;
 //! 2. runs each other backend on the same input ([`Input::produce`]) and
-//!    compares it with the reference under SPEC's tolerances
+//!    compares it with the reference under the contract's tolerances
 //!    ([`Input::compare`]).
 //!
 //! Each of those steps is the input's own [`crate::problem::Problem`]
@@ -43,7 +43,7 @@ pub struct Options {
     pub seed: u64,
     /// Only this primitive (one of [`trident_core::PRIMITIVES`]).
     pub primitive: Option<String>,
-    /// Only the case of this name (any size, or a SPEC case).
+    /// Only the case of this name (any size, or a benchmark case).
     pub case: Option<String>,
     /// Backends named by the user: their unavailability is a failure.
     pub required: Vec<String>,

@@ -9,7 +9,7 @@
 //! ground: short augmenting paths, most nodes terminal-linked. A general
 //! network usually has one source and one sink, and then BK's two trees
 //! start from single nodes and must re-grow across the graph after every
-//! saturation. On the Goldfarb-Grigoriadis RMF family (`genrmf`, SPEC's
+//! saturation. On the Goldfarb-Grigoriadis RMF family (`genrmf`, the contract's
 //! `flow-rmf`) that is known to blow up (Goldberg, Hed, Kaplan, Tarjan and
 //! Werneck, "Maximum flows by incremental breadth-first search", ESA 2011,
 //! report BK orders of magnitude behind `hipr` there), while highest-label

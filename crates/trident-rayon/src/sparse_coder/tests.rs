@@ -1,5 +1,5 @@
 //! Focused cases for Batch-OMP: exact answers where the arithmetic is exact,
-//! agreement with the f64 reference under SPEC's checker, thread-count
+//! agreement with the f64 reference under the contract's checker, thread-count
 //! independence, and dependent atoms.
 
 use trident_core::{Dictionary, MatRef, Scalar, SparseCoder, SparseCodes, StopRule};
@@ -18,7 +18,7 @@ where
 }
 
 /// Runs `input` on the rayon backend and checks it against the reference
-/// with SPEC's tolerances.
+/// with the contract's tolerances.
 fn agrees(input: Input) {
     let b = RayonBackend::with_threads(2).unwrap();
     let exp = check::expected(&ReferenceBackend, &input).unwrap();

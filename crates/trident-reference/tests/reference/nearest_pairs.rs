@@ -3,7 +3,7 @@ use trident_reference::certify;
 
 use crate::{Rng, backend};
 
-/// Brute force with SPEC's tie rule: all of B sorted by (exact d2, j).
+/// Brute force with the contract's tie rule: all of B sorted by (exact d2, j).
 fn brute(q: &Point, b: &[Point]) -> Vec<(f64, u32)> {
     let mut d: Vec<(f64, u32)> = b
         .iter()

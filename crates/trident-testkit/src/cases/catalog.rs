@@ -67,7 +67,7 @@ pub(crate) fn add(
 }
 
 /// The cases of `primitive` (one of [`PRIMITIVES`]) at `size`: the random
-/// SPEC-family cases at that size, then the edge cases. An unknown primitive
+/// benchmark-family cases at that size, then the edge cases. An unknown primitive
 /// gives an empty list.
 pub fn cases(primitive: &str, size: Size) -> Vec<Case> {
     crate::suites::suite(primitive).map_or_else(Vec::new, |s| (s.cases)(size))
@@ -87,7 +87,7 @@ pub fn find_case(name: &str) -> Option<Case> {
         .find(|c| c.name == name)
 }
 
-/// SPEC's benchmark cases at full size, named as SPEC names them, for the
+/// The benchmark cases at full size, named as the contract names them, for the
 /// benches, in [`PRIMITIVES`] order. Far too big for the reference in tests:
 /// `verify` runs the [`Size::Large`] versions instead.
 pub fn spec_cases() -> Vec<Case> {

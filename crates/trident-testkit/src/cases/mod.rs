@@ -1,4 +1,4 @@
-//! Deterministic input generators for every SPEC benchmark case, small and
+//! Deterministic input generators for every benchmark case, small and
 //! large versions of them, and named edge cases.
 //!
 //! Everything here is a pure function of its parameters and a `u64` seed

@@ -107,7 +107,7 @@ impl<T: Scalar> GemmCase<T> {
     }
 }
 
-/// `rows * cols` values uniform in `[-1, 1)`, row-major (the SPEC GEMM operands).
+/// `rows * cols` values uniform in `[-1, 1)`, row-major (the benchmark GEMM operands).
 pub fn uniform_matrix<T: Scalar>(rows: usize, cols: usize, seed: u64) -> Vec<T> {
     let mut r = rng(seed);
     (0..rows * cols)
@@ -115,7 +115,7 @@ pub fn uniform_matrix<T: Scalar>(rows: usize, cols: usize, seed: u64) -> Vec<T> 
         .collect()
 }
 
-/// The SPEC case `gemm-N`: square `n x n` operands U[-1,1), `C = A B`.
+/// The benchmark case `gemm-N`: square `n x n` operands U[-1,1), `C = A B`.
 pub fn gemm<T: Scalar>(n: usize, seed: u64) -> GemmCase<T> {
     gemm_general(n, n, n, GemmParams::default(), 0, seed)
 }

@@ -163,7 +163,7 @@ pub fn cut3d(n: usize, seed: u64) -> GridGraph {
     GridGraph::new_3d(n, n, n, source, sink, caps).expect("segmentation capacities are valid")
 }
 
-/// The SPEC `cut-N` case: the segmentation grid of an `n x n` synthetic image
+/// The `cut-N` benchmark case: the segmentation grid of an `n x n` synthetic image
 /// with [`SegmentationParams::default`].
 pub fn cut(n: usize, seed: u64) -> GridGraph {
     let p = SegmentationParams::default();

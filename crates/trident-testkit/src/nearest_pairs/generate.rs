@@ -6,7 +6,7 @@ use trident_core::Point;
 
 use crate::cases::rng;
 
-/// Coordinates of the SPEC point cases lie in `[0, COORD_RANGE)`.
+/// Coordinates of the benchmark point cases lie in `[0, COORD_RANGE)`.
 pub const COORD_RANGE: u32 = 1_000_000;
 
 /// One NearestPairs case: `nearest(A, B)`, `knn(A, B, knn_k)` and
@@ -24,7 +24,7 @@ pub struct PairsCase {
 }
 
 /// `n` points with integer coordinates uniform in `[0, 1e6)^3`, stored as f32
-/// (exact: integers below 2^24). The SPEC `pairs-1M-400K` sets.
+/// (exact: integers below 2^24). The `pairs-1M-400K` benchmark sets.
 pub fn uniform_points(n: usize, seed: u64) -> Vec<Point> {
     let mut r = rng(seed);
     (0..n)
@@ -80,7 +80,7 @@ pub fn clustered_points(n: usize, centers: &[Point], sigma: f64, seed: u64) -> V
         .collect()
 }
 
-/// The SPEC `pairs-1M-400K` case at any size: A and B uniform (independent
+/// The `pairs-1M-400K` benchmark case at any size: A and B uniform (independent
 /// streams of `seed`), `knn_k = 8`, `pairs_k = 100`.
 pub fn pairs_uniform(na: usize, nb: usize, seed: u64) -> PairsCase {
     PairsCase {
@@ -91,13 +91,13 @@ pub fn pairs_uniform(na: usize, nb: usize, seed: u64) -> PairsCase {
     }
 }
 
-/// Number of clusters of the SPEC `pairs-clustered` case.
+/// Number of clusters of the `pairs-clustered` benchmark case.
 pub const CLUSTERS: usize = 64;
-/// Cluster sigma of the SPEC `pairs-clustered` case (at its 1.4M points).
+/// Cluster sigma of the `pairs-clustered` benchmark case (at its 1.4M points).
 pub const CLUSTER_SIGMA: f64 = 1e4;
 
-/// The SPEC `pairs-clustered` case at any size: A and B from the same 64
-/// Gaussian clusters. Sigma is 1e4 at the SPEC size (1.4M points in all) and
+/// The `pairs-clustered` benchmark case at any size: A and B from the same 64
+/// Gaussian clusters. Sigma is 1e4 at the benchmark size (1.4M points in all) and
 /// scales with the cube root of the point count, so that a smaller instance
 /// keeps the same points per cluster volume, i.e. the same neighbour
 /// structure, just fewer clusters' worth of points.

@@ -56,7 +56,7 @@ fn odct_1d(len: usize, freqs: usize) -> Vec<Vec<f64>> {
 /// `freqs` 1-D frequencies per axis: `patch^2 x freqs^2`, atom `k1 * freqs +
 /// k2` the outer product of 1-D atoms `k1` (rows of the patch) and `k2`
 /// (columns), pixel `r1 * patch + r2`. Separable products of unit vectors are
-/// unit vectors. `dct_dictionary(8, 16)` is SPEC's 64 x 256.
+/// unit vectors. `dct_dictionary(8, 16)` is the contract's 64 x 256.
 pub fn dct_dictionary<T: Scalar>(patch: usize, freqs: usize) -> Dictionary<T> {
     let d1 = odct_1d(patch, freqs);
     let n = patch * patch;
@@ -85,7 +85,7 @@ pub fn random_dictionary<T: Scalar>(n: usize, atoms: usize, seed: u64) -> Dictio
 }
 
 /// `count` signals, each `sum of sparsity random distinct atoms * N(0,1)` plus
-/// Gaussian noise scaled to `noise` times the clean signal's norm (SPEC: 16
+/// Gaussian noise scaled to `noise` times the clean signal's norm (docs/semantics.md: 16
 /// atoms, 1% noise). Row-major `count x n`, computed in f64.
 pub fn sparse_signals<T: Scalar>(
     dict: &Dictionary<T>,
@@ -122,7 +122,7 @@ pub fn sparse_signals<T: Scalar>(
     out
 }
 
-/// The SPEC `omp-64x256-k16` case with `count` signals: DCT dictionary,
+/// The `omp-64x256-k16` benchmark case with `count` signals: DCT dictionary,
 /// 16-atom signals with 1% noise, `Sparsity(16)`.
 pub fn omp_dct<T: Scalar>(count: usize, seed: u64) -> OmpCase<T> {
     let dict = dct_dictionary::<T>(8, 16);

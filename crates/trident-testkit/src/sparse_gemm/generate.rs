@@ -14,7 +14,7 @@ pub const RMAT_ABC: (f64, f64, f64) = (0.57, 0.19, 0.19);
 pub struct SpgemmCase<T> {
     /// Left operand (m x k).
     pub a: CsrMatrix<T>,
-    /// Right operand (k x n); a copy of `a` for the SPEC `A*A` cases.
+    /// Right operand (k x n); a copy of `a` for the `A*A` benchmark cases.
     pub b: CsrMatrix<T>,
 }
 

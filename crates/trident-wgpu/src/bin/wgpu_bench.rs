@@ -1,4 +1,4 @@
-//! Benchmarks of the wgpu backend on the SPEC cases (the same inputs and seed
+//! Benchmarks of the wgpu backend on the benchmark cases (the same inputs and seed
 //! as `cuda_bench`, so the two tables of one GPU run sit side by side).
 //!
 //! Usage: `wgpu_bench [--reps N] [FILTER...]`: runs the cases whose name
@@ -96,7 +96,7 @@ fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
     let case = cases::spec_cases()
         .into_iter()
         .find(|c| c.name == name)
-        .ok_or_else(|| Error::arg("case", format!("{name} is not a SPEC case")))?;
+        .ok_or_else(|| Error::arg("case", format!("{name} is not a benchmark case")))?;
     let input = case.input(SEED);
     let Some(c) = input.downcast_ref::<cases::SpgemmCase<f32>>() else {
         return Err(Error::arg(
