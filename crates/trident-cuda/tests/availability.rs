@@ -41,6 +41,11 @@ fn new_reports_availability_without_panicking() {
                 }
                 other => panic!("expected OutOfMemory, got {other:?}"),
             }
+            // ... and the backend is still usable afterwards.
+            let again = be.upload(&host).unwrap();
+            let mut back = vec![0u32; 1000];
+            be.download(&again, &mut back).unwrap();
+            assert_eq!(back, host);
         }
     }
 }
