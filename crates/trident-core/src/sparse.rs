@@ -85,6 +85,30 @@ impl<T: Scalar> CsrMatrix<T> {
         })
     }
 
+    /// A matrix read back from a device, where offsets are `u64`: converts them
+    /// (an offset past `usize` is [`Error::TooLarge`]) and checks the structure
+    /// as [`CsrMatrix::from_result`] does, since device CSR buffers are either
+    /// validated uploads or a backend's results (which may hold Inf/NaN).
+    pub fn from_device_parts(
+        rows: usize,
+        cols: usize,
+        offsets: Vec<u64>,
+        indices: Vec<u32>,
+        values: Vec<T>,
+    ) -> Result<Self> {
+        let offsets = offsets
+            .into_iter()
+            .map(|o| {
+                usize::try_from(o).map_err(|_| Error::TooLarge {
+                    field: "offsets",
+                    value: o as u128,
+                    limit: usize::MAX as u128,
+                })
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        Self::from_result(rows, cols, offsets, indices, values)
+    }
+
     /// Builds a matrix from `(row, col, value)` triplets in any order, summing
     /// duplicates (an entry whose duplicates sum to zero is kept as an explicit 0).
     ///

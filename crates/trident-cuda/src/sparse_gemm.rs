@@ -759,17 +759,7 @@ impl<T: Scalar> SparseGemmDevice<T> for CudaBackend {
         self.download_into(&m.indices, &mut indices)?;
         let mut values = vec![T::ZERO; m.nnz()];
         self.download_into(&m.values, &mut values)?;
-        let offsets = offsets
-            .into_iter()
-            .map(|o| {
-                usize::try_from(o).map_err(|_| Error::TooLarge {
-                    field: "offsets",
-                    value: o as u128,
-                    limit: usize::MAX as u128,
-                })
-            })
-            .collect::<Result<Vec<usize>>>()?;
-        CsrMatrix::new(m.rows(), m.cols(), offsets, indices, values)
+        CsrMatrix::from_device_parts(m.rows(), m.cols(), offsets, indices, values)
     }
 
     fn spgemm_device(

@@ -194,41 +194,6 @@ impl<T: Scalar> DenseGemm<T> for WgpuBackend {
     }
 }
 
-fn check_device_mat<T: trident_core::Element>(
-    field: &'static str,
-    m: &DeviceMat<WgpuBuffer<T>>,
-) -> Result<()> {
-    if m.ld < m.cols {
-        return Err(Error::dim(
-            field,
-            format!(
-                "leading dimension {} is smaller than the row length {}",
-                m.ld, m.cols
-            ),
-        ));
-    }
-    match needed(m.rows, m.cols, m.ld) {
-        Some(need) if need <= m.buf.len() => Ok(()),
-        _ => Err(Error::dim(
-            field,
-            format!(
-                "a {} x {} view with ld {} does not fit a buffer of {} elements",
-                m.rows,
-                m.cols,
-                m.ld,
-                m.buf.len()
-            ),
-        )),
-    }
-}
-
-fn op_shape<B>(m: &DeviceMat<B>, op: Op) -> (usize, usize) {
-    match op {
-        Op::N => (m.rows, m.cols),
-        Op::T => (m.cols, m.rows),
-    }
-}
-
 impl<T: Scalar> DenseGemmDevice<T> for WgpuBackend {
     fn gemm_device(
         &self,
@@ -238,32 +203,7 @@ impl<T: Scalar> DenseGemmDevice<T> for WgpuBackend {
         c: &mut DeviceMat<WgpuBuffer<T>>,
     ) -> Result<()> {
         require_f32::<T>("DenseGemm")?;
-        check_device_mat("a", a)?;
-        check_device_mat("b", b)?;
-        check_device_mat("c", c)?;
-        let (m, k) = op_shape(a, p.op_a);
-        let (kb, n) = op_shape(b, p.op_b);
-        if k != kb {
-            return Err(Error::dim(
-                "b",
-                format!("op(A) is {m} x {k} but op(B) is {kb} x {n}"),
-            ));
-        }
-        if c.rows != m || c.cols != n {
-            return Err(Error::dim(
-                "c",
-                format!("C is {} x {}, op(A) op(B) is {m} x {n}", c.rows, c.cols),
-            ));
-        }
-        for (field, v) in [("alpha", p.alpha), ("beta", p.beta)] {
-            if !v.is_finite() {
-                return Err(Error::NonFinite {
-                    field,
-                    index: 0,
-                    value: v.to_f64(),
-                });
-            }
-        }
+        let dims = trident_core::validate::gemm_device(self, p, a, b, c)?;
         self.scoped("dense_gemm", || {
             let (fa, fb, fc) = (
                 a.buf.cast_ref::<f32>()?,
@@ -274,7 +214,7 @@ impl<T: Scalar> DenseGemmDevice<T> for WgpuBackend {
                 p.alpha.to_f64() as f32,
                 p.beta.to_f64() as f32,
                 (p.op_a, p.op_b),
-                GemmDims { m, n, k },
+                dims,
                 (&fa, a.ld.max(1)),
                 (&fb, b.ld.max(1)),
                 (&fc, c.ld.max(1)),

@@ -71,21 +71,14 @@ struct Params {
     _pad: [u32; 2],
 }
 
-fn check_device_csr<T: Scalar>(field: &'static str, m: &DeviceCsr<WgpuBackend, T>) -> Result<()> {
-    if m.offsets.len() != m.rows() + 1 || m.indices.len() < m.nnz() || m.values.len() < m.nnz() {
-        return Err(Error::dim(
-            field,
-            format!(
-                "a {} x {} matrix with {} entries has buffers of {} offsets, {} indices, {} values",
-                m.rows(),
-                m.cols(),
-                m.nnz(),
-                m.offsets.len(),
-                m.indices.len(),
-                m.values.len()
-            ),
-        ));
-    }
+/// Core's buffer-size check ([`trident_core::validate::device_csr`]) plus this
+/// backend's own limit: the shaders index with `u32`.
+fn check_device_csr<T: Scalar>(
+    be: &WgpuBackend,
+    field: &'static str,
+    m: &DeviceCsr<WgpuBackend, T>,
+) -> Result<()> {
+    trident_core::validate::device_csr(be, field, m)?;
     if m.nnz() > u32::MAX as usize || m.rows() >= u32::MAX as usize {
         return Err(Error::TooLarge {
             field: "nnz or rows (u32 indices in the wgpu shaders)",
@@ -224,7 +217,7 @@ impl<T: Scalar> SparseGemmDevice<T> for WgpuBackend {
     }
 
     fn download_csr(&self, m: &DeviceCsr<Self, T>) -> Result<CsrMatrix<T>> {
-        check_device_csr("m", m)?;
+        check_device_csr(self, "m", m)?;
         self.scoped("download_csr", || {
             let mut offsets = vec![0u64; m.rows() + 1];
             self.download_into(&m.offsets, &mut offsets)?;
@@ -232,17 +225,7 @@ impl<T: Scalar> SparseGemmDevice<T> for WgpuBackend {
             self.download_into(&m.indices, &mut indices)?;
             let mut values = vec![T::ZERO; m.nnz()];
             self.download_into(&m.values, &mut values)?;
-            let offsets = offsets
-                .into_iter()
-                .map(|o| {
-                    usize::try_from(o).map_err(|_| Error::TooLarge {
-                        field: "offsets",
-                        value: o as u128,
-                        limit: usize::MAX as u128,
-                    })
-                })
-                .collect::<Result<Vec<usize>>>()?;
-            CsrMatrix::new(m.rows(), m.cols(), offsets, indices, values)
+            CsrMatrix::from_device_parts(m.rows(), m.cols(), offsets, indices, values)
         })
     }
 
@@ -252,8 +235,8 @@ impl<T: Scalar> SparseGemmDevice<T> for WgpuBackend {
         b: &DeviceCsr<Self, T>,
     ) -> Result<DeviceCsr<Self, T>> {
         require_f32::<T>("SparseGemm")?;
-        check_device_csr("a", a)?;
-        check_device_csr("b", b)?;
+        check_device_csr(self, "a", a)?;
+        check_device_csr(self, "b", b)?;
         if a.cols() != b.rows() {
             return Err(Error::dim(
                 "b.rows",
@@ -279,8 +262,8 @@ impl<T: Scalar> SparseGemm<T> for WgpuBackend {
         }
         let da = self.upload_csr(a)?;
         let db = self.upload_csr(b)?;
-        check_device_csr("a", &da)?;
-        check_device_csr("b", &db)?;
+        check_device_csr(self, "a", &da)?;
+        check_device_csr(self, "b", &db)?;
         let dc = self.scoped("spgemm", || self.product(&da, &db))?;
         self.download_csr(&dc)
     }
