@@ -7,6 +7,15 @@ use crate::{Error, MatRef, Result, Scalar};
 /// An overcomplete dictionary `D`: `n` rows (signal length) by `atoms` columns,
 /// row-major, every column of unit Euclidean norm (within [`UNIT_NORM_TOL`]).
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(
+        try_from = "crate::serde_impls::DictionaryParts<T>",
+        bound(deserialize = "T: Scalar + serde::Deserialize<'de>")
+    )
+)]
 pub struct Dictionary<T> {
     n: usize,
     atoms: usize,
@@ -147,6 +156,8 @@ pub fn omp_zero_correlation(n: usize, x_norm: f64) -> f64 {
 /// `min(n, atoms)` atoms, when the residual is exactly zero, and when the best
 /// correlation is zero up to rounding ([`omp_zero_correlation`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum StopRule {
     /// Stop after this many atoms.
     Sparsity(usize),
@@ -183,6 +194,7 @@ impl StopRule {
 /// OMP output for L signals, laid out like CSR: signal `i` has the atoms
 /// `atoms[offsets[i]..offsets[i+1]]` in selection order, with their coefficients.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SparseCodes<T> {
     /// `L + 1` offsets starting at 0.
     pub offsets: Vec<usize>,

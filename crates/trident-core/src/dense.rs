@@ -8,6 +8,7 @@ use crate::{Error, Result, Scalar};
 
 /// Whether an operand is used as stored or transposed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Op {
     /// `op(X) = X`.
     #[default]
@@ -18,6 +19,8 @@ pub enum Op {
 
 /// Arithmetic a backend may use for a GEMM.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Precision {
     /// True fp32/fp64 multiply-adds. The default.
     #[default]
@@ -269,6 +272,7 @@ impl<'a, T: Copy> MatMut<'a, T> {
 
 /// The scalars and flags of one GEMM call: `C <- alpha op(A) op(B) + beta C`.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GemmParams<T> {
     /// Scales the product.
     pub alpha: T,
@@ -298,6 +302,7 @@ impl<T: Scalar> Default for GemmParams<T> {
 
 /// m, n, k of a checked GEMM: `op(A)` is m x k, `op(B)` k x n, C m x n.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GemmDims {
     /// Rows of C.
     pub m: usize,

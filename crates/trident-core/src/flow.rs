@@ -8,6 +8,7 @@ use crate::{Error, Result};
 /// direction's capacity plane in [`GridGraph::caps`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Dir {
     /// x + 1 (right).
     PosX = 0,
@@ -48,6 +49,12 @@ impl Dir {
 /// A 2-D grid has 4 planes (`PosX..NegY`), a 3-D grid 6. Planes must hold 0 where
 /// the neighbour would fall off the grid, so no capacity is silently dropped.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(try_from = "crate::serde_impls::GridParts")
+)]
 pub struct GridGraph {
     depth: usize,
     height: usize,
@@ -241,6 +248,7 @@ impl GridGraph {
 
 /// One arc of a [`FlowNetwork`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Arc {
     /// Tail node (0-based).
     pub from: u32,
@@ -253,6 +261,12 @@ pub struct Arc {
 /// A general max-flow instance: `nodes` nodes, arcs (parallel arcs allowed),
 /// source `s` and sink `t` with `s != t`. Valid by construction.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(try_from = "crate::serde_impls::NetworkParts")
+)]
 pub struct FlowNetwork {
     nodes: usize,
     source: u32,
@@ -477,6 +491,7 @@ impl FlowNetwork {
 
 /// The answer for a grid: flow value and the canonical minimum cut.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GridCut {
     /// The maximum flow value, exact.
     pub flow: i64,
@@ -487,6 +502,7 @@ pub struct GridCut {
 
 /// The answer for a general network.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct NetworkFlow {
     /// The maximum flow value, exact.
     pub flow: i64,

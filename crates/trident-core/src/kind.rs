@@ -6,6 +6,8 @@ use std::fmt;
 /// A backend of Trident. [`BackendKind::ALL`] is the preference order of
 /// `Trident::new` (fastest first; the reference is the last resort).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum BackendKind {
     /// NVIDIA GPUs through CUDA (`trident-cuda`).
     Cuda,
@@ -54,6 +56,8 @@ impl fmt::Display for BackendKind {
 
 /// One of the five primitives, in the order reports list them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Primitive {
     /// [`crate::DenseGemm`].
     DenseGemm,

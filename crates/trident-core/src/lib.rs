@@ -46,12 +46,19 @@ mod dense;
 pub mod device;
 mod error;
 mod flow;
-#[cfg(any(feature = "sprs", feature = "ndarray", feature = "nalgebra"))]
+#[cfg(any(
+    feature = "sprs",
+    feature = "ndarray",
+    feature = "nalgebra",
+    feature = "faer"
+))]
 pub mod interop;
 mod kind;
 pub mod mem;
 mod points;
 mod scalar;
+#[cfg(feature = "serde")]
+mod serde_impls;
 mod sparse;
 pub mod tol;
 pub mod validate;

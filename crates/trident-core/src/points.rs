@@ -8,6 +8,7 @@ pub type Point = [f32; 3];
 /// One neighbour of a query point: the index into B and the squared distance.
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Neighbor {
     /// Index of the neighbour in B.
     pub index: u32,
@@ -19,6 +20,7 @@ pub struct Neighbor {
 /// A pair of `closest_pairs`: `a` indexes A, `b` its nearest point in B.
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Pair {
     /// Index into A.
     pub a: u32,

@@ -14,6 +14,15 @@ pub const MAX_DIM: usize = u32::MAX as usize;
 /// non-decreasing; the column indices of each row are `< cols`, strictly
 /// increasing (sorted, no duplicates); every value is finite.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(
+        try_from = "crate::serde_impls::CsrParts<T>",
+        bound(deserialize = "T: Scalar + serde::Deserialize<'de>")
+    )
+)]
 pub struct CsrMatrix<T> {
     rows: usize,
     cols: usize,
