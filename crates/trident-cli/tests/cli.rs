@@ -765,6 +765,104 @@ fn bench_table_and_svg_plot() {
 }
 
 #[test]
+fn bench_times_backends_and_peers_in_one_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let svg = dir.path().join("peers.svg");
+    let cases = [
+        "gemm-edge-outer-f32",
+        "spgemm-edge-power-law-row",
+        "pairs-edge-duplicates",
+    ];
+    // A stand-in for benches/peers.py (the real one needs numpy): it answers
+    // for the gemm case only, in the results-file format.
+    let script = dir.path().join("peers.py");
+    std::fs::write(
+        &script,
+        "import sys\nprint('case\\tpeer\\tmedian_s\\treps\\tcheck\\tnote')\n\
+         print('gemm-edge-outer-f32\\tfakenumpy 9.9\\t0.002\\t1\\t\\tA @ B')\n",
+    )
+    .expect("script");
+    let mut args = vec!["bench", "--case"];
+    args.extend(cases);
+    args.extend(["--repeat", "1", "--backend", "rayon", "--json"]);
+    args.extend(["--plot", s(&svg), "--py-peers", s(&script)]);
+    let o = trident(&args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = json(&o);
+    let rows = v["rows"].as_array().expect("rows");
+    for case in cases {
+        let of_case: Vec<_> = rows.iter().filter(|r| r["case"] == case).collect();
+        assert!(
+            of_case
+                .iter()
+                .any(|r| r["kind"] == "backend" && r["backend"] == "rayon"),
+            "{case}: {of_case:?}"
+        );
+        let peer = of_case
+            .iter()
+            .find(|r| {
+                r["kind"] == "peer" && !r["backend"].as_str().unwrap_or("").starts_with("fake")
+            })
+            .unwrap_or_else(|| panic!("{case} has no Rust peer: {of_case:?}"));
+        assert!(peer["median_s"].as_f64().is_some_and(|t| t > 0.0), "{peer}");
+    }
+    let svg_text = std::fs::read_to_string(&svg).expect("svg");
+    for name in [
+        "rayon",
+        "nalgebra 0.35 (peer)",
+        "sprs 0.11 (peer)",
+        "kiddo 6 (peer)",
+    ] {
+        assert!(svg_text.contains(name), "the plot lacks {name:?}");
+    }
+    // With python3 on PATH the stand-in's row is there; without, a note says why.
+    let has_python = Command::new("python3").arg("--version").output().is_ok();
+    let fake = rows
+        .iter()
+        .any(|r| r["backend"] == "fakenumpy 9.9" && r["kind"] == "peer");
+    assert_eq!(fake, has_python, "{v}");
+    if has_python {
+        assert!(svg_text.contains("fakenumpy 9.9 (peer)"));
+    }
+    let skipped = v["skipped_peers"].as_array().expect("skipped_peers");
+    assert!(
+        skipped.iter().any(|p| p["case"] == "pairs-edge-duplicates"),
+        "{skipped:?}"
+    );
+    // A peer script that fails (as peers.py does without numpy): the run goes
+    // on, and the reason is reported.
+    std::fs::write(&script, "import sys\nsys.exit('No module named numpy')\n").expect("script");
+    let o = trident(&[
+        "bench",
+        "--case",
+        "spgemm-edge-1x1",
+        "--repeat",
+        "1",
+        "--backend",
+        "rayon",
+        "--py-peers",
+        s(&script),
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = json(&o);
+    let reason = v["skipped_peers"][0]["reason"]
+        .as_str()
+        .expect("a reason")
+        .to_string();
+    if has_python {
+        assert!(reason.contains("No module named numpy"), "{reason}");
+    }
+    assert!(
+        v["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .any(|r| r["kind"] == "peer" && r["backend"] == "sprs 0.11")
+    );
+}
+
+#[test]
 fn readme_command_lines_parse() {
     // Every `trident SUBCOMMAND ...` line of the README's CLI block names a
     // real subcommand whose flags parse (checked with --help appended, which

@@ -10,8 +10,11 @@
 //! | `rayon` (default) | [`RayonBackend`]: CPU, all cores | nothing |
 //! | `cuda` | `CudaBackend`: NVIDIA GPUs, kernels compiled by NVRTC | a CUDA driver at run time (none at build time) |
 //! | `wgpu` | `WgpuBackend`: Vulkan/Metal/DX12 | an adapter at run time |
-//!
 //! | `reference` | `ReferenceBackend`: f64 inside, single thread; defines what "correct" means, the last resort | nothing |
+//!
+//! Other optional features, forwarded to `trident-core`: `sprs`, `ndarray`,
+//! `nalgebra`, `faer` (conversions and views in `trident::interop`) and `serde`
+//! (`Serialize`/`Deserialize` on the value types).
 //!
 //! Published as `trident-compute`; the library is imported as `trident`.
 //!

@@ -5,6 +5,7 @@ pub mod gemm;
 pub mod maxflow;
 pub mod omp;
 pub mod pairs;
+pub mod peers;
 pub mod segment;
 pub mod spgemm;
 pub mod verify;
