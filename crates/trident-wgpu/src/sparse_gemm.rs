@@ -183,7 +183,11 @@ impl WgpuBackend {
         // Bins, row list, symbolic pass, C's offsets.
         let mut tr = Trace::new();
         let mut enc = self.encoder("spgemm symbolic");
-        enc = tr.lap(self, enc, &format!("start: {rows} rows, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz()))?;
+        enc = tr.lap(
+            self,
+            enc,
+            &format!("start: {rows} rows, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz()),
+        )?;
         enc.dispatch(&ANALYZE, &args[..8], row_groups)?;
         self.scan_exclusive_u32(&mut enc, &mpos, rows + 1)?;
         enc.dispatch(&SCATTER, &args[..9], row_groups)?;
@@ -220,15 +224,22 @@ impl WgpuBackend {
         }
         let general_rows = rows - got[1] as usize;
         let enc = self.encoder("spgemm trace");
-        tr.lap(self, enc, &format!("scan, read back: nnz(C) {nnz}, merge rows {}, general rows {general_rows}", got[1]))?;
+        tr.lap(
+            self,
+            enc,
+            &format!(
+                "scan, read back: nnz(C) {nnz}, merge rows {}, general rows {general_rows}",
+                got[1]
+            ),
+        )?;
 
         // Numeric pass: rows written sorted into C.
         let c_idx = self.alloc::<u32>(nnz, "spgemm C indices")?;
         let c_val = self.alloc::<f32>(nnz, "spgemm C values")?;
         let c_off = self.alloc::<u64>(rows + 1, "spgemm C offsets")?;
         let c_off32 = c_off.cast_ref::<u32>()?;
-        let max_groups = (self.ctx.limits.max_storage_buffer_binding_size / (4 * WINDOW as u64))
-            .max(1) as usize;
+        let max_groups =
+            (self.ctx.limits.max_storage_buffer_binding_size / (4 * WINDOW as u64)).max(1) as usize;
         let num_groups = general_rows.min(GENERAL_GROUPS).min(max_groups);
         let scratch = self.alloc::<f32>(num_groups.max(1) * WINDOW, "spgemm window scratch")?;
         let mut args_num = args.to_vec();
@@ -247,7 +258,11 @@ impl WgpuBackend {
         if num_groups > 0 {
             enc.dispatch(&NUM_GENERAL, &args_num, [num_groups as u32, 1, 1])?;
         }
-        enc = tr.lap(self, enc, &format!("numeric general bin ({num_groups} workgroups)"))?;
+        enc = tr.lap(
+            self,
+            enc,
+            &format!("numeric general bin ({num_groups} workgroups)"),
+        )?;
         enc.submit();
         Ok(DeviceCsr::from_parts(
             rows,
@@ -368,7 +383,11 @@ mod tests {
             assert_eq!(&c.indices()[s..e], &cols[..], "{what}: row {i} columns");
             for (p, (v, bound)) in (s..e).zip(row.values()) {
                 let err = (c.values()[p] as f64 - v).abs();
-                assert!(err <= 1e-5 * bound, "{what}: row {i} value {} vs {v}", c.values()[p]);
+                assert!(
+                    err <= 1e-5 * bound,
+                    "{what}: row {i} value {} vs {v}",
+                    c.values()[p]
+                );
             }
         }
     }
@@ -408,7 +427,9 @@ mod tests {
             }
             let b = csr(12, cols, &t);
             let ta: Vec<(u32, u32, f32)> = (0..12)
-                .flat_map(|r| (0..12).map(move |k| (r, k, if (r + k) % 3 == 0 { -1.0 } else { 0.25 })))
+                .flat_map(|r| {
+                    (0..12).map(move |k| (r, k, if (r + k) % 3 == 0 { -1.0 } else { 0.25 }))
+                })
                 .chain([(12, 3, 1.0), (12, 5, 2.0)])
                 .collect();
             let a = csr(13, 12, &ta);
