@@ -75,7 +75,7 @@ struct SpgParams {
 // [0], [1]: row queues of the symbolic and numeric general kernels;
 // [2], [3]: nnz(C) as a 64-bit sum (low, high word): the host checks it
 // against the limits before trusting the u32 scan.
-@group(0) @binding(10) var<storage, read_write> meta: array<atomic<u32>>;
+@group(0) @binding(10) var<storage, read_write> qmeta: array<atomic<u32>>;
 @group(0) @binding(11) var<storage, read_write> c_idx: array<u32>;
 @group(0) @binding(12) var<storage, read_write> c_val: array<f32>;
 @group(0) @binding(13) var<storage, read_write> c_off: array<u32>;
@@ -129,7 +129,7 @@ fn spg_scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
 var<workgroup> g_tot: atomic<u32>;
 var<workgroup> g_carry: atomic<u32>;
 
-// Adds `n` to the 64-bit total of C's nnz (meta[2] low word, meta[3] high
+// Adds `n` to the 64-bit total of C's nnz (qmeta[2] low word, qmeta[3] high
 // word): a workgroup sum with its carries first, then one global add.
 // Called from uniform control flow by all WG threads.
 fn add_total(lid: u32, n: u32) {
@@ -149,10 +149,10 @@ fn add_total(lid: u32, n: u32) {
 }
 
 fn add_total_global(n: u32, carry: u32) {
-    let old = atomicAdd(&meta[2], n);
+    let old = atomicAdd(&qmeta[2], n);
     let c = carry + select(0u, 1u, old + n < old);
     if (c != 0u) {
-        atomicAdd(&meta[3], c);
+        atomicAdd(&qmeta[3], c);
     }
 }
 
@@ -321,7 +321,7 @@ fn general(lid: u32, group: u32, numeric: bool) {
     loop {
         if (lid == 0u) {
             let m = mpos[sp.rows];
-            let k = atomicAdd(&meta[qi], 1u);
+            let k = atomicAdd(&qmeta[qi], 1u);
             var r = vec4<u32>(NONE, 0u, 0u, 0u);
             if (k < sp.rows - m) {
                 let row = list[m + k];

@@ -50,8 +50,8 @@ const fn kernel(entry: &'static str, bindings: usize) -> Kernel {
 
 static ANALYZE: Kernel = kernel("spg_analyze", 8);
 static SCATTER: Kernel = kernel("spg_scatter", 9);
-static SYM_MERGE: Kernel = kernel("spg_sym_merge", 11);
-static SYM_GENERAL: Kernel = kernel("spg_sym_general", 11);
+static SYM_MERGE: Kernel = kernel("spg_sym_merge", 15);
+static SYM_GENERAL: Kernel = kernel("spg_sym_general", 15);
 static OFFSETS: Kernel = kernel("spg_offsets", 15);
 static NUM_MERGE: Kernel = kernel("spg_num_merge", 15);
 static NUM_GENERAL: Kernel = kernel("spg_num_general", 15);
@@ -180,6 +180,11 @@ impl WgpuBackend {
             Arg::buf(&meta),
         ];
 
+        // The symbolic kernels share functions with the numeric ones, so they
+        // bind C and the scratch too (unused there): small stand-ins.
+        let dummy = self.alloc::<u32>(1, "spgemm symbolic stand-in")?;
+        let mut args_sym = args.to_vec();
+        args_sym.extend([Arg::buf(&dummy); 4]);
         // Bins, row list, symbolic pass, C's offsets.
         let mut tr = Trace::new();
         let mut enc = self.encoder("spgemm symbolic");
@@ -192,10 +197,10 @@ impl WgpuBackend {
         self.scan_exclusive_u32(&mut enc, &mpos, rows + 1)?;
         enc.dispatch(&SCATTER, &args[..9], row_groups)?;
         enc = tr.lap(self, enc, "analyze, scan, scatter")?;
-        enc.dispatch(&SYM_MERGE, &args, row_groups)?;
+        enc.dispatch(&SYM_MERGE, &args_sym, row_groups)?;
         enc = tr.lap(self, enc, "symbolic merge bin")?;
         let sym_groups = rows.clamp(1, GENERAL_GROUPS) as u32;
-        enc.dispatch(&SYM_GENERAL, &args, [sym_groups, 1, 1])?;
+        enc.dispatch(&SYM_GENERAL, &args_sym, [sym_groups, 1, 1])?;
         enc = tr.lap(self, enc, "symbolic general bin")?;
         self.scan_exclusive_u32(&mut enc, &cnt, rows + 1)?;
         enc.copy(&cnt, rows, &info, 0, 1)?;
