@@ -209,7 +209,7 @@ impl WgpuBackend {
         enc.submit();
         let mut got = [0u32; 4];
         self.download_into(&info, &mut got)?;
-        let total = (got[3] as u64) << 32 | got[2] as u64;
+        let total = ((got[3] as u64) << 32) | got[2] as u64;
         // C's indices must fit one storage binding (and the u32 scan).
         let limit = (self.ctx.limits.max_storage_buffer_binding_size / 4).min(u32::MAX as u64);
         if total > limit {

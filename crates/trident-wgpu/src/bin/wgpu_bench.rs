@@ -210,7 +210,9 @@ const CASES: &[Case] = &[
         spgemm_case(c, "spgemm-uniform-1M-8")
     }),
     // Small catalog cases (llvmpipe checks).
-    ("small-spgemm-rmat-8-8", |c| spgemm_case(c, "spgemm-rmat-8-8")),
+    ("small-spgemm-rmat-8-8", |c| {
+        spgemm_case(c, "spgemm-rmat-8-8")
+    }),
     ("small-spgemm-poisson2d-16", |c| {
         spgemm_case(c, "spgemm-poisson2d-16")
     }),
