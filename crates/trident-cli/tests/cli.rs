@@ -882,3 +882,70 @@ fn readme_command_lines_parse() {
         assert_eq!(code(&o), 0, "README line {line:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn every_output_is_all_or_nothing_and_an_unwritable_path_is_exit_4() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (d, x, a, b) = (
+        dir.path().join("d.npy"),
+        dir.path().join("x.npy"),
+        dir.path().join("a.npy"),
+        dir.path().join("b.npy"),
+    );
+    write_npy(&d, &[2, 2], &[1.0f64, 0.0, 0.0, 1.0]);
+    write_npy(&x, &[1, 2], &[1.0f64, 2.0]);
+    write_npy(&a, &[2, 2], &[1.0f32, 2.0, 3.0, 4.0]);
+    write_npy(&b, &[2, 2], &[1.0f32, 0.0, 0.0, 1.0]);
+    let img = dir.path().join("img.png");
+    scene(20, 12).save(&img).expect("png");
+    let bad = dir.path().join("no/such/dir/out");
+    let (mtx, csv, max) = (fixture("a.mtx"), fixture("a.csv"), fixture("tiny.max"));
+    let runs: [Vec<&str>; 6] = [
+        vec!["spgemm", s(&mtx), s(&mtx), "-o", s(&bad)],
+        vec!["gemm", s(&a), s(&b), "-o", s(&bad)],
+        vec!["pairs", s(&csv), s(&csv), "-o", s(&bad)],
+        vec![
+            "omp",
+            "--dict",
+            s(&d),
+            "--signals",
+            s(&x),
+            "--sparsity",
+            "1",
+            "-o",
+            s(&bad),
+        ],
+        vec!["maxflow", s(&max), "--cut", s(&bad)],
+        vec!["segment", s(&img), "-o", s(&bad)],
+    ];
+    for args in runs {
+        fails(&args, 4, "out", &bad);
+        // With --json the failure is one JSON object naming the exit code.
+        let mut with_json = args.clone();
+        with_json.push("--json");
+        let o = trident(&with_json);
+        assert_eq!(json(&o)["exit_code"], 4, "{args:?}");
+    }
+}
+
+#[test]
+fn maxflow_bad_dimacs_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let g = dir.path().join("g.max");
+    let cut = dir.path().join("cut.txt");
+    let cases = [
+        // An arc to a node the header does not declare.
+        ("p max 2 1\nn 1 s\nn 2 t\na 1 9 3\n", "line 4"),
+        // Fewer arcs than declared (a truncated file).
+        (
+            "p max 3 2\nn 1 s\nn 3 t\na 1 2 3\n",
+            "g.max: at end of file",
+        ),
+        // Not a max-flow problem line.
+        ("p min 2 1\nn 1 s\nn 2 t\na 1 2 3\n", "line 1"),
+    ];
+    for (text, needle) in cases {
+        std::fs::write(&g, text).expect("write");
+        fails(&["maxflow", s(&g), "--cut", s(&cut)], 3, needle, &cut);
+    }
+}

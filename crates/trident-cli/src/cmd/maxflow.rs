@@ -30,6 +30,11 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     let (reader, pb) = crate::io::open(path, &ctx.progress)?;
     let g = FlowNetwork::read_dimacs(reader).map_err(|e| match e {
         trident::Error::Io(io) => Fail::BadInput(format!("{name}: cannot read: {io}")),
+        // The reader reports whole-file problems (a missing `p` line, fewer
+        // arcs than declared, no source) as line 0; say where they show.
+        trident::Error::Parse { line: 0, detail } => {
+            Fail::BadInput(format!("{name}: at end of file: {detail}"))
+        }
         e => Fail::from_lib(&name, e),
     })?;
     pb.finish_and_clear();
