@@ -36,6 +36,16 @@
 //! ```
 //!
 //! Networks can also be written as DIMACS text ([`write_dimacs`]).
+//!
+//! # Why not `.npy` / `.mtx` / `.max`
+//! A case is more than its arrays: a GEMM case carries `op_a op_b alpha beta
+//! precision` and the leading dimensions of padded storage, an OMP case its
+//! stopping rule, a points case both `k`s, a grid its source/sink terminal
+//! capacities beside the plane-ordered edge capacities. Plain array or graph
+//! formats would drop that (or need a side file per case), and the peers must
+//! run on exactly the problem the Rust bench timed. So cases keep this one
+//! self-describing file; the CLI reads and writes the standard formats for
+//! users' own data.
 
 use std::collections::BTreeMap;
 use std::fs::File;
