@@ -42,19 +42,25 @@ mod accum;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Mutex;
+
 use rayon::prelude::*;
 use trident_core::{CsrMatrix, Error, Result, Scalar, SparseGemm, validate};
 
 use crate::RayonBackend;
 use crate::max_flow::alloc::advise_huge;
-use accum::{AHEAD, Workspace, prefetch_offsets, prefetch_rows, row_flops};
+use accum::{AHEAD, Workspace, prefetch_offsets, prefetch_rows};
 
-/// Rows per block of the parallel prefix sum over row work.
+/// Rows per block of the parallel prefix sum over row counts.
 const SCAN_BLOCK: usize = 1 << 14;
-/// Chunks per thread: enough slack for rayon to even out chunks whose cost the
-/// product count predicts badly (hash collisions, cache misses).
+/// Rows per task of the symbolic pass: a few hundred microseconds of work for
+/// light rows, so rayon's stealing evens out blocks of heavy rows.
+const SYMBOLIC_ROWS: usize = 1 << 11;
+/// Chunks per thread of the numeric pass: enough slack for rayon to even out
+/// chunks whose cost the output size predicts badly (products per entry,
+/// hash collisions, cache misses).
 const CHUNKS_PER_THREAD: usize = 16;
-/// A chunk's minimum work (products plus rows): below it, task overhead dominates.
+/// A chunk's minimum work (output entries plus rows): below it, task overhead dominates.
 const MIN_CHUNK_WORK: usize = 1 << 15;
 
 impl<T: Scalar> SparseGemm<T> for RayonBackend {
@@ -89,52 +95,57 @@ fn split_by<X>(mut s: &mut [X], lens: impl Iterator<Item = usize>) -> Vec<&mut [
     parts
 }
 
-/// Fills `cum[i]` with the work of rows `0..=i` (products + 1 per row) and
-/// returns the total. Saturates instead of overflowing: it only steers chunking.
-fn work_prefix<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, cum: &mut [usize]) -> usize {
-    let totals: Vec<usize> = cum
-        .par_chunks_mut(SCAN_BLOCK)
-        .enumerate()
-        .map(|(blk, out)| {
-            let r0 = blk * SCAN_BLOCK;
-            let mut run = 0usize;
-            for (t, o) in out.iter_mut().enumerate() {
-                run = run
-                    .saturating_add(row_flops(a, b, r0 + t))
-                    .saturating_add(1);
-                *o = run;
-            }
-            run
-        })
-        .collect();
-    let mut bases = Vec::with_capacity(totals.len());
-    let mut total = 0usize;
-    for t in totals {
-        bases.push(total);
-        total = total.saturating_add(t);
+/// One workspace per worker of the current pool, reused by every row that
+/// worker computes in both passes: a worker's dense accumulator is allocated
+/// (and its pages faulted in) once per call, not once per rayon task, and
+/// never freed while other workers run (freeing mapped memory interrupts
+/// every core to flush its TLB).
+struct Workspaces<T>(Vec<Mutex<Workspace<T>>>);
+
+impl<T: Scalar> Workspaces<T> {
+    fn new(threads: usize, n: usize) -> Self {
+        Self(
+            (0..threads.max(1))
+                .map(|_| Mutex::new(Workspace::new(n)))
+                .collect(),
+        )
     }
-    cum.par_chunks_mut(SCAN_BLOCK)
-        .zip(bases)
-        .for_each(|(out, base)| {
-            if base != 0 {
-                out.iter_mut().for_each(|o| *o = o.saturating_add(base));
-            }
-        });
-    total
+
+    /// Runs `f` with this worker's workspace. Each worker only ever takes its
+    /// own slot, so the lock is never contended; a thread outside the pool
+    /// (none in practice) gets a fresh workspace.
+    fn with<R>(&self, n: usize, f: impl FnOnce(&mut Workspace<T>) -> R) -> R {
+        match rayon::current_thread_index().and_then(|i| self.0.get(i)) {
+            Some(m) => f(&mut m.lock().unwrap_or_else(|e| e.into_inner())),
+            None => f(&mut Workspace::new(n)),
+        }
+    }
 }
 
-/// Row boundaries `[0, r1, ..., m]` of chunks of about equal work, from the
-/// cumulative work `cum` (`m + 1` entries, `cum[0] = 0`).
-fn chunk_bounds(cum: &[usize], threads: usize) -> Vec<usize> {
-    let m = cum.len() - 1;
-    let total = cum[m];
+/// Row boundaries `[0, r1, ..., m]` of chunks of about equal work, taking
+/// row `i`'s work as its output entries plus one (`offsets` is the output's
+/// row offsets, `m + 1` entries): the numeric pass's cost follows what it
+/// writes, and this needs no pass of its own.
+fn chunk_bounds(offsets: &[usize], threads: usize) -> Vec<usize> {
+    let m = offsets.len() - 1;
+    let work = |r: usize| offsets[r] - offsets[0] + r;
+    let total = work(m);
     let chunks = (total / MIN_CHUNK_WORK).clamp(1, threads.max(1) * CHUNKS_PER_THREAD);
     let mut bounds = vec![0];
     for c in 1..chunks {
         let target = (total as u128 * c as u128 / chunks as u128) as usize;
-        let r = cum.partition_point(|&x| x < target).min(m);
-        if r > *bounds.last().unwrap_or(&0) {
-            bounds.push(r);
+        // First row whose cumulative work reaches the target (binary search).
+        let (mut lo, mut hi) = (0, m);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if work(mid) < target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo > *bounds.last().unwrap_or(&0) {
+            bounds.push(lo);
         }
     }
     if *bounds.last().unwrap_or(&0) < m {
@@ -175,95 +186,105 @@ fn reserve<X>(len: usize, what: &str) -> Result<Vec<X>> {
     Ok(v)
 }
 
+/// Turns `counts` into their inclusive prefix sums in parallel (blocks of
+/// [`SCAN_BLOCK`], then each block shifted by the blocks before it) and
+/// returns the total, or [`Error::TooLarge`] past `usize`.
+fn prefix_sum(counts: &mut [usize]) -> Result<usize> {
+    let totals: Vec<usize> = counts
+        .par_chunks_mut(SCAN_BLOCK)
+        .map(|blk| {
+            let mut run = 0usize;
+            for c in blk.iter_mut() {
+                // A block's sum is at most the total, checked below.
+                run = run.saturating_add(*c);
+                *c = run;
+            }
+            run
+        })
+        .collect();
+    let mut bases = Vec::with_capacity(totals.len());
+    let mut total = 0usize;
+    for t in totals {
+        bases.push(total);
+        total = total.checked_add(t).ok_or(Error::TooLarge {
+            field: "nnz(C)",
+            value: total as u128 + t as u128,
+            limit: usize::MAX as u128,
+        })?;
+    }
+    counts
+        .par_chunks_mut(SCAN_BLOCK)
+        .zip(bases)
+        .for_each(|(blk, base)| {
+            if base != 0 {
+                blk.iter_mut().for_each(|c| *c += base);
+            }
+        });
+    Ok(total)
+}
+
 fn gustavson<T: Scalar>(
     a: &CsrMatrix<T>,
     b: &CsrMatrix<T>,
     threads: usize,
 ) -> Result<CsrMatrix<T>> {
     let (m, n) = (a.rows(), b.cols());
-    // Pass 1: offsets[i] = work of rows 0..i, for now.
+    let spaces = Workspaces::new(threads, n);
+
+    // Symbolic pass: offsets[i + 1] = nnz of row i, in blocks of rows that
+    // rayon hands out and steals dynamically (a heavy block is balanced by
+    // the others being stolen), then the prefix sum.
     let mut offsets: Vec<usize> = reserve(m + 1, "row offsets")?;
     offsets.resize(m + 1, 0);
-    work_prefix(a, b, &mut offsets[1..]);
-    let bounds = chunk_bounds(&offsets, threads);
-    let chunk_rows = || bounds.windows(2).map(|w| w[1] - w[0]);
-
-    // Pass 2: offsets[i + 1] = nnz of row i, then the prefix sum.
-    let mut counts = split_by(&mut offsets[1..], chunk_rows());
-    let chunk_nnz: Vec<usize> = counts
-        .par_iter_mut()
+    offsets[1..]
+        .par_chunks_mut(SYMBOLIC_ROWS)
         .enumerate()
-        .map_init(
-            || Workspace::new(n),
-            |ws, (c, counts)| {
-                let (r0, r1) = (bounds[c], bounds[c + 1]);
-                let mut total = 0usize;
+        .for_each(|(blk, counts)| {
+            let r0 = blk * SYMBOLIC_ROWS;
+            let r1 = r0 + counts.len();
+            spaces.with(n, |ws| {
                 for (i, slot) in (r0..r1).zip(counts.iter_mut()) {
                     prefetch_ahead(a, b, i, r1, false);
                     *slot = ws.count_row(a, b, i);
-                    total += *slot;
                 }
-                total
-            },
-        )
-        .collect();
-    let mut bases = Vec::with_capacity(chunk_nnz.len());
-    let mut nnz = 0usize;
-    for &t in &chunk_nnz {
-        bases.push(nnz);
-        nnz = nnz.checked_add(t).ok_or(Error::TooLarge {
-            field: "nnz(C)",
-            value: nnz as u128 + t as u128,
-            limit: usize::MAX as u128,
-        })?;
-    }
-    counts
-        .par_iter_mut()
-        .zip(&bases)
-        .for_each(|(counts, &base)| {
-            let mut run = base;
-            for s in counts.iter_mut() {
-                run += *s;
-                *s = run;
-            }
+            })
         });
-    drop(counts);
+    let nnz = prefix_sum(&mut offsets[1..])?;
 
-    // Pass 3: every row written into its final slot.
+    // Numeric pass: every row written straight into its final slot, in chunks
+    // of about equal output; each chunk's pages are first touched by the
+    // worker that writes them.
+    let bounds = chunk_bounds(&offsets, threads);
+    let chunk_nnz = bounds.windows(2).map(|w| offsets[w[1]] - offsets[w[0]]);
     let mut indices: Vec<u32> = reserve(nnz, "column indices")?;
     let mut values: Vec<T> = reserve(nnz, "values")?;
     {
-        let idx_parts = split_by(
-            &mut indices.spare_capacity_mut()[..nnz],
-            chunk_nnz.iter().copied(),
-        );
-        let val_parts = split_by(
-            &mut values.spare_capacity_mut()[..nnz],
-            chunk_nnz.iter().copied(),
-        );
+        let idx_parts = split_by(&mut indices.spare_capacity_mut()[..nnz], chunk_nnz.clone());
+        let val_parts = split_by(&mut values.spare_capacity_mut()[..nnz], chunk_nnz);
         let offsets = &offsets;
         idx_parts
             .into_par_iter()
             .zip(val_parts)
             .enumerate()
-            .for_each_init(
-                || Workspace::new(n),
-                |ws, (c, (idx, val))| {
-                    let base = bases[c];
-                    let r1 = bounds[c + 1];
-                    for i in bounds[c]..r1 {
+            .with_max_len(1)
+            .for_each(|(c, (idx, val))| {
+                let (r0, r1) = (bounds[c], bounds[c + 1]);
+                let base = offsets[r0];
+                spaces.with(n, |ws| {
+                    for i in r0..r1 {
                         prefetch_ahead(a, b, i, r1, true);
                         let (s, e) = (offsets[i] - base, offsets[i + 1] - base);
                         ws.fill_row(a, b, i, &mut idx[s..e], &mut val[s..e]);
                     }
-                },
-            );
+                })
+            });
     }
     // SAFETY: the numeric pass initialised all of `0..nnz` in both vectors: the
-    // chunks' output ranges tile `0..nnz` (`bases` is the exclusive prefix sum of
-    // `chunk_nnz`), each chunk's rows tile its range (`offsets` is the prefix sum
-    // of the same counts), and `fill_row` writes every element of the range it is
-    // given (it asserts that the row has exactly that many entries).
+    // chunks' output ranges tile `0..nnz` (chunk `c` holds
+    // `offsets[bounds[c]]..offsets[bounds[c + 1]]`, and `offsets[0] = 0`,
+    // `offsets[m] = nnz`), each chunk's rows tile its range, and `fill_row`
+    // writes every element of the range it is given (it asserts that the row
+    // has exactly that many entries).
     unsafe {
         indices.set_len(nnz);
         values.set_len(nnz);
