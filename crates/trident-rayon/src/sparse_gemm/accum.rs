@@ -19,16 +19,20 @@ const EMPTY: u32 = u32::MAX;
 /// and sorting their columns costs more than scanning a bitmap.
 const DENSE_MIN_FLOPS: usize = 1 << 12;
 
-/// A row whose columns can only fall in a window this wide goes dense: the
-/// window's values (256 KiB of f32, 512 KiB of f64) stay in L2, so a dense
-/// update is a plain load and store where a hash costs a multiply and a probe.
-/// Banded matrices (Poisson) and moderate `n` (R-MAT 16) are all such rows.
+/// A row whose columns can only fall in a window this wide goes to a dense
+/// accumulator of this many columns, indexed from the row's first column:
+/// its values (256 KiB of f32, 512 KiB of f64) stay in L2 however large `n`
+/// is, and no worker ever holds an `n`-wide array for such rows (on 16
+/// cores, faulting in one per worker cost more than the product). A dense
+/// update is a plain load and store where a hash costs a multiply and a
+/// probe. Banded matrices (Poisson) and moderate `n` (R-MAT 16) are all such
+/// rows.
 const DENSE_WINDOW: usize = 1 << 16;
 
-/// Largest `n` for which a worker keeps an `n`-wide dense accumulator (a `T`
-/// per column plus a bit: at most 34 MiB for f64, and only the pages rows
-/// touch are ever faulted in). Wider outputs always hash, whose table is
-/// bounded by the row's products instead.
+/// Largest `n` for which a worker keeps an `n`-wide dense accumulator for
+/// heavy rows wider than the window (a `T` per column plus a bit: at most 34
+/// MiB for f64, and only the pages rows touch are ever faulted in). Wider
+/// outputs hash such rows, whose table is bounded by the row's products.
 const DENSE_MAX_COLS: usize = 1 << 22;
 
 /// Fibonacci hashing of a column into a table of `2^(64 - shift)` slots: spreads
@@ -122,8 +126,9 @@ fn brow<T: Scalar>(b: &CsrMatrix<T>, p: u32) -> (&[u32], &[T]) {
 /// window reaches it (so only the blocks rows touch are ever written).
 const READY_BLOCK: usize = 1 << 10;
 
-/// The n-wide accumulator, updated without branches: bit `j` of `bits` says
-/// column j is in the current row, bit `w` of `summary` says `bits[w]` is not
+/// A dense accumulator over consecutive columns counted from a base (the
+/// row's first column for the window, 0 for the `n`-wide one), updated
+/// without branches: bit `j` of `bits` says relative column j is in the current row, bit `w` of `summary` says `bits[w]` is not
 /// zero, and `vals[j]` holds the column's sum. Between rows all bits are zero
 /// and every ready block of `vals` is `-0.0`, the exact additive identity of
 /// IEEE arithmetic (`-0.0 + x` is `x` for every `x`, `-0.0` and NaN
@@ -140,8 +145,8 @@ struct Dense<T> {
 
 /// Sets bit `j` of `bits` and the bit of its word in `summary`.
 #[inline(always)]
-fn mark(bits: &mut [u64], summary: &mut [u64], j: u32) {
-    let w = j as usize / 64;
+fn mark(bits: &mut [u64], summary: &mut [u64], j: usize) {
+    let w = j / 64;
     bits[w] |= 1u64 << (j % 64);
     summary[w / 64] |= 1u64 << (w % 64);
 }
@@ -199,8 +204,12 @@ pub(super) struct Workspace<T> {
     vals: Vec<T>,
     /// The row's distinct columns in order of appearance (hash rows).
     cols: Vec<u32>,
-    /// Allocated on the first dense row only.
-    dense: Option<Dense<T>>,
+    /// The [`DENSE_WINDOW`]-wide accumulator, allocated on the first row
+    /// that fits it.
+    window: Option<Dense<T>>,
+    /// The `n`-wide accumulator, allocated on the first heavy row wider than
+    /// the window.
+    wide: Option<Dense<T>>,
 }
 
 impl<T: Scalar> Workspace<T> {
@@ -211,12 +220,23 @@ impl<T: Scalar> Workspace<T> {
             keys: Vec::new(),
             vals: Vec::new(),
             cols: Vec::new(),
-            dense: None,
+            window: None,
+            wide: None,
         }
     }
 
-    fn use_dense(&self, r: &RowShape) -> bool {
-        self.n <= DENSE_MAX_COLS && (r.flops >= DENSE_MIN_FLOPS || r.hi - r.lo < DENSE_WINDOW)
+    /// The dense accumulator for a row of this shape and the column its
+    /// index 0 stands for, or `None` when the row hashes.
+    fn dense(&mut self, r: &RowShape) -> Option<(&mut Dense<T>, usize)> {
+        if r.hi - r.lo < DENSE_WINDOW {
+            let d = self.window.get_or_insert_with(|| Dense::new(DENSE_WINDOW));
+            Some((d, r.lo))
+        } else if self.n <= DENSE_MAX_COLS && r.flops >= DENSE_MIN_FLOPS {
+            let n = self.n;
+            Some((self.wide.get_or_insert_with(|| Dense::new(n)), 0))
+        } else {
+            None
+        }
     }
 
     /// A table of at least twice `distinct` slots (load factor <= 1/2), all
@@ -228,12 +248,6 @@ impl<T: Scalar> Workspace<T> {
             self.vals.resize(size, T::ZERO);
         }
         (size, 64 - size.trailing_zeros())
-    }
-
-    /// The dense accumulator.
-    fn dense(&mut self) -> &mut Dense<T> {
-        let n = self.n;
-        self.dense.get_or_insert_with(|| Dense::new(n))
     }
 
     /// Number of distinct columns of row `i` of `A * B`.
@@ -249,16 +263,15 @@ impl<T: Scalar> Workspace<T> {
         if shape.flops == 0 {
             return 0;
         }
-        if self.use_dense(&shape) {
-            let d = self.dense();
+        if let Some((d, base)) = self.dense(&shape) {
             let (bits, summary) = (&mut d.bits, &mut d.summary);
             for &p in acols {
                 for &j in brow(b, p).0 {
-                    mark(bits, summary, j);
+                    mark(bits, summary, j as usize - base);
                 }
             }
             let mut count = 0;
-            d.drain(shape.lo, shape.hi, |_, _| count += 1);
+            d.drain(shape.lo - base, shape.hi - base, |_, _| count += 1);
             count
         } else {
             let (size, shift) = self.table(shape.flops.min(self.n));
@@ -317,9 +330,8 @@ impl<T: Scalar> Workspace<T> {
             return;
         }
         let shape = row_shape(acols, b);
-        if self.use_dense(&shape) {
-            let d = self.dense();
-            d.ready(shape.lo, shape.hi);
+        if let Some((d, base)) = self.dense(&shape) {
+            d.ready(shape.lo - base, shape.hi - base);
             // Locals, so the loop keeps the three base pointers in registers.
             let Dense {
                 bits,
@@ -330,15 +342,16 @@ impl<T: Scalar> Workspace<T> {
             for (&p, &av) in acols.iter().zip(avals) {
                 let (bc, bv) = brow(b, p);
                 for (&j, &bj) in bc.iter().zip(bv) {
-                    vals[j as usize] += av * bj;
-                    mark(bits, summary, j);
+                    let r = j as usize - base;
+                    vals[r] += av * bj;
+                    mark(bits, summary, r);
                 }
             }
             let mut t = 0;
-            d.drain(shape.lo, shape.hi, |d, j| {
+            d.drain(shape.lo - base, shape.hi - base, |d, r| {
                 // Indexing panics (a bug of ours) should the passes disagree.
-                idx[t].write(j as u32);
-                val[t].write(std::mem::replace(&mut d.vals[j], T::from_f64(-0.0)));
+                idx[t].write((r + base) as u32);
+                val[t].write(std::mem::replace(&mut d.vals[r], T::from_f64(-0.0)));
                 t += 1;
             });
             assert_eq!(t, len, "spgemm: symbolic and numeric passes disagree");
