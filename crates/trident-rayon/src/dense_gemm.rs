@@ -46,15 +46,28 @@ const PARALLEL_MIN_WORK: usize = 48 * 48 * 256;
 /// arithmetic) and needs no barrier with other threads. `gemm`'s own
 /// parallel mode splits each k block among all threads and meets them at a
 /// barrier per block, which left 16 threads at 0.73x OpenBLAS (issue 14).
+/// Dimensions of [`TILE_LARGE_FROM`] or more use [`TILE_LARGE`]: on the 16
+/// cores, gemm-8192 took 887 ms with 1024-wide tiles against 1.05 s with
+/// 512 (gemm-4096: 198 ms against 180 ms, so it keeps 512).
 const TILE: usize = 512;
+/// See [`TILE`].
+const TILE_LARGE: usize = 1024;
+/// See [`TILE`].
+const TILE_LARGE_FROM: usize = 8192;
 /// Tiles are cut on multiples of this (a multiple of the micro-kernels' row
 /// and column blocks, so no tile has a ragged edge inside the matrix).
 const TILE_ALIGN: usize = 64;
 
 /// `(start, len)` of the near-equal pieces, aligned to [`TILE_ALIGN`], that
-/// cut `0..len` into pieces of at most about [`TILE`].
+/// cut `0..len` into pieces of at most about [`TILE`] (or [`TILE_LARGE`]).
+/// They depend on `len` alone, never on the thread count.
 fn splits(len: usize) -> Vec<(usize, usize)> {
-    let pieces = len.div_ceil(TILE).max(1);
+    let tile = if len >= TILE_LARGE_FROM {
+        TILE_LARGE
+    } else {
+        TILE
+    };
+    let pieces = len.div_ceil(tile).max(1);
     let step = len.div_ceil(pieces).next_multiple_of(TILE_ALIGN);
     (0..len)
         .step_by(step)

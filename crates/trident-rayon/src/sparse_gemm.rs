@@ -1,38 +1,44 @@
 //! SparseGemm for [`RayonBackend`]: a two-pass parallel Gustavson product
 //! (row `i` of `C` is the sum of the rows `B(p, :)` scaled by `A(i, p)`).
 //!
-//! Passes, all on the backend's pool:
-//! 1. **Work.** Per row, its products (`sum_p nnz(B(p, :))`) plus one, prefix
-//!    summed into what becomes `C`'s offset array (no extra `m`-sized buffer).
-//!    Rows are cut into contiguous chunks of about equal work (several per
-//!    thread), so the heavy rows of a power-law matrix do not leave a thread
-//!    holding most of the work while the rest idle. A single row is never
-//!    split: a row that alone outweighs a chunk becomes a chunk of its own.
-//! 2. **Symbolic.** Each row's distinct columns are counted; the structure rule
-//!    is the contract's, entry `(i, j)` exists iff some product `A(i, p) B(p, j)` does,
-//!    so explicit zeros and exact cancellation are kept. A prefix sum (per
-//!    chunk, then within chunks in parallel) turns the counts into `usize`
-//!    offsets and sizes the output exactly.
-//! 3. **Numeric.** Each row is recomputed and written straight into its slot
-//!    of the output, columns sorted, duplicates merged. Nothing is copied after.
+//! Passes, all on the backend's pool (on 16 cores every serial step showed,
+//! so there are none of size `m` or `nnz`):
+//! 0. **Checks.** Finiteness and the output's lower bound in parallel; a
+//!    failure is reported by `validate::spgemm`, so errors are the canonical ones.
+//! 1. **Symbolic.** Each row's distinct columns are counted, in blocks of rows
+//!    that rayon hands out and steals (a block of heavy power-law rows is
+//!    balanced by the others being stolen); the structure rule is the
+//!    contract's, entry `(i, j)` exists iff some product `A(i, p) B(p, j)`
+//!    does, so explicit zeros and exact cancellation are kept. A parallel
+//!    prefix sum turns the counts into `usize` offsets and sizes the output
+//!    exactly.
+//! 2. **Numeric.** Rows are cut into contiguous chunks of about equal output
+//!    (entries plus rows, read off the offsets: no pass of its own), several per
+//!    thread; each row is recomputed and written straight into its slot of the
+//!    output, columns sorted, duplicates merged. The output is allocated once
+//!    and its pages are first touched by the worker that writes them. Nothing
+//!    is copied after.
 //!
-//! The accumulator ([`accum`]) is picked per row: an `n`-wide dense array with a
-//! bitmap when the row's columns can only fall in a window that stays in L2
-//! (banded matrices, moderate `n`) or when it has thousands of products, as
-//! long as `n` is moderate; otherwise a hash table of twice the row's size
-//! (L1-resident for the typical row of a few dozen products), sorted on output.
-//! Dense rows come out sorted from a scan of the bitmap when their columns are
-//! dense in their span, else by sorting their few columns. A row with one entry
-//! in `A` is a scaled copy of one `B` row and skips both. Both passes prefetch
-//! the `B` rows a few rows ahead: with random columns (R-MAT, uniform) they are
+//! Each worker has one workspace for the whole call ([`accum`]); the
+//! accumulator is picked per row: a dense one over a 64K-column window
+//! starting at the row's first column when the row's columns can only fall in
+//! such a window (banded matrices, moderate `n`: it stays in L2 whatever `n`
+//! is), an `n`-wide dense one for rows of thousands of products when `n` is
+//! moderate, otherwise a hash table of twice the row's size (L1-resident for
+//! the typical row of a few dozen products), sorted on output. The dense
+//! accumulators are branch-free (a bitmap with a summary word per 64 words,
+//! values kept at `-0.0`, the exact additive identity, between rows) and
+//! yield the row's columns sorted with no sort. A row with one entry in `A` is
+//! a scaled copy of one `B` row and skips both. Both passes prefetch the `B`
+//! rows a few rows ahead: with random columns (R-MAT, uniform) they are
 //! otherwise bound by memory latency. Output buffers are advised onto huge
 //! pages, as fresh memory is faulted in while it is written.
 //!
 //! Determinism: each `C(i, j)` is accumulated in ascending `p` starting from the
-//! first product, whatever the accumulator, so the output is bit-identical
-//! across runs and thread counts. The work estimates only steer chunking and
-//! accumulator choice (they saturate rather than overflow); the counts and the
-//! output are exact.
+//! first product (or from `-0.0`, which gives the same bits), whatever the
+//! accumulator, so the output is bit-identical across runs and thread counts.
+//! The chunking only steers who computes a row; the counts and the output are
+//! exact.
 //!
 //! Limits: dimensions are `u32` by construction of [`CsrMatrix`]; the output's
 //! nnz is a `usize` and an output that cannot be allocated is
