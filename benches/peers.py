@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Times peer libraries on the exact inputs `bench_table --write-inputs DIR` wrote.
 
-usage: python3 benches/peers.py DIR [--reps N] [--case NAME]... [--omp-signals N] > peers.tsv
+usage: python3 benches/peers.py DIR [--reps N] [--case NAME]... [--peer NAME]... [--omp-signals N] > peers.tsv
 
 Reads every DIR/<case>.case (TRIDENT-CASE 1 format, see
 crates/trident-testkit/src/cases/io.rs), times the peer for its kind, and
@@ -13,10 +13,16 @@ warm-up call, then the median of --reps timed calls (default 3).
 | --- | --- | --- |
 | gemm | numpy `A @ B` (f32, its BLAS, all cores) | the product |
 | spgemm | scipy.sparse csr `A @ B` (single-threaded) | the product |
+| spgemm | python-graphblas (SuiteSparse:GraphBLAS, all cores) `A.mxm(B)` | the product (CSR in, CSR out) |
 | points | scipy.spatial.cKDTree | tree build on B + `query(A, workers=-1)` + the k smallest pairs |
+| points | pykdtree (OpenMP, all cores) | tree build on B + `query(A, k=1)` + the k smallest pairs |
+| omp | SPAMS `omp` (spams-bin, C++, all cores) | G = D^T D, D^T X and the coding of all signals (f32) |
 | omp | scikit-learn `orthogonal_mp_gram` | G = D^T D, D^T X and the coding, on the first --omp-signals signals, scaled to all |
 | grid | PyMaxflow (Boykov-Kolmogorov, one thread) | `maxflow()` only; building the graph is excluded |
-| network | none (networkx is orders of magnitude slower) | skipped |
+| network | python-igraph `Graph.maxflow_value` (C push-relabel, one thread) | the max-flow value; building the graph is excluded |
+
+A kind may have several peers: each gives one line of the results file
+(case, peer); a peer whose package is missing is skipped with a note.
 
 Each result carries a check number bench_table compares with its own output,
 so a mismatch shows that the two sides did not compute the same thing:
@@ -69,6 +75,17 @@ def timed(reps, call, setup=None):
         out = call(state)
         times.append(time.perf_counter() - t)
     return sorted(times), out
+
+
+def dist_version(name):
+    """The installed version of distribution `name` (some packages, e.g.
+    pykdtree and spams, have no `__version__`)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "?"
 
 
 def blas_name():
@@ -129,6 +146,39 @@ def peer_spgemm(meta, arrays, reps, _args):
                 note=f"csr A @ B, {a.dtype}, one thread")
 
 
+def graphblas_matrix(gb, prefix, meta, arrays, rows, cols):
+    """A GraphBLAS matrix over the case's CSR arrays (u32 indices widened to
+    the u64 GraphBLAS takes; that copy is untimed)."""
+    return gb.Matrix.ss.import_csr(
+        nrows=int(meta[rows]), ncols=int(meta[cols]),
+        indptr=arrays[f"{prefix}_offsets"].astype(np.uint64),
+        col_indices=arrays[f"{prefix}_indices"].astype(np.uint64),
+        values=arrays[f"{prefix}_values"], sorted_cols=True, take_ownership=False)
+
+
+def peer_spgemm_graphblas(meta, arrays, reps, _args):
+    import graphblas as gb
+
+    gb.init("suitesparse", blocking=True)
+    a = graphblas_matrix(gb, "a", meta, arrays, "a_rows", "a_cols")
+    b = graphblas_matrix(gb, "b", meta, arrays, "b_rows", "b_cols")
+    plus_times = gb.semiring.plus_times[a.dtype]
+    # `.new()` computes the product; `wait()` finishes GraphBLAS's lazy work
+    # (pending sorts), so the timed result is a complete CSR matrix.
+    def call(_):
+        c = a.mxm(b, plus_times).new()
+        c.wait()
+        return c
+
+    times, c = timed(reps, call)
+    threads = gb.ss.config["nthreads"]
+    version = gb.ss.about["library_version"]
+    return dict(peer=f"python-graphblas {dist_version('python-graphblas')} (SuiteSparse:GraphBLAS "
+                     f"{'.'.join(map(str, version))})",
+                times=times, check=c.nvals,
+                note=f"A.mxm(B, plus_times), {a.dtype}, {threads} threads, CSR in and out")
+
+
 def peer_points(meta, arrays, reps, _args):
     import scipy
     from scipy.spatial import cKDTree
@@ -149,6 +199,46 @@ def peer_points(meta, arrays, reps, _args):
     return dict(peer=f"scipy {scipy.__version__} cKDTree", times=times, check=check,
                 note=f"tree build on B included; query(A, k=1, workers=-1) in f64, then the {k} "
                      f"smallest by argpartition")
+
+
+def peer_points_pykdtree(meta, arrays, reps, _args):
+    from pykdtree.kdtree import KDTree
+
+    a, b = arrays["a"].reshape(-1, 3), arrays["b"].reshape(-1, 3)
+    k = min(int(meta["pairs_k"]), len(a))
+
+    def call(_):
+        # f32 in, f32 squared distances out (sqr_dists skips the square root).
+        d, j = KDTree(b).query(a, k=1, sqr_dists=True)
+        top = np.argpartition(d, k - 1)[:k] if k < len(d) else np.arange(len(d))
+        top = top[np.lexsort((top, d[top]))]  # by (distance, index of a)
+        return top, j[top]
+
+    times, (ia, jb) = timed(reps, call)
+    check = None
+    if k > 0:
+        check = float(((a[ia[-1]].astype(np.float64) - b[jb[-1]]) ** 2).sum())
+    threads = os.environ.get("OMP_NUM_THREADS", f"{os.cpu_count()} (all)")
+    return dict(peer=f"pykdtree {dist_version('pykdtree')}", times=times, check=check,
+                note=f"tree build on B included; query(A, k=1) in f32 on {threads} OpenMP threads, "
+                     f"then the {k} smallest by argpartition")
+
+
+def peer_omp_spams(meta, arrays, reps, _args):
+    import spams
+
+    rule = meta["rule"].split(":")
+    if rule[0] != "sparsity":
+        return dict(skip=f"stop rule {meta['rule']}: only Sparsity(T) is wired to SPAMS")
+    n, atoms, count = int(meta["n"]), int(meta["atoms"]), int(meta["count"])
+    d = np.asfortranarray(arrays["dict"].reshape(n, atoms))
+    # Signals as columns (n x count, Fortran order): the layout SPAMS codes.
+    x = np.asfortranarray(arrays["signals"].reshape(count, n).T)
+    threads = os.cpu_count()
+    times, out = timed(reps, lambda _: spams.omp(x, d, L=int(rule[1]), numThreads=threads))
+    return dict(peer=f"SPAMS {dist_version('spams-bin')} (spams-bin)", times=times, check=None,
+                note=f"spams.omp({d.dtype}, L={rule[1]}, numThreads={threads}), all {count} signals, "
+                     f"its Gram and D^T X included; nnz {out.nnz}")
 
 
 def peer_omp(meta, arrays, reps, args):
@@ -212,12 +302,26 @@ def peer_grid(meta, arrays, reps, _args):
                 note=f"maxflow() only, graph build excluded; {arcs}")
 
 
-def peer_network(_meta, _arrays, _reps, _args):
-    return dict(skip="no peer: networkx max-flow is orders of magnitude slower than a C++ solver")
+def peer_network(meta, arrays, reps, _args):
+    import igraph
+
+    nodes, s, t = int(meta["nodes"]), int(meta["s"]), int(meta["t"])
+    edges = np.stack([arrays["from"], arrays["to"]], axis=1).astype(np.int64)
+    cap = arrays["cap"].astype(np.float64)  # igraph's capacities are doubles
+    if cap.size and cap.max() >= 2.0**53:
+        return dict(skip="capacities beyond 2^53 are not exact in igraph's doubles")
+    g = igraph.Graph(n=nodes, edges=edges.tolist(), directed=True)
+    g.es["capacity"] = cap.tolist()
+    times, flow = timed(reps, lambda _: g.maxflow_value(s, t, capacity="capacity"))
+    return dict(peer=f"python-igraph {igraph.__version__} (igraph C push-relabel)", times=times,
+                check=int(round(flow)),
+                note="Graph.maxflow_value(s, t, capacity) (one thread), graph build excluded")
 
 
-PEERS = dict(gemm=peer_gemm, spgemm=peer_spgemm, points=peer_points, omp=peer_omp,
-             grid=peer_grid, network=peer_network)
+# Each kind's peers, in the order their lines are written.
+PEERS = dict(gemm=[peer_gemm], spgemm=[peer_spgemm, peer_spgemm_graphblas],
+             points=[peer_points, peer_points_pykdtree], omp=[peer_omp_spams, peer_omp],
+             grid=[peer_grid], network=[peer_network])
 
 
 def spec_figure(kind, meta, arrays, secs):
@@ -238,6 +342,8 @@ def main():
     p.add_argument("dir")
     p.add_argument("--reps", type=int, default=3, help="timed calls per peer (after one warm-up)")
     p.add_argument("--case", action="append", default=[], help="only these cases (repeatable)")
+    p.add_argument("--peer", action="append", default=[],
+                   help="only peers whose function name contains this (e.g. graphblas, spams; repeatable)")
     p.add_argument("--omp-signals", type=int, default=10000,
                    help="signals scikit-learn codes (its Python loop per signal is slow); time scaled to all")
     args = p.parse_args()
@@ -258,18 +364,25 @@ def main():
         case = os.path.basename(path)[: -len(".case")]
         kind, meta, arrays = read_case(path)
         log(f"{case}: {kind} ...")
-        r = PEERS[kind](meta, arrays, args.reps, args)
-        if "skip" in r:
-            log(f"{case}: skipped ({r['skip']})")
-            rows.append((case, "-", "skipped", "", "", r["skip"]))
-            continue
-        med = statistics.median(r["times"])
-        check = "" if r["check"] is None else str(r["check"])
-        note = r["note"].replace("\t", " ")
-        print(f"{case}\t{r['peer']}\t{med:.6g}\t{args.reps}\t{check}\t{note}", flush=True)
-        span = f"{min(r['times']):.4g} - {max(r['times']):.4g} s"
-        rows.append((case, r["peer"], f"{med:.4g} s ({span})", spec_figure(kind, meta, arrays, med), check, note))
-        log(f"{case}: {r['peer']} median {med:.4g} s")
+        for peer in PEERS[kind]:
+            if args.peer and not any(w in peer.__name__ for w in args.peer):
+                continue
+            try:
+                r = peer(meta, arrays, args.reps, args)
+            except ImportError as e:  # a peer not installed is skipped, not fatal
+                r = dict(skip=f"{peer.__name__}: {e}")
+            if "skip" in r:
+                log(f"{case}: skipped ({r['skip']})")
+                rows.append((case, "-", "skipped", "", "", r["skip"]))
+                continue
+            med = statistics.median(r["times"])
+            check = "" if r["check"] is None else str(r["check"])
+            note = r["note"].replace("\t", " ")
+            print(f"{case}\t{r['peer']}\t{med:.6g}\t{args.reps}\t{check}\t{note}", flush=True)
+            span = f"{min(r['times']):.4g} - {max(r['times']):.4g} s"
+            rows.append((case, r["peer"], f"{med:.4g} s ({span})", spec_figure(kind, meta, arrays, med),
+                         check, note))
+            log(f"{case}: {r['peer']} median {med:.4g} s")
 
     log("")
     log(f"| case | peer | median of {args.reps} (range) | report unit | check | note |")

@@ -11,6 +11,7 @@
 //! timed region and to give one number ([`Output::check`]) that a peer library
 //! run on the same input file should reproduce.
 
+pub mod kiddo_peer;
 pub mod peers;
 
 use trident::{CsrMatrix, Error, GridCut, NetworkFlow, Pair, Primitives, Result, SparseCodes};

@@ -20,7 +20,10 @@
 //!   stand-ins, e.g. `omp-64x256-k16/10K`, and get no peer columns).
 //! - `--reps N`: timed calls per case after one untimed warm-up (default 5);
 //!   the table shows their median and range.
-//! - `--peers FILE`: the results file of `benches/peers.py`.
+//! - `--peers FILE`: the results file of `benches/peers.py` (several peers per
+//!   case give one row each, ours repeated).
+//! - `--no-kiddo`: skip the in-process Rust peer of the pairs cases (kiddo,
+//!   timed like ours and shown as one more peer row; on by default).
 //! - `--write-inputs DIR`: write `DIR/<case>.case` for the selected cases and
 //!   exit (format in `trident_testkit::cases::io`).
 //!
@@ -35,15 +38,16 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use trident::{Error, Primitives};
+use trident_benches::kiddo_peer;
 use trident_benches::peers::{self, PeerResult};
 use trident_benches::{
     Work, Workload, available_backends, cannot_run, format_secs, reference_stand_in, runner,
     select_cases, si, sig3,
 };
-use trident_testkit::cases::{Case, io};
+use trident_testkit::cases::{Case, PairsCase, io};
 
 const USAGE: &str = "usage: bench_table [--case NAME]... [--backend NAME]... [--reps N] \
-                     [--peers FILE] [--write-inputs DIR]";
+                     [--peers FILE] [--no-kiddo] [--write-inputs DIR]";
 
 struct Args {
     cases: Vec<String>,
@@ -51,6 +55,7 @@ struct Args {
     reps: usize,
     peers: Option<PathBuf>,
     write_inputs: Option<PathBuf>,
+    kiddo: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -60,11 +65,16 @@ fn parse_args() -> Result<Args, String> {
         reps: 5,
         peers: None,
         write_inputs: None,
+        kiddo: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "-h" || flag == "--help" {
             return Err(String::new());
+        }
+        if flag == "--no-kiddo" {
+            a.kiddo = false;
+            continue;
         }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let list = || value.split(',').filter(|s| !s.is_empty()).map(String::from);
@@ -166,9 +176,54 @@ fn cell(s: &str) -> String {
     s.replace('|', "/").replace('\n', " ")
 }
 
-/// Times `w` on `backend` and prints its table row, with the peer's columns
-/// when the peers file has the same (full-size) case.
-fn row(backend: &dyn Primitives, w: &Workload, reps: usize, peers: &BTreeMap<String, PeerResult>) {
+/// Times kiddo on a pairs workload like [`measure`] times ours, as a peer
+/// result (`None` for other workloads).
+fn kiddo_result(w: &Workload, reps: usize) -> Option<PeerResult> {
+    let c = w.input.downcast_ref::<PairsCase>()?;
+    let run = || kiddo_peer::closest_pairs(&c.a, &c.b, c.pairs_k);
+    eprintln!("  {} on {} ...", w.name, kiddo_peer::NAME);
+    let check = match run() {
+        Ok(p) => p.last().map(|p| p.d2 as f64),
+        Err(e) => {
+            eprintln!("  kiddo: {e}");
+            return None;
+        }
+    };
+    let mut secs: Vec<f64> = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            let out = run();
+            let s = t.elapsed().as_secs_f64();
+            drop(out);
+            s
+        })
+        .collect();
+    secs.sort_by(f64::total_cmp);
+    Some(PeerResult {
+        case: w.case().to_string(),
+        peer: kiddo_peer::NAME.to_string(),
+        median_s: median(&secs),
+        reps,
+        check,
+        note: format!(
+            "in process, {} rayon threads; tree build on B (parallel) + batch nearest_one + the k \
+             smallest (range {} - {})",
+            rayon_threads(),
+            format_secs(secs[0]),
+            format_secs(secs[secs.len() - 1])
+        ),
+    })
+}
+
+/// Threads of rayon's global pool (the one kiddo and the default rayon
+/// backend run in).
+fn rayon_threads() -> usize {
+    trident::RayonBackend::new().map_or(0, |b| b.threads())
+}
+
+/// Times `w` on `backend` and prints its table row, one per peer result of
+/// the same (full-size) case, ours repeated on each.
+fn row(backend: &dyn Primitives, w: &Workload, reps: usize, peers: &[PeerResult]) {
     eprintln!("  {} on {} ...", w.name, backend.name());
     let Timed { secs, check } = match measure(backend, w, reps) {
         Ok(t) => t,
@@ -185,27 +240,32 @@ fn row(backend: &dyn Primitives, w: &Workload, reps: usize, peers: &BTreeMap<Str
     };
     let work = Work::of(&w.input);
     let med = median(&secs);
-    let peer = peers.get(w.case()).filter(|_| !w.is_stand_in());
-    let peer_cols = match peer {
-        Some(p) => format!(
-            "{} | {} | {} | {}",
-            cell(&p.peer),
-            format_secs(p.median_s),
-            work.format(p.median_s),
-            sig3(p.median_s / med)
-        ),
-        None => " | | | ".into(),
+    let peers: Vec<Option<&PeerResult>> = match w.is_stand_in() {
+        false if !peers.is_empty() => peers.iter().map(Some).collect(),
+        _ => vec![None],
     };
-    println!(
-        "| {} | {} | {} | {} - {} | {} | {peer_cols} | {} |",
-        w.name,
-        backend.name(),
-        format_secs(med),
-        format_secs(secs[0]),
-        format_secs(secs[secs.len() - 1]),
-        work.format(med),
-        compare_checks(check, peer.and_then(|p| p.check))
-    );
+    for peer in peers {
+        let peer_cols = match peer {
+            Some(p) => format!(
+                "{} | {} | {} | {}",
+                cell(&p.peer),
+                format_secs(p.median_s),
+                work.format(p.median_s),
+                sig3(p.median_s / med)
+            ),
+            None => " | | | ".into(),
+        };
+        println!(
+            "| {} | {} | {} | {} - {} | {} | {peer_cols} | {} |",
+            w.name,
+            backend.name(),
+            format_secs(med),
+            format_secs(secs[0]),
+            format_secs(secs[secs.len() - 1]),
+            work.format(med),
+            compare_checks(check, peer.and_then(|p| p.check))
+        );
+    }
 }
 
 fn main() -> ExitCode {
@@ -244,10 +304,13 @@ fn main() -> ExitCode {
             }
         };
     }
-    let peer_results: BTreeMap<String, PeerResult> = match &args.peers {
+    let mut peer_results: BTreeMap<String, Vec<PeerResult>> = match &args.peers {
         None => BTreeMap::new(),
         Some(path) => match peers::read(path) {
-            Ok(v) => v.into_iter().map(|r| (r.case.clone(), r)).collect(),
+            Ok(v) => v.into_iter().fold(BTreeMap::new(), |mut m, r| {
+                m.entry(r.case.clone()).or_insert_with(Vec::new).push(r);
+                m
+            }),
             Err(e) => {
                 eprintln!("bench_table: {e}");
                 return ExitCode::FAILURE;
@@ -302,18 +365,28 @@ fn main() -> ExitCode {
                 w.input.describe(),
                 format_secs(t.elapsed().as_secs_f64())
             );
+            if args.kiddo && !w.is_stand_in() {
+                if let Some(k) = kiddo_result(&w, args.reps) {
+                    peer_results.entry(k.case.clone()).or_default().push(k);
+                }
+            }
+            let case_peers = peer_results.get(w.case()).map_or(&[][..], Vec::as_slice);
             for b in runs {
-                row(*b, &w, args.reps, &peer_results);
+                row(*b, &w, args.reps, case_peers);
             }
         }
     }
     let used: Vec<&PeerResult> = cases
         .iter()
         .filter_map(|c| peer_results.get(&c.name))
+        .flatten()
         .collect();
-    if let (Some(path), false) = (&args.peers, used.is_empty()) {
+    if !used.is_empty() {
         println!();
-        println!("Peers (from {}):", path.display());
+        match &args.peers {
+            Some(path) => println!("Peers (from {}, and kiddo in process):", path.display()),
+            None => println!("Peers (in process):"),
+        }
         for p in used {
             println!("- {}: {}, median of {}; {}", p.case, p.peer, p.reps, p.note);
         }

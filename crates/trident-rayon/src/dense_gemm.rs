@@ -1,6 +1,7 @@
 //! DenseGemm for [`RayonBackend`]: the `gemm` crate's packed, cache-blocked
 //! SIMD micro-kernels (AVX2/FMA/AVX-512 picked at run time), parallel on this
-//! backend's own pool. The AVX-512 kernels need the crate's `x86-v4` feature,
+//! backend's pool by tiles of C: a 2-D grid of ~512 x 512 blocks (over both m
+//! and n), each one single-threaded `gemm` call over the whole k. The AVX-512 kernels need the crate's `x86-v4` feature,
 //! which the workspace enables: on the 2-core EPYC of BENCHMARKS.md they took
 //! gemm-2048 from 0.79x to 1.05x numpy/OpenBLAS. They are chosen by CPU feature
 //! detection at run time, so a build stays portable (no `target-cpu`).
@@ -20,14 +21,16 @@
 //! Precision: [`Precision::Tf32`](trident_core::Precision) computes strictly
 //! (a CPU has no TF32 units; strict meets the looser bound).
 //!
-//! Determinism: `gemm` never splits the k dimension across threads; every
-//! element of C is one chain of multiply-adds in a fixed k order whose blocking
-//! depends only on m, n, k and the element size. The output is therefore
+//! Determinism: k is never split across threads; every element of C is one
+//! chain of multiply-adds in a fixed k order, computed by the tile call that
+//! covers it, and the tile grid and `gemm`'s blocking depend only on m, n, k
+//! and the element size. The output is therefore
 //! bit-identical across runs and across thread counts on a given CPU (the unit
 //! tests check 1, 2 and 3 threads). Different CPUs may pick different SIMD
 //! kernels (FMA or not), which is outside the contract's "same backend".
 
 use gemm::Parallelism;
+use rayon::prelude::*;
 use trident_core::{DenseGemm, Error, GemmParams, MatMut, MatRef, Op, Result, Scalar, validate};
 
 use crate::RayonBackend;
@@ -36,6 +39,41 @@ use crate::RayonBackend;
 /// handing it to the pool costs more than it saves. It is `gemm`'s own default
 /// threading threshold, so our choice and its internal one agree.
 const PARALLEL_MIN_WORK: usize = 48 * 48 * 256;
+
+/// Target side of the square tiles of C that threads take whole: each tile is
+/// one single-threaded `gemm` call over the full k, which packs its own panels
+/// of A and B (for 512 x 512 tiles, packing is ~0.4% of the tile's
+/// arithmetic) and needs no barrier with other threads. `gemm`'s own
+/// parallel mode splits each k block among all threads and meets them at a
+/// barrier per block, which left 16 threads at 0.73x OpenBLAS (issue 14).
+/// Dimensions of [`TILE_LARGE_FROM`] or more use [`TILE_LARGE`]: on the 16
+/// cores, gemm-8192 took 887 ms with 1024-wide tiles against 1.05 s with
+/// 512 (gemm-4096: 198 ms against 180 ms, so it keeps 512).
+const TILE: usize = 512;
+/// See [`TILE`].
+const TILE_LARGE: usize = 1024;
+/// See [`TILE`].
+const TILE_LARGE_FROM: usize = 8192;
+/// Tiles are cut on multiples of this (a multiple of the micro-kernels' row
+/// and column blocks, so no tile has a ragged edge inside the matrix).
+const TILE_ALIGN: usize = 64;
+
+/// `(start, len)` of the near-equal pieces, aligned to [`TILE_ALIGN`], that
+/// cut `0..len` into pieces of at most about [`TILE`] (or [`TILE_LARGE`]).
+/// They depend on `len` alone, never on the thread count.
+fn splits(len: usize) -> Vec<(usize, usize)> {
+    let tile = if len >= TILE_LARGE_FROM {
+        TILE_LARGE
+    } else {
+        TILE
+    };
+    let pieces = len.div_ceil(tile).max(1);
+    let step = len.div_ceil(pieces).next_multiple_of(TILE_ALIGN);
+    (0..len)
+        .step_by(step)
+        .map(|s| (s, step.min(len - s)))
+        .collect()
+}
 
 /// Element strides `(row, col)` of a stored row-major view, as `isize`.
 ///
@@ -94,26 +132,36 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
             a.data().as_ptr() as usize,
             b.data().as_ptr() as usize,
         );
-        let run = move |par: Parallelism| {
+        // One `gemm` call on the tile of C at rows `i0..i0 + tm`, columns
+        // `j0..j0 + tn`, on the calling thread.
+        let tile = move |i0: usize, tm: usize, j0: usize, tn: usize| {
+            let off = |rs: isize, cs: isize, r: usize, c: usize| {
+                (r as isize)
+                    .wrapping_mul(rs)
+                    .wrapping_add((c as isize).wrapping_mul(cs))
+            };
             // SAFETY: validate::gemm and the view constructors guarantee that every
             // element addressed here, `(i, j) -> i * rs + j * cs` for i < rows and
-            // j < cols of op(A), op(B) and C, lies inside the respective slice; C's
-            // slice is borrowed mutably for the whole call, so nothing aliases it,
-            // and only C's view elements (never its padding) are written. T is f32
-            // or f64 (Scalar is sealed), both of which `gemm` supports.
+            // j < cols of op(A), op(B) and C, lies inside the respective slice; a
+            // tile addresses a sub-block of those (rows i0.. of op(A) and C,
+            // columns j0.. of op(B) and C), so the offsets stay inside too. C's
+            // slice is borrowed mutably for the whole call and tiles are disjoint
+            // blocks of C, so no two calls write the same element, and only C's
+            // view elements (never its padding) are written. T is f32 or f64
+            // (Scalar is sealed), both of which `gemm` supports.
             unsafe {
                 gemm::gemm::<T>(
-                    m,
-                    n,
+                    tm,
+                    tn,
                     k,
-                    dst as *mut T,
+                    (dst as *mut T).wrapping_offset(off(c_rs, c_cs, i0, j0)),
                     c_cs,
                     c_rs,
                     read_dst,
-                    lhs as *const T,
+                    (lhs as *const T).wrapping_offset(off(a_rs, a_cs, i0, 0)),
                     a_cs,
                     a_rs,
-                    rhs as *const T,
+                    (rhs as *const T).wrapping_offset(off(b_rs, b_cs, 0, j0)),
                     b_cs,
                     b_rs,
                     p.beta,
@@ -121,14 +169,31 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
                     false,
                     false,
                     false,
-                    par,
+                    Parallelism::None,
                 )
             }
         };
-        if work < PARALLEL_MIN_WORK || threads <= 1 {
-            run(Parallelism::None);
+        if work < PARALLEL_MIN_WORK {
+            tile(0, m, 0, n);
+            return Ok(());
+        }
+        // The tile grid depends on m and n only, never on the thread count, so
+        // every element of C is computed by the same call shape whatever the
+        // pool: the output stays bit-identical across thread counts.
+        let (rows, cols) = (splits(m), splits(n));
+        let tiles = rows.len() * cols.len();
+        if threads <= 1 {
+            (0..tiles).for_each(|t| {
+                let ((i0, tm), (j0, tn)) = (rows[t / cols.len()], cols[t % cols.len()]);
+                tile(i0, tm, j0, tn)
+            });
         } else {
-            self.install(|| run(Parallelism::Rayon(threads)));
+            self.install(|| {
+                (0..tiles).into_par_iter().with_max_len(1).for_each(|t| {
+                    let ((i0, tm), (j0, tn)) = (rows[t / cols.len()], cols[t % cols.len()]);
+                    tile(i0, tm, j0, tn)
+                })
+            });
         }
         Ok(())
     }

@@ -1,38 +1,44 @@
 //! SparseGemm for [`RayonBackend`]: a two-pass parallel Gustavson product
 //! (row `i` of `C` is the sum of the rows `B(p, :)` scaled by `A(i, p)`).
 //!
-//! Passes, all on the backend's pool:
-//! 1. **Work.** Per row, its products (`sum_p nnz(B(p, :))`) plus one, prefix
-//!    summed into what becomes `C`'s offset array (no extra `m`-sized buffer).
-//!    Rows are cut into contiguous chunks of about equal work (several per
-//!    thread), so the heavy rows of a power-law matrix do not leave a thread
-//!    holding most of the work while the rest idle. A single row is never
-//!    split: a row that alone outweighs a chunk becomes a chunk of its own.
-//! 2. **Symbolic.** Each row's distinct columns are counted; the structure rule
-//!    is the contract's, entry `(i, j)` exists iff some product `A(i, p) B(p, j)` does,
-//!    so explicit zeros and exact cancellation are kept. A prefix sum (per
-//!    chunk, then within chunks in parallel) turns the counts into `usize`
-//!    offsets and sizes the output exactly.
-//! 3. **Numeric.** Each row is recomputed and written straight into its slot
-//!    of the output, columns sorted, duplicates merged. Nothing is copied after.
+//! Passes, all on the backend's pool (on 16 cores every serial step showed,
+//! so there are none of size `m` or `nnz`):
+//! 0. **Checks.** Finiteness and the output's lower bound in parallel; a
+//!    failure is reported by `validate::spgemm`, so errors are the canonical ones.
+//! 1. **Symbolic.** Each row's distinct columns are counted, in blocks of rows
+//!    that rayon hands out and steals (a block of heavy power-law rows is
+//!    balanced by the others being stolen); the structure rule is the
+//!    contract's, entry `(i, j)` exists iff some product `A(i, p) B(p, j)`
+//!    does, so explicit zeros and exact cancellation are kept. A parallel
+//!    prefix sum turns the counts into `usize` offsets and sizes the output
+//!    exactly.
+//! 2. **Numeric.** Rows are cut into contiguous chunks of about equal output
+//!    (entries plus rows, read off the offsets: no pass of its own), several per
+//!    thread; each row is recomputed and written straight into its slot of the
+//!    output, columns sorted, duplicates merged. The output is allocated once
+//!    and its pages are first touched by the worker that writes them. Nothing
+//!    is copied after.
 //!
-//! The accumulator ([`accum`]) is picked per row: an `n`-wide dense array with a
-//! bitmap when the row's columns can only fall in a window that stays in L2
-//! (banded matrices, moderate `n`) or when it has thousands of products, as
-//! long as `n` is moderate; otherwise a hash table of twice the row's size
-//! (L1-resident for the typical row of a few dozen products), sorted on output.
-//! Dense rows come out sorted from a scan of the bitmap when their columns are
-//! dense in their span, else by sorting their few columns. A row with one entry
-//! in `A` is a scaled copy of one `B` row and skips both. Both passes prefetch
-//! the `B` rows a few rows ahead: with random columns (R-MAT, uniform) they are
+//! Each worker has one workspace for the whole call ([`accum`]); the
+//! accumulator is picked per row: a dense one over a 64K-column window
+//! starting at the row's first column when the row's columns can only fall in
+//! such a window (banded matrices, moderate `n`: it stays in L2 whatever `n`
+//! is), an `n`-wide dense one for rows of thousands of products when `n` is
+//! moderate, otherwise a hash table of twice the row's size (L1-resident for
+//! the typical row of a few dozen products), sorted on output. The dense
+//! accumulators are branch-free (a bitmap with a summary word per 64 words,
+//! values kept at `-0.0`, the exact additive identity, between rows) and
+//! yield the row's columns sorted with no sort. A row with one entry in `A` is
+//! a scaled copy of one `B` row and skips both. Both passes prefetch the `B`
+//! rows a few rows ahead: with random columns (R-MAT, uniform) they are
 //! otherwise bound by memory latency. Output buffers are advised onto huge
 //! pages, as fresh memory is faulted in while it is written.
 //!
 //! Determinism: each `C(i, j)` is accumulated in ascending `p` starting from the
-//! first product, whatever the accumulator, so the output is bit-identical
-//! across runs and thread counts. The work estimates only steer chunking and
-//! accumulator choice (they saturate rather than overflow); the counts and the
-//! output are exact.
+//! first product (or from `-0.0`, which gives the same bits), whatever the
+//! accumulator, so the output is bit-identical across runs and thread counts.
+//! The chunking only steers who computes a row; the counts and the output are
+//! exact.
 //!
 //! Limits: dimensions are `u32` by construction of [`CsrMatrix`]; the output's
 //! nnz is a `usize` and an output that cannot be allocated is
@@ -42,40 +48,77 @@ mod accum;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Mutex;
+
 use rayon::prelude::*;
 use trident_core::{CsrMatrix, Error, Result, Scalar, SparseGemm, validate};
 
 use crate::RayonBackend;
 use crate::max_flow::alloc::advise_huge;
-use accum::{AHEAD, Workspace, prefetch_offsets, prefetch_rows, row_flops};
+use accum::{AHEAD, Workspace, prefetch_offsets, prefetch_rows};
 
-/// Rows per block of the parallel prefix sum over row work.
+/// Rows per block of the parallel prefix sum over row counts.
 const SCAN_BLOCK: usize = 1 << 14;
-/// Chunks per thread: enough slack for rayon to even out chunks whose cost the
-/// product count predicts badly (hash collisions, cache misses).
+/// Rows per task of the symbolic pass: a few hundred microseconds of work for
+/// light rows, so rayon's stealing evens out blocks of heavy rows.
+const SYMBOLIC_ROWS: usize = 1 << 11;
+/// Chunks per thread of the numeric pass: enough slack for rayon to even out
+/// chunks whose cost the output size predicts badly (products per entry,
+/// hash collisions, cache misses).
 const CHUNKS_PER_THREAD: usize = 16;
-/// A chunk's minimum work (products plus rows): below it, task overhead dominates.
+/// A chunk's minimum work (output entries plus rows): below it, task overhead dominates.
 const MIN_CHUNK_WORK: usize = 1 << 15;
 
 impl<T: Scalar> SparseGemm<T> for RayonBackend {
     fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
-        validate::spgemm(a, b)?;
-        if a.nnz() == 0 || b.nnz() == 0 {
-            return CsrMatrix::zeros(a.rows(), b.cols());
-        }
-        // An output that cannot fit (an outer product of billions of entries)
-        // is refused before the symbolic pass spends seconds counting it.
-        let at_least = a.product_nnz_lower_bound(b);
-        trident_core::mem::check_bytes(at_least * (4 + size_of::<T>() as u128), || {
-            format!(
-                "the {} x {} product, which has at least {at_least} entries,",
-                a.rows(),
-                b.cols()
-            )
-        })?;
-        let threads = self.threads();
-        self.install(|| gustavson(a, b, threads))
+        self.install(|| {
+            // The contract's checks, in parallel: on 16 cores the serial
+            // `validate::spgemm` and lower bound took a fifth of the product's
+            // time. Any failure is reported by the serial check itself, so the
+            // error is the canonical one.
+            if a.cols() != b.rows() || !all_finite(a.values()) || !all_finite(b.values()) {
+                validate::spgemm(a, b)?;
+            }
+            if a.nnz() == 0 || b.nnz() == 0 {
+                return CsrMatrix::zeros(a.rows(), b.cols());
+            }
+            // An output that cannot fit (an outer product of billions of entries)
+            // is refused before the symbolic pass spends seconds counting it.
+            let at_least = nnz_lower_bound(a, b);
+            trident_core::mem::check_bytes(at_least * (4 + size_of::<T>() as u128), || {
+                format!(
+                    "the {} x {} product, which has at least {at_least} entries,",
+                    a.rows(),
+                    b.cols()
+                )
+            })?;
+            gustavson(a, b, rayon::current_num_threads())
+        })
     }
+}
+
+/// Whether every value is finite, in parallel.
+fn all_finite<T: Scalar>(v: &[T]) -> bool {
+    v.par_chunks(SCAN_BLOCK)
+        .all(|c| c.iter().all(|x| x.is_finite()))
+}
+
+/// [`CsrMatrix::product_nnz_lower_bound`] in parallel: per row of `A`, the
+/// longest `B` row it names.
+fn nnz_lower_bound<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> u128 {
+    let bo = b.offsets();
+    (0..a.rows())
+        .into_par_iter()
+        .with_min_len(SCAN_BLOCK)
+        .map(|i| {
+            a.row(i)
+                .0
+                .iter()
+                .map(|&p| (bo[p as usize + 1] - bo[p as usize]) as u128)
+                .max()
+                .unwrap_or(0)
+        })
+        .sum()
 }
 
 /// Splits `s` into consecutive pieces of the given lengths.
@@ -89,52 +132,57 @@ fn split_by<X>(mut s: &mut [X], lens: impl Iterator<Item = usize>) -> Vec<&mut [
     parts
 }
 
-/// Fills `cum[i]` with the work of rows `0..=i` (products + 1 per row) and
-/// returns the total. Saturates instead of overflowing: it only steers chunking.
-fn work_prefix<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, cum: &mut [usize]) -> usize {
-    let totals: Vec<usize> = cum
-        .par_chunks_mut(SCAN_BLOCK)
-        .enumerate()
-        .map(|(blk, out)| {
-            let r0 = blk * SCAN_BLOCK;
-            let mut run = 0usize;
-            for (t, o) in out.iter_mut().enumerate() {
-                run = run
-                    .saturating_add(row_flops(a, b, r0 + t))
-                    .saturating_add(1);
-                *o = run;
-            }
-            run
-        })
-        .collect();
-    let mut bases = Vec::with_capacity(totals.len());
-    let mut total = 0usize;
-    for t in totals {
-        bases.push(total);
-        total = total.saturating_add(t);
+/// One workspace per worker of the current pool, reused by every row that
+/// worker computes in both passes: a worker's dense accumulator is allocated
+/// (and its pages faulted in) once per call, not once per rayon task, and
+/// never freed while other workers run (freeing mapped memory interrupts
+/// every core to flush its TLB).
+struct Workspaces<T>(Vec<Mutex<Workspace<T>>>);
+
+impl<T: Scalar> Workspaces<T> {
+    fn new(threads: usize, n: usize) -> Self {
+        Self(
+            (0..threads.max(1))
+                .map(|_| Mutex::new(Workspace::new(n)))
+                .collect(),
+        )
     }
-    cum.par_chunks_mut(SCAN_BLOCK)
-        .zip(bases)
-        .for_each(|(out, base)| {
-            if base != 0 {
-                out.iter_mut().for_each(|o| *o = o.saturating_add(base));
-            }
-        });
-    total
+
+    /// Runs `f` with this worker's workspace. Each worker only ever takes its
+    /// own slot, so the lock is never contended; a thread outside the pool
+    /// (none in practice) gets a fresh workspace.
+    fn with<R>(&self, n: usize, f: impl FnOnce(&mut Workspace<T>) -> R) -> R {
+        match rayon::current_thread_index().and_then(|i| self.0.get(i)) {
+            Some(m) => f(&mut m.lock().unwrap_or_else(|e| e.into_inner())),
+            None => f(&mut Workspace::new(n)),
+        }
+    }
 }
 
-/// Row boundaries `[0, r1, ..., m]` of chunks of about equal work, from the
-/// cumulative work `cum` (`m + 1` entries, `cum[0] = 0`).
-fn chunk_bounds(cum: &[usize], threads: usize) -> Vec<usize> {
-    let m = cum.len() - 1;
-    let total = cum[m];
+/// Row boundaries `[0, r1, ..., m]` of chunks of about equal work, taking
+/// row `i`'s work as its output entries plus one (`offsets` is the output's
+/// row offsets, `m + 1` entries): the numeric pass's cost follows what it
+/// writes, and this needs no pass of its own.
+fn chunk_bounds(offsets: &[usize], threads: usize) -> Vec<usize> {
+    let m = offsets.len() - 1;
+    let work = |r: usize| offsets[r] - offsets[0] + r;
+    let total = work(m);
     let chunks = (total / MIN_CHUNK_WORK).clamp(1, threads.max(1) * CHUNKS_PER_THREAD);
     let mut bounds = vec![0];
     for c in 1..chunks {
         let target = (total as u128 * c as u128 / chunks as u128) as usize;
-        let r = cum.partition_point(|&x| x < target).min(m);
-        if r > *bounds.last().unwrap_or(&0) {
-            bounds.push(r);
+        // First row whose cumulative work reaches the target (binary search).
+        let (mut lo, mut hi) = (0, m);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if work(mid) < target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo > *bounds.last().unwrap_or(&0) {
+            bounds.push(lo);
         }
     }
     if *bounds.last().unwrap_or(&0) < m {
@@ -175,95 +223,112 @@ fn reserve<X>(len: usize, what: &str) -> Result<Vec<X>> {
     Ok(v)
 }
 
+/// Turns `counts` into their inclusive prefix sums in parallel (blocks of
+/// [`SCAN_BLOCK`], then each block shifted by the blocks before it) and
+/// returns the total, or [`Error::TooLarge`] past `usize`.
+fn prefix_sum(counts: &mut [usize]) -> Result<usize> {
+    let totals: Vec<usize> = counts
+        .par_chunks_mut(SCAN_BLOCK)
+        .map(|blk| {
+            let mut run = 0usize;
+            for c in blk.iter_mut() {
+                // A block's sum is at most the total, checked below.
+                run = run.saturating_add(*c);
+                *c = run;
+            }
+            run
+        })
+        .collect();
+    let mut bases = Vec::with_capacity(totals.len());
+    let mut total = 0usize;
+    for t in totals {
+        bases.push(total);
+        total = total.checked_add(t).ok_or(Error::TooLarge {
+            field: "nnz(C)",
+            value: total as u128 + t as u128,
+            limit: usize::MAX as u128,
+        })?;
+    }
+    counts
+        .par_chunks_mut(SCAN_BLOCK)
+        .zip(bases)
+        .for_each(|(blk, base)| {
+            if base != 0 {
+                blk.iter_mut().for_each(|c| *c += base);
+            }
+        });
+    Ok(total)
+}
+
 fn gustavson<T: Scalar>(
     a: &CsrMatrix<T>,
     b: &CsrMatrix<T>,
     threads: usize,
 ) -> Result<CsrMatrix<T>> {
     let (m, n) = (a.rows(), b.cols());
-    // Pass 1: offsets[i] = work of rows 0..i, for now.
+    let spaces = Workspaces::new(threads, n);
+
+    // Symbolic pass: offsets[i + 1] = nnz of row i, in blocks of rows that
+    // rayon hands out and steals dynamically (a heavy block is balanced by
+    // the others being stolen), then the prefix sum.
+    // The offsets are first written here, by the workers (no serial zeroing).
     let mut offsets: Vec<usize> = reserve(m + 1, "row offsets")?;
-    offsets.resize(m + 1, 0);
-    work_prefix(a, b, &mut offsets[1..]);
-    let bounds = chunk_bounds(&offsets, threads);
-    let chunk_rows = || bounds.windows(2).map(|w| w[1] - w[0]);
-
-    // Pass 2: offsets[i + 1] = nnz of row i, then the prefix sum.
-    let mut counts = split_by(&mut offsets[1..], chunk_rows());
-    let chunk_nnz: Vec<usize> = counts
-        .par_iter_mut()
-        .enumerate()
-        .map_init(
-            || Workspace::new(n),
-            |ws, (c, counts)| {
-                let (r0, r1) = (bounds[c], bounds[c + 1]);
-                let mut total = 0usize;
-                for (i, slot) in (r0..r1).zip(counts.iter_mut()) {
-                    prefetch_ahead(a, b, i, r1, false);
-                    *slot = ws.count_row(a, b, i);
-                    total += *slot;
-                }
-                total
-            },
-        )
-        .collect();
-    let mut bases = Vec::with_capacity(chunk_nnz.len());
-    let mut nnz = 0usize;
-    for &t in &chunk_nnz {
-        bases.push(nnz);
-        nnz = nnz.checked_add(t).ok_or(Error::TooLarge {
-            field: "nnz(C)",
-            value: nnz as u128 + t as u128,
-            limit: usize::MAX as u128,
-        })?;
+    {
+        let slots = &mut offsets.spare_capacity_mut()[..m + 1];
+        slots[0].write(0);
+        slots[1..]
+            .par_chunks_mut(SYMBOLIC_ROWS)
+            .enumerate()
+            .for_each(|(blk, counts)| {
+                let r0 = blk * SYMBOLIC_ROWS;
+                let r1 = r0 + counts.len();
+                spaces.with(n, |ws| {
+                    for (i, slot) in (r0..r1).zip(counts.iter_mut()) {
+                        prefetch_ahead(a, b, i, r1, false);
+                        slot.write(ws.count_row(a, b, i));
+                    }
+                })
+            });
     }
-    counts
-        .par_iter_mut()
-        .zip(&bases)
-        .for_each(|(counts, &base)| {
-            let mut run = base;
-            for s in counts.iter_mut() {
-                run += *s;
-                *s = run;
-            }
-        });
-    drop(counts);
+    // SAFETY: slot 0 and every slot of `1..=m` (the chunks tile it, each
+    // chunk writes each of its slots) were initialised just above.
+    unsafe { offsets.set_len(m + 1) };
+    let nnz = prefix_sum(&mut offsets[1..])?;
 
-    // Pass 3: every row written into its final slot.
+    // Numeric pass: every row written straight into its final slot, in chunks
+    // of about equal output; each chunk's pages are first touched by the
+    // worker that writes them.
+    let bounds = chunk_bounds(&offsets, threads);
+    let chunk_nnz = bounds.windows(2).map(|w| offsets[w[1]] - offsets[w[0]]);
     let mut indices: Vec<u32> = reserve(nnz, "column indices")?;
     let mut values: Vec<T> = reserve(nnz, "values")?;
     {
-        let idx_parts = split_by(
-            &mut indices.spare_capacity_mut()[..nnz],
-            chunk_nnz.iter().copied(),
-        );
-        let val_parts = split_by(
-            &mut values.spare_capacity_mut()[..nnz],
-            chunk_nnz.iter().copied(),
-        );
+        let idx_parts = split_by(&mut indices.spare_capacity_mut()[..nnz], chunk_nnz.clone());
+        let val_parts = split_by(&mut values.spare_capacity_mut()[..nnz], chunk_nnz);
         let offsets = &offsets;
         idx_parts
             .into_par_iter()
             .zip(val_parts)
             .enumerate()
-            .for_each_init(
-                || Workspace::new(n),
-                |ws, (c, (idx, val))| {
-                    let base = bases[c];
-                    let r1 = bounds[c + 1];
-                    for i in bounds[c]..r1 {
+            .with_max_len(1)
+            .for_each(|(c, (idx, val))| {
+                let (r0, r1) = (bounds[c], bounds[c + 1]);
+                let base = offsets[r0];
+                spaces.with(n, |ws| {
+                    for i in r0..r1 {
                         prefetch_ahead(a, b, i, r1, true);
                         let (s, e) = (offsets[i] - base, offsets[i + 1] - base);
                         ws.fill_row(a, b, i, &mut idx[s..e], &mut val[s..e]);
                     }
-                },
-            );
+                })
+            });
     }
     // SAFETY: the numeric pass initialised all of `0..nnz` in both vectors: the
-    // chunks' output ranges tile `0..nnz` (`bases` is the exclusive prefix sum of
-    // `chunk_nnz`), each chunk's rows tile its range (`offsets` is the prefix sum
-    // of the same counts), and `fill_row` writes every element of the range it is
-    // given (it asserts that the row has exactly that many entries).
+    // chunks' output ranges tile `0..nnz` (chunk `c` holds
+    // `offsets[bounds[c]]..offsets[bounds[c + 1]]`, and `offsets[0] = 0`,
+    // `offsets[m] = nnz`), each chunk's rows tile its range, and `fill_row`
+    // writes every element of the range it is given (it asserts that the row
+    // has exactly that many entries).
     unsafe {
         indices.set_len(nnz);
         values.set_len(nnz);

@@ -6,6 +6,8 @@
 //! rows. `alpha == 0` (or `k == 0`) runs the scaling kernel, which reads
 //! neither A nor B; `beta == 0` never reads C.
 
+use std::sync::atomic::Ordering;
+
 use trident_core::{
     DenseGemm, DenseGemmDevice, DeviceMat, Error, GemmDims, GemmParams, MatMut, MatRef, Op, Result,
     Scalar, validate,
@@ -15,31 +17,175 @@ use crate::buffer::WgpuBuffer;
 use crate::pipeline::{Arg, Bind, Kernel, Shader};
 use crate::{WgpuBackend, as_f32, as_f32_mut, require_f32};
 
-/// `shaders/dense_gemm.wgsl`.
-static SHADER: Shader = Shader {
-    name: "dense_gemm",
-    parts: &[include_str!("../shaders/dense_gemm.wgsl")],
-};
+/// `shaders/dense_gemm.wgsl` with the prefix that makes one variant of it.
+macro_rules! variant {
+    ($shader:ident, $kernel:ident, $name:literal, $prefix:literal) => {
+        static $shader: Shader = Shader {
+            name: $name,
+            parts: &[$prefix, include_str!("../shaders/dense_gemm.wgsl")],
+        };
+        static $kernel: Kernel = Kernel {
+            shader: &$shader,
+            entry: "gemm_f32",
+            bindings: BINDS,
+        };
+    };
+}
 
 const BINDS: &[Bind] = &[Bind::Read, Bind::Read, Bind::ReadWrite, Bind::Uniform];
 
-static GEMM: Kernel = Kernel {
-    shader: &SHADER,
-    entry: "gemm_f32",
-    bindings: BINDS,
-};
+// Kernel variants: op(A), op(B) (n = as stored, t = transposed), k-tile depth
+// and workgroup-memory buffers. Modules are built on first use.
+variant!(
+    S_NN16,
+    K_NN16,
+    "dense_gemm_nn_k16",
+    "const TA = false; const TB = false; const BK = 16u; const NBUF = 2u;\n"
+);
+variant!(
+    S_NT16,
+    K_NT16,
+    "dense_gemm_nt_k16",
+    "const TA = false; const TB = true; const BK = 16u; const NBUF = 2u;\n"
+);
+variant!(
+    S_TN16,
+    K_TN16,
+    "dense_gemm_tn_k16",
+    "const TA = true; const TB = false; const BK = 16u; const NBUF = 2u;\n"
+);
+variant!(
+    S_TT16,
+    K_TT16,
+    "dense_gemm_tt_k16",
+    "const TA = true; const TB = true; const BK = 16u; const NBUF = 2u;\n"
+);
+variant!(
+    S_NN8,
+    K_NN8,
+    "dense_gemm_nn_k8",
+    "const TA = false; const TB = false; const BK = 8u; const NBUF = 2u;\n"
+);
+variant!(
+    S_NT8,
+    K_NT8,
+    "dense_gemm_nt_k8",
+    "const TA = false; const TB = true; const BK = 8u; const NBUF = 2u;\n"
+);
+variant!(
+    S_TN8,
+    K_TN8,
+    "dense_gemm_tn_k8",
+    "const TA = true; const TB = false; const BK = 8u; const NBUF = 2u;\n"
+);
+variant!(
+    S_TT8,
+    K_TT8,
+    "dense_gemm_tt_k8",
+    "const TA = true; const TB = true; const BK = 8u; const NBUF = 2u;\n"
+);
+variant!(
+    S_NN8S,
+    K_NN8S,
+    "dense_gemm_nn_k8s",
+    "const TA = false; const TB = false; const BK = 8u; const NBUF = 1u;\n"
+);
+variant!(
+    S_NT8S,
+    K_NT8S,
+    "dense_gemm_nt_k8s",
+    "const TA = false; const TB = true; const BK = 8u; const NBUF = 1u;\n"
+);
+variant!(
+    S_TN8S,
+    K_TN8S,
+    "dense_gemm_tn_k8s",
+    "const TA = true; const TB = false; const BK = 8u; const NBUF = 1u;\n"
+);
+variant!(
+    S_TT8S,
+    K_TT8S,
+    "dense_gemm_tt_k8s",
+    "const TA = true; const TB = true; const BK = 8u; const NBUF = 1u;\n"
+);
 
+/// `gemm_scale_f32` (in any variant's module: it uses none of the constants).
 static SCALE: Kernel = Kernel {
-    shader: &SHADER,
+    shader: &S_NN8S,
     entry: "gemm_scale_f32",
     bindings: BINDS,
 };
 
-/// Kernels of this primitive (built by `warm_up`).
-pub(crate) const KERNELS: &[&Kernel] = &[&GEMM, &SCALE];
+/// Kernels every adapter can build (built by `warm_up`; the GEMM variants
+/// of the adapter's tile come from [`WgpuBackend::gemm_kernels`]).
+pub(crate) const KERNELS: &[&Kernel] = &[&SCALE];
 
 /// Rows and columns of C one workgroup of `gemm_f32` computes.
 const TILE: usize = 128;
+
+/// Invocations of one `gemm_f32` workgroup.
+const THREADS: u32 = 256;
+
+/// The k tiling of the wgpu GEMM kernel (every variant computes 128 x 128
+/// tiles of C with 256 invocations). Deeper tiles halve the barriers per
+/// flop but need more workgroup memory, which the adapter bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GemmTile {
+    /// The deepest tiling the adapter's workgroup memory holds.
+    Auto,
+    /// k tiles of 16, double buffered (33.8 KB of workgroup memory).
+    K16,
+    /// k tiles of 8, double buffered (16.9 KB).
+    K8,
+    /// k tiles of 8, one buffer, two barriers per tile (8.4 KB).
+    K8Single,
+}
+
+impl GemmTile {
+    fn code(self) -> u8 {
+        match self {
+            GemmTile::Auto => 0,
+            GemmTile::K16 => 1,
+            GemmTile::K8 => 2,
+            GemmTile::K8Single => 3,
+        }
+    }
+    fn from_code(c: u8) -> Self {
+        match c {
+            1 => GemmTile::K16,
+            2 => GemmTile::K8,
+            3 => GemmTile::K8Single,
+            _ => GemmTile::Auto,
+        }
+    }
+    /// Bytes of workgroup memory: two 128-wide tiles (rows padded to 132
+    /// floats), BK rows each, per buffer.
+    fn workgroup_bytes(self) -> u32 {
+        let (bk, nbuf) = match self {
+            GemmTile::Auto | GemmTile::K16 => (16, 2),
+            GemmTile::K8 => (8, 2),
+            GemmTile::K8Single => (8, 1),
+        };
+        2 * nbuf * bk * 132 * 4
+    }
+    /// The kernels for (op(A) transposed, op(B) transposed).
+    fn kernel(self, ta: bool, tb: bool) -> &'static Kernel {
+        match (self, ta, tb) {
+            (GemmTile::Auto | GemmTile::K16, false, false) => &K_NN16,
+            (GemmTile::Auto | GemmTile::K16, false, true) => &K_NT16,
+            (GemmTile::Auto | GemmTile::K16, true, false) => &K_TN16,
+            (GemmTile::Auto | GemmTile::K16, true, true) => &K_TT16,
+            (GemmTile::K8, false, false) => &K_NN8,
+            (GemmTile::K8, false, true) => &K_NT8,
+            (GemmTile::K8, true, false) => &K_TN8,
+            (GemmTile::K8, true, true) => &K_TT8,
+            (GemmTile::K8Single, false, false) => &K_NN8S,
+            (GemmTile::K8Single, false, true) => &K_NT8S,
+            (GemmTile::K8Single, true, false) => &K_TN8S,
+            (GemmTile::K8Single, true, true) => &K_TT8S,
+        }
+    }
+}
 
 /// The uniform block of the shader (`GemmParams` there).
 #[repr(C)]
@@ -76,6 +222,60 @@ fn needed(rows: usize, cols: usize, ld: usize) -> Option<usize> {
 }
 
 impl WgpuBackend {
+    /// Chooses the k tiling of later GEMM calls ([`GemmTile::Auto`] by
+    /// default: the deepest the adapter's workgroup memory holds). A tiling
+    /// the adapter cannot hold makes those calls fail with `Unsupported`.
+    pub fn set_gemm_tile(&self, tile: GemmTile) {
+        self.gemm_tile.store(tile.code(), Ordering::Relaxed);
+    }
+
+    /// The k tiling GEMM calls use on this adapter, or why none fits (fewer
+    /// than 256 invocations per workgroup, or under 8.4 KB of workgroup
+    /// memory).
+    pub fn gemm_tile(&self) -> Result<GemmTile> {
+        let lim = &self.ctx.limits;
+        if lim.max_compute_invocations_per_workgroup < THREADS
+            || lim.max_compute_workgroup_size_x < THREADS
+        {
+            return Err(Error::Unsupported(format!(
+                "wgpu DenseGemm needs workgroups of {THREADS} invocations; the adapter allows {} \
+                 (max_compute_invocations_per_workgroup) and {} in x",
+                lim.max_compute_invocations_per_workgroup, lim.max_compute_workgroup_size_x
+            )));
+        }
+        let fits = |t: GemmTile| t.workgroup_bytes() <= lim.max_compute_workgroup_storage_size;
+        let tile = match GemmTile::from_code(self.gemm_tile.load(Ordering::Relaxed)) {
+            GemmTile::Auto => [GemmTile::K16, GemmTile::K8, GemmTile::K8Single]
+                .into_iter()
+                .find(|&t| fits(t)),
+            t => Some(t).filter(|&t| fits(t)),
+        };
+        tile.ok_or_else(|| {
+            Error::Unsupported(format!(
+                "wgpu DenseGemm tiles need {} bytes of workgroup memory; the adapter offers {} \
+                 (max_compute_workgroup_storage_size)",
+                GemmTile::from_code(self.gemm_tile.load(Ordering::Relaxed))
+                    .workgroup_bytes()
+                    .min(GemmTile::K8Single.workgroup_bytes()),
+                lim.max_compute_workgroup_storage_size
+            ))
+        })
+    }
+
+    /// The GEMM kernels of this adapter's tiling (none when none fits), for
+    /// `warm_up`.
+    pub(crate) fn gemm_kernels(&self) -> Vec<&'static Kernel> {
+        match self.gemm_tile() {
+            Ok(t) => vec![
+                t.kernel(false, false),
+                t.kernel(false, true),
+                t.kernel(true, false),
+                t.kernel(true, true),
+            ],
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// Records and submits the kernel for checked dims on device buffers.
     #[allow(clippy::too_many_arguments)]
     fn launch_gemm(
@@ -96,6 +296,11 @@ impl WgpuBackend {
             to_u32(field, buf.len())?;
         }
         let scale_only = alpha == 0.0 || d.k == 0;
+        let tile = if scale_only {
+            GemmTile::Auto
+        } else {
+            self.gemm_tile()?
+        };
         let flags = u32::from(ops.0 == Op::T)
             | (u32::from(ops.1 == Op::T) << 1)
             | (u32::from(beta == 0.0) << 2);
@@ -127,12 +332,11 @@ impl WgpuBackend {
             ];
             enc.dispatch(&SCALE, &args, groups)?;
         } else {
-            let groups = [
-                to_u32("n tiles", d.n.div_ceil(TILE))?,
-                to_u32("m tiles", d.m.div_ceil(TILE))?,
-                1,
-            ];
-            enc.dispatch(&GEMM, &args, groups)?;
+            // One workgroup per tile in a line (the shader orders them).
+            let tiles = (d.m.div_ceil(TILE) as u64) * (d.n.div_ceil(TILE) as u64);
+            to_u32("tiles of C", tiles as usize)?;
+            let groups = self.grid(tiles)?;
+            enc.dispatch(tile.kernel(ops.0 == Op::T, ops.1 == Op::T), &args, groups)?;
         }
         enc.submit();
         Ok(())

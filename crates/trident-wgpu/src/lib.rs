@@ -34,12 +34,15 @@ use trident_core::{Backend, Error, Result, Scalar};
 
 pub use buffer::WgpuBuffer;
 pub use context::{WgpuFailure, WgpuOptions};
+pub use dense_gemm::GemmTile;
 pub use pipeline::{Arg, Bind, Encoder, Kernel, Shader};
 
 /// A wgpu device and its queue, with the pipelines built for it.
 pub struct WgpuBackend {
     ctx: context::Context,
     cache: pipeline::PipelineCache,
+    /// [`GemmTile`] code chosen by [`WgpuBackend::set_gemm_tile`].
+    gemm_tile: std::sync::atomic::AtomicU8,
 }
 
 impl std::fmt::Debug for WgpuBackend {
@@ -83,6 +86,7 @@ impl WgpuBackend {
         Ok(Self {
             ctx: context::Context::open(opts)?,
             cache: Default::default(),
+            gemm_tile: Default::default(),
         })
     }
 
@@ -90,7 +94,7 @@ impl WgpuBackend {
     /// before timing, so no call it times compiles a shader).
     pub fn warm_up(&self) -> Result<()> {
         self.scoped("warm_up", || {
-            for k in all_kernels() {
+            for k in all_kernels().chain(self.gemm_kernels()) {
                 self.compiled(k)?;
             }
             Ok(())

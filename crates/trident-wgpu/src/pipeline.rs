@@ -12,6 +12,13 @@
 //! `// #if SUBGROUPS` and `// #else` are kept when the device has the
 //! `subgroups` feature, lines between `// #else` and `// #endif` when it has
 //! not. Directives do not nest.
+//!
+//! A shader whose text holds the line `// #unchecked` is built without the
+//! checks wgpu adds to shaders (index clamping on every array access and a
+//! counter on every loop, which kept the GEMM's inner loop from being
+//! unrolled) and without zero-filling workgroup memory. Its author vouches
+//! that every index is in range, every loop terminates and no workgroup
+//! memory is read before it is written; the shader file says why.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -105,6 +112,14 @@ pub(crate) fn preprocess(parts: &[&str], subgroups: bool) -> String {
     out
 }
 
+/// `true` when `shader` carries the `// #unchecked` directive.
+fn unchecked(shader: &Shader) -> bool {
+    shader
+        .parts
+        .iter()
+        .any(|p| p.lines().any(|l| l.trim() == "// #unchecked"))
+}
+
 impl WgpuBackend {
     fn module(&self, shader: &'static Shader) -> Result<wgpu::ShaderModule> {
         if let Some(m) = self
@@ -126,13 +141,24 @@ impl WgpuBackend {
         }
         let text = preprocess(shader.parts, self.ctx.subgroups);
         let scope = CallScope::open(&self.ctx.device);
-        let module = self
-            .ctx
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(shader.name),
-                source: wgpu::ShaderSource::Wgsl(Cow::Owned(text)),
-            });
+        let desc = wgpu::ShaderModuleDescriptor {
+            label: Some(shader.name),
+            source: wgpu::ShaderSource::Wgsl(Cow::Owned(text)),
+        };
+        let module = if unchecked(shader) {
+            // SAFETY: wgpu still validates the WGSL; what it no longer adds
+            // are run-time bounds clamps and loop counters. A shader marked
+            // `// #unchecked` indexes only in range and has only bounded
+            // loops (see the module docs; the shader file argues it), and
+            // the device keeps the driver's robust buffer access.
+            unsafe {
+                self.ctx
+                    .device
+                    .create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked())
+            }
+        } else {
+            self.ctx.device.create_shader_module(desc)
+        };
         let op = format!("compiling shaders/{}.wgsl", shader.name);
         let r = scope.close(&op).map(|()| module);
         w.insert(
@@ -195,7 +221,10 @@ impl WgpuBackend {
             layout: Some(&pl),
             module: &module,
             entry_point: Some(k.entry),
-            compilation_options: Default::default(),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                zero_initialize_workgroup_memory: !unchecked(k.shader),
+                ..Default::default()
+            },
             cache: None,
         });
         let r = scope

@@ -19,16 +19,20 @@ const EMPTY: u32 = u32::MAX;
 /// and sorting their columns costs more than scanning a bitmap.
 const DENSE_MIN_FLOPS: usize = 1 << 12;
 
-/// A row whose columns can only fall in a window this wide goes dense: the
-/// window's values (256 KiB of f32, 512 KiB of f64) stay in L2, so a dense
-/// update is a plain load and store where a hash costs a multiply and a probe.
-/// Banded matrices (Poisson) and moderate `n` (R-MAT 16) are all such rows.
+/// A row whose columns can only fall in a window this wide goes to a dense
+/// accumulator of this many columns, indexed from the row's first column:
+/// its values (256 KiB of f32, 512 KiB of f64) stay in L2 however large `n`
+/// is, and no worker ever holds an `n`-wide array for such rows (on 16
+/// cores, faulting in one per worker cost more than the product). A dense
+/// update is a plain load and store where a hash costs a multiply and a
+/// probe. Banded matrices (Poisson) and moderate `n` (R-MAT 16) are all such
+/// rows.
 const DENSE_WINDOW: usize = 1 << 16;
 
-/// Largest `n` for which a worker keeps an `n`-wide dense accumulator (a `T`
-/// per column plus a bit: at most 34 MiB for f64, and only the pages rows
-/// touch are ever faulted in). Wider outputs always hash, whose table is
-/// bounded by the row's products instead.
+/// Largest `n` for which a worker keeps an `n`-wide dense accumulator for
+/// heavy rows wider than the window (a `T` per column plus a bit: at most 34
+/// MiB for f64, and only the pages rows touch are ever faulted in). Wider
+/// outputs hash such rows, whose table is bounded by the row's products.
 const DENSE_MAX_COLS: usize = 1 << 22;
 
 /// Fibonacci hashing of a column into a table of `2^(64 - shift)` slots: spreads
@@ -62,17 +66,6 @@ fn row_shape<T: Scalar>(acols: &[u32], b: &CsrMatrix<T>) -> RowShape {
         }
     }
     r
-}
-
-/// Number of scalar products in row `i` of `A * B`.
-#[inline]
-pub(super) fn row_flops<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, i: usize) -> usize {
-    let bo = b.offsets();
-    a.row(i)
-        .0
-        .iter()
-        .map(|&p| bo[p as usize + 1] - bo[p as usize])
-        .fold(0usize, usize::saturating_add)
 }
 
 /// Rows between the prefetch of the B row offsets a row needs and the prefetch
@@ -129,21 +122,74 @@ fn brow<T: Scalar>(b: &CsrMatrix<T>, p: u32) -> (&[u32], &[T]) {
     (&b.indices()[s..e], &b.values()[s..e])
 }
 
-/// The n-wide accumulator: bit `j` of `bits` says column j is in the current
-/// row, and `vals[j]` is then its sum. All bits are zero between rows.
+/// Columns per block of `vals` that is set to `-0.0` the first time a row's
+/// window reaches it (so only the blocks rows touch are ever written).
+const READY_BLOCK: usize = 1 << 10;
+
+/// A dense accumulator over consecutive columns counted from a base (the
+/// row's first column for the window, 0 for the `n`-wide one), updated
+/// without branches: bit `j` of `bits` says relative column j is in the current row, bit `w` of `summary` says `bits[w]` is not
+/// zero, and `vals[j]` holds the column's sum. Between rows all bits are zero
+/// and every ready block of `vals` is `-0.0`, the exact additive identity of
+/// IEEE arithmetic (`-0.0 + x` is `x` for every `x`, `-0.0` and NaN
+/// included), so adding every product, the first one too, gives the same
+/// bits as starting from the first product. Walking `summary`, then `bits`,
+/// yields the row's columns in ascending order with no sort, however many.
 struct Dense<T> {
     bits: Vec<u64>,
+    summary: Vec<u64>,
     vals: Vec<T>,
+    /// Blocks of `vals` already set to `-0.0`.
+    ready: Vec<bool>,
 }
 
-/// Zeroes the bitmap after a row: by word range when the row's columns are
-/// dense in it, else word by word of the row's columns.
-fn clear_bits(bits: &mut [u64], cols: &[u32], lo: usize, hi: usize) {
-    if hi / 64 - lo / 64 < 2 * cols.len() {
-        bits[lo / 64..=hi / 64].fill(0);
-    } else {
-        for &j in cols {
-            bits[j as usize / 64] = 0;
+/// Sets bit `j` of `bits` and the bit of its word in `summary`.
+#[inline(always)]
+fn mark(bits: &mut [u64], summary: &mut [u64], j: usize) {
+    let w = j / 64;
+    bits[w] |= 1u64 << (j % 64);
+    summary[w / 64] |= 1u64 << (w % 64);
+}
+
+impl<T: Scalar> Dense<T> {
+    fn new(n: usize) -> Self {
+        let words = n.div_ceil(64);
+        Self {
+            bits: vec![0; words],
+            summary: vec![0; words.div_ceil(64)],
+            // Zeroed memory is mapped lazily; blocks become -0.0 on first use.
+            vals: vec![T::ZERO; n],
+            ready: vec![false; n.div_ceil(READY_BLOCK)],
+        }
+    }
+
+    /// Calls `f(self, j)` for every marked column of `lo..=hi`, ascending,
+    /// and clears the marks.
+    #[inline(always)]
+    fn drain(&mut self, lo: usize, hi: usize, mut f: impl FnMut(&mut Self, usize)) {
+        for sw in lo / 4096..=hi / 4096 {
+            let mut s = std::mem::take(&mut self.summary[sw]);
+            while s != 0 {
+                let w = sw * 64 + s.trailing_zeros() as usize;
+                let mut x = std::mem::take(&mut self.bits[w]);
+                while x != 0 {
+                    f(self, w * 64 + x.trailing_zeros() as usize);
+                    x &= x - 1;
+                }
+                s &= s - 1;
+            }
+        }
+    }
+
+    /// Makes sure the blocks of `vals` covering `lo..=hi` hold `-0.0`.
+    #[inline]
+    fn ready(&mut self, lo: usize, hi: usize) {
+        for blk in lo / READY_BLOCK..=hi / READY_BLOCK {
+            if !self.ready[blk] {
+                let end = ((blk + 1) * READY_BLOCK).min(self.vals.len());
+                self.vals[blk * READY_BLOCK..end].fill(T::from_f64(-0.0));
+                self.ready[blk] = true;
+            }
         }
     }
 }
@@ -156,10 +202,14 @@ pub(super) struct Workspace<T> {
     keys: Vec<u32>,
     /// Hash table values, parallel to `keys`.
     vals: Vec<T>,
-    /// The row's distinct columns in order of appearance.
+    /// The row's distinct columns in order of appearance (hash rows).
     cols: Vec<u32>,
-    /// Allocated on the first dense row only.
-    dense: Option<Dense<T>>,
+    /// The [`DENSE_WINDOW`]-wide accumulator, allocated on the first row
+    /// that fits it.
+    window: Option<Dense<T>>,
+    /// The `n`-wide accumulator, allocated on the first heavy row wider than
+    /// the window.
+    wide: Option<Dense<T>>,
 }
 
 impl<T: Scalar> Workspace<T> {
@@ -170,12 +220,23 @@ impl<T: Scalar> Workspace<T> {
             keys: Vec::new(),
             vals: Vec::new(),
             cols: Vec::new(),
-            dense: None,
+            window: None,
+            wide: None,
         }
     }
 
-    fn use_dense(&self, r: &RowShape) -> bool {
-        self.n <= DENSE_MAX_COLS && (r.flops >= DENSE_MIN_FLOPS || r.hi - r.lo < DENSE_WINDOW)
+    /// The dense accumulator for a row of this shape and the column its
+    /// index 0 stands for, or `None` when the row hashes.
+    fn dense(&mut self, r: &RowShape) -> Option<(&mut Dense<T>, usize)> {
+        if r.hi - r.lo < DENSE_WINDOW {
+            let d = self.window.get_or_insert_with(|| Dense::new(DENSE_WINDOW));
+            Some((d, r.lo))
+        } else if self.n <= DENSE_MAX_COLS && r.flops >= DENSE_MIN_FLOPS {
+            let n = self.n;
+            Some((self.wide.get_or_insert_with(|| Dense::new(n)), 0))
+        } else {
+            None
+        }
     }
 
     /// A table of at least twice `distinct` slots (load factor <= 1/2), all
@@ -187,16 +248,6 @@ impl<T: Scalar> Workspace<T> {
             self.vals.resize(size, T::ZERO);
         }
         (size, 64 - size.trailing_zeros())
-    }
-
-    /// The dense accumulator, and the column list beside it.
-    fn dense(&mut self) -> (&mut Dense<T>, &mut Vec<u32>) {
-        let n = self.n;
-        let d = self.dense.get_or_insert_with(|| Dense {
-            bits: vec![0; n.div_ceil(64)],
-            vals: vec![T::ZERO; n],
-        });
-        (d, &mut self.cols)
     }
 
     /// Number of distinct columns of row `i` of `A * B`.
@@ -212,20 +263,15 @@ impl<T: Scalar> Workspace<T> {
         if shape.flops == 0 {
             return 0;
         }
-        if self.use_dense(&shape) {
-            let (d, cols) = self.dense();
+        if let Some((d, base)) = self.dense(&shape) {
+            let (bits, summary) = (&mut d.bits, &mut d.summary);
             for &p in acols {
                 for &j in brow(b, p).0 {
-                    let (w, bit) = (j as usize / 64, 1u64 << (j % 64));
-                    if d.bits[w] & bit == 0 {
-                        d.bits[w] |= bit;
-                        cols.push(j);
-                    }
+                    mark(bits, summary, j as usize - base);
                 }
             }
-            let count = cols.len();
-            clear_bits(&mut d.bits, cols, shape.lo, shape.hi);
-            cols.clear();
+            let mut count = 0;
+            d.drain(shape.lo - base, shape.hi - base, |_, _| count += 1);
             count
         } else {
             let (size, shift) = self.table(shape.flops.min(self.n));
@@ -284,52 +330,31 @@ impl<T: Scalar> Workspace<T> {
             return;
         }
         let shape = row_shape(acols, b);
-        if self.use_dense(&shape) {
-            let (d, cols) = self.dense();
-            let Dense { bits, vals } = d;
+        if let Some((d, base)) = self.dense(&shape) {
+            d.ready(shape.lo - base, shape.hi - base);
+            // Locals, so the loop keeps the three base pointers in registers.
+            let Dense {
+                bits,
+                summary,
+                vals,
+                ..
+            } = d;
             for (&p, &av) in acols.iter().zip(avals) {
                 let (bc, bv) = brow(b, p);
                 for (&j, &bj) in bc.iter().zip(bv) {
-                    let prod = av * bj;
-                    let (w, bit) = (j as usize / 64, 1u64 << (j % 64));
-                    if bits[w] & bit == 0 {
-                        bits[w] |= bit;
-                        vals[j as usize] = prod;
-                        cols.push(j);
-                    } else {
-                        vals[j as usize] += prod;
-                    }
+                    let r = j as usize - base;
+                    vals[r] += av * bj;
+                    mark(bits, summary, r);
                 }
             }
-            assert_eq!(
-                cols.len(),
-                len,
-                "spgemm: symbolic and numeric passes disagree"
-            );
-            let (wlo, whi) = (shape.lo / 64, shape.hi / 64);
-            if whi - wlo < 8 * len {
-                // Columns dense in their span: reading the set bits word by word
-                // yields them sorted and clears the bitmap on the way.
-                let mut t = 0;
-                for w in wlo..=whi {
-                    let mut x = std::mem::take(&mut bits[w]);
-                    while x != 0 {
-                        let j = w * 64 + x.trailing_zeros() as usize;
-                        idx[t].write(j as u32);
-                        val[t].write(vals[j]);
-                        t += 1;
-                        x &= x - 1;
-                    }
-                }
-            } else {
-                cols.sort_unstable();
-                for (t, &j) in cols.iter().enumerate() {
-                    idx[t].write(j);
-                    val[t].write(vals[j as usize]);
-                    bits[j as usize / 64] = 0;
-                }
-            }
-            cols.clear();
+            let mut t = 0;
+            d.drain(shape.lo - base, shape.hi - base, |d, r| {
+                // Indexing panics (a bug of ours) should the passes disagree.
+                idx[t].write((r + base) as u32);
+                val[t].write(std::mem::replace(&mut d.vals[r], T::from_f64(-0.0)));
+                t += 1;
+            });
+            assert_eq!(t, len, "spgemm: symbolic and numeric passes disagree");
         } else {
             let (size, shift) = self.table(len);
             let mask = size - 1;

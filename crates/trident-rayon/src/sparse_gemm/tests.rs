@@ -1,6 +1,6 @@
 //! Each accumulator path against a naive product that sums in the same order
 //! (so equality is bit for bit), power-law rows, kept zeros, empty shapes, and
-//! identical output across thread counts.
+//! identical output across thread counts and in a caller's pool.
 
 use std::collections::BTreeMap;
 
@@ -57,6 +57,14 @@ where
             );
         }
     }
+    // The default backend, called from inside a caller's pool of 3 threads.
+    let callers = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    let be = RayonBackend::new().unwrap();
+    let got = callers.install(|| be.spgemm(a, b)).unwrap();
+    assert!(bits(&got) == want, "{label}: in the caller's pool");
 }
 
 #[test]

@@ -17,7 +17,7 @@ use trident_core::{
     SparseGemmDevice, dist2,
 };
 use trident_testkit::cases;
-use trident_wgpu::WgpuBackend;
+use trident_wgpu::{GemmTile, WgpuBackend};
 
 const SEED: u64 = 0x7121_d3a7;
 
@@ -62,33 +62,68 @@ fn gemm_case(ctx: &Bench, n: usize) -> Result<Vec<String>> {
     let (da, db) = (mat(be.upload(&a)?), mat(be.upload(&b)?));
     let mut dc = mat(be.alloc_zeroed::<f32>(n * n)?);
     let p = GemmParams::<f32>::default();
-    let ms = ctx.time(ctx.reps, || be.gemm_device(&p, &da, &db, &mut dc))?;
-    let tflops = 2.0 * (n as f64).powi(3) / (ms * 1e-3) / 1e12;
-    // Check a few entries against f64 dot products.
-    let c = be.download_vec(&dc.buf)?;
-    let mut worst = 0.0f64;
-    for s in 0..64 {
-        let (i, j) = ((s * 7919) % n, (s * 104_729) % n);
-        let exact: f64 = (0..n)
-            .map(|l| a[i * n + l] as f64 * b[l * n + j] as f64)
-            .sum();
-        let norm: f64 = (0..n)
-            .map(|l| (a[i * n + l] as f64 * b[l * n + j] as f64).abs())
-            .sum();
-        worst = worst.max((c[i * n + j] as f64 - exact).abs() / norm.max(1e-30));
+    let mut rows = Vec::new();
+    // The adapter's default tiling first, then every other one it can hold.
+    for tile in [
+        GemmTile::Auto,
+        GemmTile::K16,
+        GemmTile::K8,
+        GemmTile::K8Single,
+    ] {
+        be.set_gemm_tile(tile);
+        let Ok(used) = be.gemm_tile() else {
+            continue;
+        };
+        let ms = ctx.time(ctx.reps, || be.gemm_device(&p, &da, &db, &mut dc))?;
+        // Back-to-back calls with one synchronize: the GPU time per call
+        // without the submit-and-wait latency of each.
+        let queued = ctx.time(3, || {
+            for _ in 0..10 {
+                be.gemm_device(&p, &da, &db, &mut dc)?;
+            }
+            Ok(())
+        })? / 10.0;
+        let tflops = 2.0 * (n as f64).powi(3) / (ms * 1e-3) / 1e12;
+        // Check a few entries against f64 dot products.
+        let c = be.download_vec(&dc.buf)?;
+        let mut worst = 0.0f64;
+        for s in 0..64 {
+            let (i, j) = ((s * 7919) % n, (s * 104_729) % n);
+            let exact: f64 = (0..n)
+                .map(|l| a[i * n + l] as f64 * b[l * n + j] as f64)
+                .sum();
+            let norm: f64 = (0..n)
+                .map(|l| (a[i * n + l] as f64 * b[l * n + j] as f64).abs())
+                .sum();
+            worst = worst.max((c[i * n + j] as f64 - exact).abs() / norm.max(1e-30));
+        }
+        let h2h = if tile == GemmTile::Auto {
+            let mut ch = vec![0.0f32; n * n];
+            format!(
+                "{:.1}",
+                ctx.time(3, || {
+                    be.gemm(
+                        &p,
+                        MatRef::new(&a, n, n, n)?,
+                        MatRef::new(&b, n, n, n)?,
+                        MatMut::new(&mut ch, n, n, n)?,
+                    )
+                })?
+            )
+        } else {
+            String::new()
+        };
+        let label = if tile == GemmTile::Auto {
+            format!(" [auto = {used:?}]")
+        } else {
+            format!(" [{used:?}]")
+        };
+        rows.push(format!(
+            "| gemm-{n}{label} | {ms:.3} | {h2h} | {tflops:.2} TFLOP/s; queued x10: {queued:.3} ms/call | max rel err (64 sampled, vs |A||B|) {worst:.1e} |"
+        ));
     }
-    let mut ch = vec![0.0f32; n * n];
-    let h2h = ctx.time(3, || {
-        be.gemm(
-            &p,
-            MatRef::new(&a, n, n, n)?,
-            MatRef::new(&b, n, n, n)?,
-            MatMut::new(&mut ch, n, n, n)?,
-        )
-    })?;
-    Ok(vec![format!(
-        "| gemm-{n} | {ms:.3} | {h2h:.1} | {tflops:.2} TFLOP/s | max rel err (64 sampled, vs |A||B|) {worst:.1e} |"
-    )])
+    be.set_gemm_tile(GemmTile::Auto);
+    Ok(rows)
 }
 
 fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
@@ -202,6 +237,7 @@ type Case = (&'static str, fn(&Bench) -> Result<Vec<String>>);
 const CASES: &[Case] = &[
     ("gemm-1024", |c| gemm_case(c, 1024)),
     ("gemm-4096", |c| gemm_case(c, 4096)),
+    ("gemm-8192", |c| gemm_case(c, 8192)),
     ("spgemm-poisson2d-2048", |c| {
         spgemm_case(c, "spgemm-poisson2d-2048")
     }),
