@@ -883,6 +883,13 @@ fn readme_command_lines_parse() {
     }
 }
 
+/// `omp --dict D --signals X --sparsity 1 -o OUT`.
+fn omp_sparsity_1<'a>(d: &'a Path, x: &'a Path, out: &'a Path) -> Vec<&'a str> {
+    let mut args = vec!["omp", "--dict", s(d), "--signals", s(x)];
+    args.extend(["--sparsity", "1", "-o", s(out)]);
+    args
+}
+
 #[test]
 fn every_output_is_all_or_nothing_and_an_unwritable_path_is_exit_4() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -904,17 +911,7 @@ fn every_output_is_all_or_nothing_and_an_unwritable_path_is_exit_4() {
         vec!["spgemm", s(&mtx), s(&mtx), "-o", s(&bad)],
         vec!["gemm", s(&a), s(&b), "-o", s(&bad)],
         vec!["pairs", s(&csv), s(&csv), "-o", s(&bad)],
-        vec![
-            "omp",
-            "--dict",
-            s(&d),
-            "--signals",
-            s(&x),
-            "--sparsity",
-            "1",
-            "-o",
-            s(&bad),
-        ],
+        omp_sparsity_1(&d, &x, &bad),
         vec!["maxflow", s(&max), "--cut", s(&bad)],
         vec!["segment", s(&img), "-o", s(&bad)],
     ];
