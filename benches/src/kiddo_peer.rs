@@ -32,7 +32,7 @@ pub fn closest_pairs(a: &[Point], b: &[Point], k: usize) -> Result<Vec<Pair>> {
         .enumerate()
         .map(|(i, n)| Pair {
             a: i as u32,
-            b: n.item as u32,
+            b: n.item,
             d2: n.distance,
         })
         .collect();

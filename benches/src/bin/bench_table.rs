@@ -365,10 +365,11 @@ fn main() -> ExitCode {
                 w.input.describe(),
                 format_secs(t.elapsed().as_secs_f64())
             );
-            if args.kiddo && !w.is_stand_in() {
-                if let Some(k) = kiddo_result(&w, args.reps) {
-                    peer_results.entry(k.case.clone()).or_default().push(k);
-                }
+            if args.kiddo
+                && !w.is_stand_in()
+                && let Some(k) = kiddo_result(&w, args.reps)
+            {
+                peer_results.entry(k.case.clone()).or_default().push(k);
             }
             let case_peers = peer_results.get(w.case()).map_or(&[][..], Vec::as_slice);
             for b in runs {
