@@ -3,8 +3,9 @@
 //! The graph is the `cut-N` benchmark case from the testkit (`cases::cut(n, seed)`:
 //! the 4-connected segmentation grid of a noisy synthetic image, data terms
 //! from intensity, smoothness `lambda * exp(-(Ip - Iq)^2 / 2 sigma^2)`, the
-//! same weight both ways). Optionally dumps it as raw little-endian i32 so
-//! `cut_pymaxflow.py` can load the same graph into PyMaxflow.
+//! same weight both ways). Optionally writes it as `.npy` planes
+//! (`trident_benches::npy::write_grid`) so that `cut_pymaxflow.py` can load
+//! the same graph into PyMaxflow.
 //!
 //! ```text
 //! cargo run -p trident-benches --release --example cut_bench -- 2048 5 /tmp/cut2048
@@ -13,43 +14,10 @@
 //!
 //! Arguments: N (512), REPS (3), DIR (no dump), SEED (1).
 
-use std::io::Write;
 use std::time::Instant;
 
-use trident_core::{Dir, GridGraph, MaxFlow};
+use trident_core::MaxFlow;
 use trident_rayon::RayonBackend;
-
-/// source, sink, PosX weights, PosY weights (row-major n x n each). The
-/// PyMaxflow script adds each neighbour weight in both directions, so check
-/// that the grid is symmetric.
-fn arrays(g: &GridGraph) -> [Vec<i64>; 4] {
-    let n = g.nodes();
-    for v in 0..n {
-        for (d, back) in [(Dir::PosX, Dir::NegX), (Dir::PosY, Dir::NegY)] {
-            if let Some(u) = g.neighbor(v, d) {
-                assert_eq!(g.plane(d)[v], g.plane(back)[u], "cut grids are symmetric");
-            }
-        }
-    }
-    [
-        g.source().to_vec(),
-        g.sink().to_vec(),
-        g.plane(Dir::PosX).to_vec(),
-        g.plane(Dir::PosY).to_vec(),
-    ]
-}
-
-fn dump(dir: &str, n: usize, arrays: &[Vec<i64>; 4]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(format!("{dir}/shape.txt"), format!("{n} {n}\n"))?;
-    for (name, a) in ["source", "sink", "right", "down"].iter().zip(arrays) {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(format!("{dir}/{name}.i32"))?);
-        for &x in a {
-            f.write_all(&i32::try_from(x).expect("fits i32").to_le_bytes())?;
-        }
-    }
-    Ok(())
-}
 
 fn main() -> trident_core::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -58,7 +26,7 @@ fn main() -> trident_core::Result<()> {
     let seed: u64 = args.get(4).map_or(1, |s| s.parse().expect("seed"));
     let g = trident_testkit::cases::cut(n, seed);
     if let Some(dir) = args.get(3).filter(|d| !d.is_empty() && *d != "-") {
-        dump(dir, n, &arrays(&g))?;
+        trident_benches::npy::write_grid(dir, &g)?;
     }
     let backend = RayonBackend::new()?;
     let mut times = Vec::new();

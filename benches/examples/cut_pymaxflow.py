@@ -1,4 +1,6 @@
-"""PyMaxflow on the graph dumped by `cut_bench` (same capacities, same arcs).
+"""PyMaxflow on the graph dumped by `cut_bench` or `flow_bench --dump` (same
+capacities, same arcs): DIR holds source.npy, sink.npy, right.npy and down.npy,
+each an h x w int32 plane.
 
 usage: python3 cut_pymaxflow.py DIR [REPS]
 
@@ -15,9 +17,8 @@ import numpy as np
 
 d = sys.argv[1]
 reps = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-h, w = map(int, open(f"{d}/shape.txt").read().split())
-load = lambda name: np.fromfile(f"{d}/{name}.i32", dtype="<i4").reshape(h, w)
-src, snk, right, down = (load(n) for n in ("source", "sink", "right", "down"))
+src, snk, right, down = (np.load(f"{d}/{n}.npy") for n in ("source", "sink", "right", "down"))
+h, w = src.shape
 s_right = np.array([[0, 0, 0], [0, 0, 1], [0, 0, 0]])
 s_down = np.array([[0, 0, 0], [0, 0, 0], [0, 1, 0]])
 

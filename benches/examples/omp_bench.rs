@@ -2,14 +2,14 @@
 //! 8x8 patches, 16-atom signals with 1% noise, `Sparsity(16)`) on the rayon
 //! backend and reports signals/s. The benchmark case has 1M signals; the count here
 //! is an argument so that a run fits a small machine. Optionally writes the
-//! dictionary and the first signals as raw little-endian f32 so that a
-//! scikit-learn baseline can time the very same input:
+//! dictionary (64 x 256) and the first signals (L x 64) as float32 `.npy` so
+//! that a scikit-learn baseline can time the very same input:
 //!
 //! ```text
 //! cargo run --release -p trident-benches --example omp_bench -- 100000 5 /tmp/omp 10000
 //! python3 -c "import numpy as np,time;from sklearn.linear_model import orthogonal_mp_gram as g
-//! D=np.fromfile('/tmp/omp/dict.f32',np.float32).reshape(64,256).astype(np.float64)
-//! X=np.fromfile('/tmp/omp/signals.f32',np.float32).reshape(-1,64).astype(np.float64)
+//! D=np.load('/tmp/omp/dict.npy').astype(np.float64)
+//! X=np.load('/tmp/omp/signals.npy').astype(np.float64)
 //! G=D.T@D
 //! for r in range(3): t=time.perf_counter();g(G,D.T@X.T,n_nonzero_coefs=16);print(len(X)/(time.perf_counter()-t),'signals/s')"
 //! ```
@@ -35,20 +35,18 @@ where
         t.elapsed().as_secs_f64()
     );
     if let Some((dir, keep)) = out {
-        std::fs::create_dir_all(dir).expect("create out_dir");
-        let f32s = |v: &[T]| -> Vec<u8> {
-            v.iter()
-                .flat_map(|x| (x.to_f64() as f32).to_le_bytes())
-                .collect()
-        };
-        std::fs::write(format!("{dir}/dict.f32"), f32s(case.dict.data())).expect("write dict");
+        let f32s = |v: &[T]| -> Vec<f32> { v.iter().map(|x| x.to_f64() as f32).collect() };
+        let (n, k) = (case.dict.n(), case.dict.atoms());
         let keep = keep.min(count);
-        std::fs::write(
-            format!("{dir}/signals.f32"),
-            f32s(&case.signals[..keep * case.dict.n()]),
+        trident_benches::npy::write(format!("{dir}/dict.npy"), &[n, k], &f32s(case.dict.data()))
+            .expect("write dict");
+        trident_benches::npy::write(
+            format!("{dir}/signals.npy"),
+            &[keep, n],
+            &f32s(&case.signals[..keep * n]),
         )
         .expect("write signals");
-        eprintln!("wrote {dir}/dict.f32 (64 x 256) and {dir}/signals.f32 ({keep} x 64)");
+        eprintln!("wrote {dir}/dict.npy ({n} x {k}) and {dir}/signals.npy ({keep} x {n})");
     }
     let mut times = Vec::new();
     let mut cpu = Vec::new();

@@ -1,13 +1,13 @@
 //! Times the benchmark cases pairs-1M-400K and pairs-clustered on the rayon backend
 //! (closest_pairs k = 100, and nearest for all of A), and writes the points as
-//! raw little-endian f32 (n x 3) so that a SciPy baseline can time the very same
+//! float32 `.npy` (n x 3) so that a SciPy baseline can time the very same
 //! input:
 //!
 //! ```text
 //! cargo run --release -p trident-benches --example pairs_bench -- /tmp/pairs
 //! python3 -c "import numpy as np,time;from scipy.spatial import cKDTree as K
 //! for c in ['uniform','clustered']:
-//!  A=np.fromfile(f'/tmp/pairs/{c}_a.f32',np.float32).reshape(-1,3);B=np.fromfile(f'/tmp/pairs/{c}_b.f32',np.float32).reshape(-1,3)
+//!  A=np.load(f'/tmp/pairs/{c}_a.npy');B=np.load(f'/tmp/pairs/{c}_b.npy')
 //!  for r in range(3): t=time.perf_counter();K(B).query(A,workers=-1);print(c,(time.perf_counter()-t)*1e3,'ms')"
 //! ```
 //!
@@ -55,8 +55,9 @@ fn clustered(rng: &mut Rng, centers: &[Point], n: usize) -> Vec<Point> {
 }
 
 fn write(dir: &str, name: &str, p: &[Point]) {
-    let bytes: Vec<u8> = p.iter().flatten().flat_map(|v| v.to_le_bytes()).collect();
-    std::fs::write(format!("{dir}/{name}.f32"), bytes).expect("write points");
+    let flat: Vec<f32> = p.iter().flatten().copied().collect();
+    trident_benches::npy::write(format!("{dir}/{name}.npy"), &[p.len(), 3], &flat)
+        .expect("write points");
 }
 
 fn main() {

@@ -12,6 +12,7 @@
 //! run on the same input file should reproduce.
 
 pub mod kiddo_peer;
+pub mod npy;
 pub mod peers;
 
 use trident::{CsrMatrix, Error, GridCut, NetworkFlow, Pair, Primitives, Result, SparseCodes};

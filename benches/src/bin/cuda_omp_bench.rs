@@ -15,8 +15,7 @@
 //! (`benches/gpu/omp_peers.py`: scikit-learn `orthogonal_mp_gram`, SPAMS
 //! `omp`) code identical inputs.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use cudarc::driver::sys::CUevent_flags;
@@ -68,24 +67,6 @@ fn device_time(be: &CudaBackend, reps: usize, mut f: impl FnMut() -> Result<()>)
     Ok(median(t))
 }
 
-/// Writes a row-major f32 matrix as a NumPy `.npy` file (format 1.0).
-fn write_npy(path: &Path, rows: usize, cols: usize, data: &[f32]) -> std::io::Result<()> {
-    let mut header =
-        format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-    f.write_all(b"\x93NUMPY\x01\x00")?;
-    f.write_all(&(header.len() as u16).to_le_bytes())?;
-    f.write_all(header.as_bytes())?;
-    for v in data {
-        f.write_all(&v.to_le_bytes())?;
-    }
-    f.flush()
-}
-
 /// Signals whose atoms agree exactly, and the worst relative coefficient
 /// error over those (`||g - g_ref|| / ||g_ref||`).
 fn agreement(a: &SparseCodes<f32>, b: &SparseCodes<f32>) -> (usize, f64) {
@@ -122,8 +103,10 @@ fn run_case(
     if let Some(dir) = dump {
         let io = |e: std::io::Error| Error::Backend(format!("writing {name} inputs: {e}").into());
         std::fs::create_dir_all(dir).map_err(io)?;
-        write_npy(&dir.join(format!("{name}_D.npy")), n, k, c.dict.data()).map_err(io)?;
-        write_npy(&dir.join(format!("{name}_X.npy")), l, n, &c.signals).map_err(io)?;
+        trident_benches::npy::write(dir.join(format!("{name}_D.npy")), &[n, k], c.dict.data())
+            .map_err(io)?;
+        trident_benches::npy::write(dir.join(format!("{name}_X.npy")), &[l, n], &c.signals)
+            .map_err(io)?;
     }
     let x = DeviceMat {
         buf: be.upload(&c.signals)?,

@@ -5,18 +5,17 @@
 //! For grids it times the device-resident solve (`grid_cut_device`:
 //! capacities already on the GPU, labels left there) for each relabel period
 //! asked for, and the host-to-host `grid_cut` (upload, solve, labels back),
-//! checks flow and labels against rayon, and can dump cut-N in the format of
-//! `benches/examples/cut_pymaxflow.py` so PyMaxflow runs on the
-//! same graph.
+//! checks flow and labels against rayon, and can dump cut-N as `.npy`
+//! planes (`trident_benches::npy::write_grid`) so that
+//! `benches/examples/cut_pymaxflow.py` runs PyMaxflow on the same graph.
 //!
 //! ```text
 //! flow_bench [--reps R] [--periods 8,16] [--net-periods 48,128] [--dump DIR] [--cases cut-512,cut-2048,cut3d-256,flow-rmf]
 //! ```
 
-use std::io::Write;
 use std::time::Instant;
 
-use trident_core::{Dir, GridGraph, MaxFlow, Result};
+use trident_core::{GridGraph, MaxFlow, Result};
 use trident_cuda::CudaBackend;
 use trident_rayon::RayonBackend;
 use trident_testkit::cases::{cut, cut3d, genrmf};
@@ -31,26 +30,6 @@ fn time(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
     }
     t.sort_by(f64::total_cmp);
     Ok((t[0], t[t.len() / 2]))
-}
-
-/// Writes a symmetric 2-D grid as `cut_pymaxflow.py` reads it.
-fn dump(dir: &str, g: &GridGraph) -> std::io::Result<()> {
-    let (_, h, w) = g.shape();
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(format!("{dir}/shape.txt"), format!("{h} {w}\n"))?;
-    let planes = [
-        ("source", g.source()),
-        ("sink", g.sink()),
-        ("right", g.plane(Dir::PosX)),
-        ("down", g.plane(Dir::PosY)),
-    ];
-    for (name, a) in planes {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(format!("{dir}/{name}.i32"))?);
-        for &x in a {
-            f.write_all(&(x.clamp(0, i32::MAX as i64) as i32).to_le_bytes())?;
-        }
-    }
-    Ok(())
 }
 
 fn grid_case(
@@ -173,7 +152,7 @@ fn main() -> Result<()> {
                 if let Some(d) = &dumpdir
                     && !g.is_3d()
                 {
-                    dump(&format!("{d}/{c}"), &g)?;
+                    trident_benches::npy::write_grid(format!("{d}/{c}"), &g)?;
                 }
                 grid_case(c, &g, &cuda, &rayon, reps, &periods)?;
             }
