@@ -1,6 +1,6 @@
 //! Times the degenerate inputs of issue 12 on the reference and rayon
 //! backends (docs/hardening.md records the numbers):
-//! `cargo run --release -p trident --example degenerate_timings`.
+//! `cargo run --release -p trident-compute --features reference --example degenerate_timings`.
 
 use std::time::Instant;
 
