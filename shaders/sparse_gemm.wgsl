@@ -1,27 +1,60 @@
 // SparseGemm for the wgpu backend: C = A * B, CSR x CSR, f32.
 //
-// Two phases with exact output sizing, one thread per row of C:
-//  1. `spg_products`: products(i) = sum of |B row k| over A's row i; the row
-//     gets a hash table of 1.5 * products + 1 slots (capped at 2 * cols), so
-//     the load stays <= 2/3. The host scans the sizes into offsets
-//     (shaders/scan.wgsl) and allocates the tables.
-//  2. `spg_accumulate`: the row's thread walks A's row in stored order and
-//     each B row in stored order, inserting (j, a_ik * b_kj) into its table
-//     (hash modulo the size, linear probing; key j + 1, 0 = empty) and adding to the value when j is
-//     there. Each C(i, j) is therefore summed in A's column order, by one
-//     thread: deterministic. Products that cancel stay as explicit entries.
-//     The number of distinct j is the row's nnz; the host scans those into
-//     C's offsets and allocates C exactly.
-//  3. `spg_fill`: the thread gathers its table's entries into C's row and
-//     heap-sorts them by column; it also writes the offsets as u64.
+// Two phases (symbolic: the exact nnz of each row of C; numeric: values and
+// sorted columns written straight into C), rows binned by work, the same
+// technique as the CUDA backend's kernels/sparse_gemm.cu cut down to what
+// WGSL offers (no warp match, no float atomics, no dynamic shared memory):
+//  1. `spg_analyze`, one thread per row: the row goes to the merge bin when
+//     A's row has at most MERGE_K entries and at most MERGE_W products, else
+//     to the general bin. The flags are scanned on the device
+//     (shaders/scan.wgsl); `spg_scatter` writes the row list: merge rows
+//     first (in row order: positions from the scan), general rows after them
+//     (in row order too), so no host round trip is needed to bin.
+//  2. Merge bin (`spg_*_merge`), one thread per row: a k-way merge of the
+//     (sorted) B rows of A's row with the heads in registers. Each output
+//     column is the minimum head; the lists holding it are summed in A's
+//     order. The output comes out sorted: nothing to hash, nothing to sort.
+//  3. General bin (`spg_*_general`), one workgroup per row, rows drawn from a
+//     queue (a global atomic counter) by a fixed number of workgroups: the
+//     row's column span is cut into windows of up to WG * SLICE_MAX columns
+//     and each thread owns a contiguous slice of SLICE_MAX or fewer columns
+//     of the window (a bitmap of its slice in workgroup memory; numeric: the
+//     values of its slice in a global scratch row of its workgroup). A
+//     thread walks A's row in order and, in each B row, binary-searches its
+//     slice and accumulates the products that fall in it. A column has one
+//     owner, so no atomics and no barriers are needed while accumulating,
+//     and each value is summed in A's order. The window's entries are then
+//     emitted in column order: per-thread counts, a workgroup scan, each
+//     thread writes its slice. Windows skip column ranges with no entry (the
+//     last thread sees where the next entry after the window is), so a row
+//     costs windows * (its A entries) binary searches, windows <= min(span /
+//     window width, nnz of the row) + 1.
+//  4. Between the phases the host reads back nnz(C) (and the general bin's
+//     row count) once to allocate C exactly; the numeric kernels write C's
+//     offsets as u64 and the rows in place.
+//
+// Determinism: every value is the chain acc = fma(A(i,p), B(p,j), acc) from
+// acc = 0 over the p of A's row in stored order (as in the CUDA backend), in
+// both bins, computed by one thread: bit-identical from run to run whatever
+// the scheduling. Products that cancel stay as explicit entries.
+//
 // Offsets of A and B are u64 (pairs of u32, little-endian); only the low word
-// is read: the host guarantees nnz < 2^32.
-// Not done yet (the CUDA backend's kernels/sparse_gemm.cu has them): rows
-// binned by work and workgroup-memory tables for short rows.
+// is read: the host guarantees nnz < 2^32. Column indices are below
+// 0xffffffff (the host checks B's column count), which is the merge's
+// "no more entries" sentinel.
+
+const WG: u32 = 256u;
+// Merge bin: A rows of at most MERGE_K entries and at most MERGE_W products.
+const MERGE_K: u32 = 8u;
+const MERGE_W: u32 = 256u;
+// General bin: columns a thread owns in one window (WORDS bitmap words).
+const SLICE_MAX: u32 = 256u;
+const WORDS: u32 = 8u;
+const NONE: u32 = 0xffffffffu;
 
 struct SpgParams {
     rows: u32,
-    cap: u32,
+    _p: u32,
     _p0: u32,
     _p1: u32,
 }
@@ -29,158 +62,399 @@ struct SpgParams {
 @group(0) @binding(0) var<uniform> sp: SpgParams;
 @group(0) @binding(1) var<storage, read> a_off: array<u32>;
 @group(0) @binding(2) var<storage, read> a_idx: array<u32>;
-@group(0) @binding(3) var<storage, read> b_off: array<u32>;
-@group(0) @binding(4) var<storage, read_write> hoff: array<u32>;
-@group(0) @binding(5) var<storage, read_write> coarse: array<atomic<u32>>;
-@group(0) @binding(6) var<storage, read> a_val: array<f32>;
-@group(0) @binding(7) var<storage, read> b_idx: array<u32>;
-@group(0) @binding(8) var<storage, read> b_val: array<f32>;
-@group(0) @binding(9) var<storage, read_write> table: array<vec2<u32>>;
-@group(0) @binding(10) var<storage, read_write> cnt: array<u32>;
+@group(0) @binding(3) var<storage, read> a_val: array<f32>;
+@group(0) @binding(4) var<storage, read> b_off: array<u32>;
+@group(0) @binding(5) var<storage, read> b_idx: array<u32>;
+@group(0) @binding(6) var<storage, read> b_val: array<f32>;
+// rows + 1 merge flags, scanned in place into merge positions; [rows] = count.
+@group(0) @binding(7) var<storage, read_write> mpos: array<u32>;
+// Row list: merge rows at [0, M), general rows at [M, rows).
+@group(0) @binding(8) var<storage, read_write> list: array<u32>;
+// rows + 1 row nnz, scanned in place into C's offsets; [rows] = nnz(C).
+@group(0) @binding(9) var<storage, read_write> cnt: array<u32>;
+// [0], [1]: row queues of the symbolic and numeric general kernels;
+// [2], [3]: nnz(C) as a 64-bit sum (low, high word): the host checks it
+// against the limits before trusting the u32 scan.
+@group(0) @binding(10) var<storage, read_write> qmeta: array<atomic<u32>>;
 @group(0) @binding(11) var<storage, read_write> c_idx: array<u32>;
 @group(0) @binding(12) var<storage, read_write> c_val: array<f32>;
 @group(0) @binding(13) var<storage, read_write> c_off: array<u32>;
+@group(0) @binding(14) var<storage, read_write> scratch: array<f32>;
 
 fn row_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-    return gid.x + gid.y * nwg.x * 256u;
+    return gid.x + gid.y * nwg.x * WG;
 }
 
-fn hash_of(j: u32, size: u32) -> u32 {
-    var h = j * 0x9E3779B1u;
-    h = h ^ (h >> 15u);
-    return h % size;
-}
+// ------------------------------------------------------------------ binning
 
 @compute @workgroup_size(256)
-fn spg_products(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn spg_analyze(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = row_index(gid, nwg);
     if (i > sp.rows) {
         return;
     }
     if (i == sp.rows) {
-        hoff[i] = 0u;
+        mpos[i] = 0u;
         return;
     }
-    var p = 0u;
-    for (var e = a_off[2u * i]; e < a_off[2u * i + 2u]; e = e + 1u) {
-        let k = a_idx[e];
-        let len = b_off[2u * k + 2u] - b_off[2u * k];
-        p = select(p + len, 0xffffffffu, p + len < p);
+    let s = a_off[2u * i];
+    let e = a_off[2u * i + 2u];
+    var w = MERGE_W + 1u;
+    if (e - s <= MERGE_K) {
+        // Each term capped at MERGE_W + 1: at most 8 of them, no wrap.
+        w = 0u;
+        for (var k = s; k < e; k = k + 1u) {
+            let p = a_idx[k];
+            w = w + min(b_off[2u * p + 2u] - b_off[2u * p], MERGE_W + 1u);
+        }
     }
-    var size = 0u;
-    if (p > 0u) {
-        size = min(select(p + p / 2u + 1u, 0xffffffffu, p > 0xa0000000u), sp.cap);
-    }
-    hoff[i] = size;
-    if (size >= 1024u) {
-        atomicAdd(&coarse[0], size >> 10u);
-    }
+    let merge = w <= MERGE_W;
+    mpos[i] = select(0u, 1u, merge);
 }
 
 @compute @workgroup_size(256)
-fn spg_accumulate(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn spg_scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = row_index(gid, nwg);
-    if (i > sp.rows) {
+    if (i >= sp.rows) {
         return;
     }
-    if (i == sp.rows) {
-        cnt[i] = 0u;
-        return;
+    let pos = mpos[i];
+    if (mpos[i + 1u] != pos) {
+        list[pos] = i;
+    } else {
+        list[mpos[sp.rows] + i - pos] = i;
     }
-    let base = hoff[i];
-    let size = hoff[i + 1u] - base;
-    var n = 0u;
-    for (var e = a_off[2u * i]; e < a_off[2u * i + 2u]; e = e + 1u) {
-        let k = a_idx[e];
-        let av = a_val[e];
-        for (var f = b_off[2u * k]; f < b_off[2u * k + 2u]; f = f + 1u) {
-            let j = b_idx[f];
-            let v = av * b_val[f];
-            var h = hash_of(j, size);
-            loop {
-                let s = table[base + h];
-                if (s.x == 0u) {
-                    table[base + h] = vec2<u32>(j + 1u, bitcast<u32>(v));
-                    n = n + 1u;
-                    break;
-                }
-                if (s.x == j + 1u) {
-                    table[base + h].y = bitcast<u32>(bitcast<f32>(s.y) + v);
-                    break;
-                }
-                h = h + 1u;
-                if (h == size) {
-                    h = 0u;
-                }
+}
+
+var<workgroup> g_tot: atomic<u32>;
+var<workgroup> g_carry: atomic<u32>;
+
+// Adds `n` to the 64-bit total of C's nnz (qmeta[2] low word, qmeta[3] high
+// word): a workgroup sum with its carries first, then one global add.
+// Called from uniform control flow by all WG threads.
+fn add_total(lid: u32, n: u32) {
+    if (lid == 0u) {
+        atomicStore(&g_tot, 0u);
+        atomicStore(&g_carry, 0u);
+    }
+    workgroupBarrier();
+    let old = atomicAdd(&g_tot, n);
+    if (old + n < old) {
+        atomicAdd(&g_carry, 1u);
+    }
+    workgroupBarrier();
+    if (lid == 0u) {
+        add_total_global(atomicLoad(&g_tot), atomicLoad(&g_carry));
+    }
+}
+
+fn add_total_global(n: u32, carry: u32) {
+    let old = atomicAdd(&qmeta[2], n);
+    let c = carry + select(0u, 1u, old + n < old);
+    if (c != 0u) {
+        atomicAdd(&qmeta[3], c);
+    }
+}
+
+// ---------------------------------------------------------------- merge bin
+
+// Merges the B rows of A's row `row`; numeric: writes the entries from `out`.
+// Returns the row's nnz.
+fn merge_row(row: u32, out: u32, numeric: bool) -> u32 {
+    let s = a_off[2u * row];
+    let n = a_off[2u * row + 2u] - s;
+    var pos: array<u32, 8>;
+    var end: array<u32, 8>;
+    var head: array<u32, 8>;
+    var av: array<f32, 8>;
+    for (var q = 0u; q < MERGE_K; q = q + 1u) {
+        var h = NONE;
+        var ps = 0u;
+        var pe = 0u;
+        var a = 0.0;
+        if (q < n) {
+            let p = a_idx[s + q];
+            ps = b_off[2u * p];
+            pe = b_off[2u * p + 2u];
+            if (ps < pe) {
+                h = b_idx[ps];
+            }
+            if (numeric) {
+                a = a_val[s + q];
             }
         }
+        pos[q] = ps;
+        end[q] = pe;
+        head[q] = h;
+        av[q] = a;
     }
-    cnt[i] = n;
-}
-
-fn sift_down(o: u32, start: u32, end: u32) {
-    var root = start;
+    var w = out;
     loop {
-        var child = 2u * root + 1u;
-        if (child >= end) {
+        var m = NONE;
+        for (var q = 0u; q < MERGE_K; q = q + 1u) {
+            m = min(m, head[q]);
+        }
+        if (m == NONE) {
             break;
         }
-        if (child + 1u < end && c_idx[o + child] < c_idx[o + child + 1u]) {
-            child = child + 1u;
+        var acc = 0.0;
+        for (var q = 0u; q < MERGE_K; q = q + 1u) {
+            if (head[q] == m) {
+                let f = pos[q];
+                if (numeric) {
+                    acc = fma(av[q], b_val[f], acc);
+                }
+                pos[q] = f + 1u;
+                var h = NONE;
+                if (f + 1u < end[q]) {
+                    h = b_idx[f + 1u];
+                }
+                head[q] = h;
+            }
         }
-        if (c_idx[o + root] >= c_idx[o + child]) {
-            break;
+        if (numeric) {
+            c_idx[w] = m;
+            c_val[w] = acc;
         }
-        let tk = c_idx[o + root];
-        c_idx[o + root] = c_idx[o + child];
-        c_idx[o + child] = tk;
-        let tv = c_val[o + root];
-        c_val[o + root] = c_val[o + child];
-        c_val[o + child] = tv;
-        root = child;
+        w = w + 1u;
     }
+    return w - out;
 }
 
 @compute @workgroup_size(256)
-fn spg_fill(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn spg_sym_merge(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let k = row_index(gid, nwg);
+    var n = 0u;
+    if (k < mpos[sp.rows]) {
+        let row = list[k];
+        n = merge_row(row, 0u, false);
+        cnt[row] = n;
+    }
+    add_total(lid, n);
+}
+
+@compute @workgroup_size(256)
+fn spg_num_merge(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = row_index(gid, nwg);
+    if (k >= mpos[sp.rows]) {
+        return;
+    }
+    let row = list[k];
+    merge_row(row, cnt[row], true);
+}
+
+// Writes C's offsets as u64 from the scanned counts (rows + 1 threads).
+@compute @workgroup_size(256)
+fn spg_offsets(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = row_index(gid, nwg);
     if (i > sp.rows) {
         return;
     }
-    let o = cnt[i];
-    c_off[2u * i] = o;
+    c_off[2u * i] = cnt[i];
     c_off[2u * i + 1u] = 0u;
-    if (i == sp.rows) {
-        return;
+}
+
+// -------------------------------------------------------------- general bin
+
+// Thread t's bitmap word k is g_bits[k * WG + t] (no bank conflicts).
+var<workgroup> g_bits: array<u32, 2048>;
+// One batch of A's row: B row bounds and A's values.
+var<workgroup> g_bs: array<u32, 256>;
+var<workgroup> g_be: array<u32, 256>;
+var<workgroup> g_av: array<f32, 256>;
+var<workgroup> g_scan: array<u32, 256>;
+// Row broadcast: (row, A start, A end, unused).
+var<workgroup> g_row: vec4<u32>;
+var<workgroup> g_lo: atomic<u32>;
+var<workgroup> g_hi: atomic<u32>;
+var<workgroup> g_span: vec2<u32>;
+var<workgroup> g_next: u32;
+
+// Exclusive workgroup scan of `v` and the total, as (exclusive, total).
+// Called from uniform control flow by all WG threads.
+fn wg_scan(lid: u32, v: u32) -> vec2<u32> {
+    g_scan[lid] = v;
+    workgroupBarrier();
+    for (var off = 1u; off < WG; off = off * 2u) {
+        var t = 0u;
+        if (lid >= off) {
+            t = g_scan[lid - off];
+        }
+        workgroupBarrier();
+        g_scan[lid] = g_scan[lid] + t;
+        workgroupBarrier();
     }
-    let base = hoff[i];
-    let size = hoff[i + 1u] - base;
-    var w = 0u;
-    for (var s = 0u; s < size; s = s + 1u) {
-        let t = table[base + s];
-        if (t.x != 0u) {
-            c_idx[o + w] = t.x - 1u;
-            c_val[o + w] = bitcast<f32>(t.y);
-            w = w + 1u;
+    let r = vec2<u32>(g_scan[lid] - v, g_scan[WG - 1u]);
+    workgroupBarrier();
+    return r;
+}
+
+// First index in [lo, hi) of B whose column is >= c (hi when none).
+fn lower_bound(lo0: u32, hi0: u32, c: u32) -> u32 {
+    var lo = lo0;
+    var hi = hi0;
+    while (lo < hi) {
+        let mid = lo + (hi - lo) / 2u;
+        if (b_idx[mid] < c) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
         }
     }
-    // Heap sort of the row by column (columns are distinct).
-    if (w > 1u) {
-        var start = w / 2u;
-        while (start > 0u) {
-            start = start - 1u;
-            sift_down(o, start, w);
+    return lo;
+}
+
+// `win + off`, saturated at NONE (columns are below NONE).
+fn sat_add(win: u32, off: u32) -> u32 {
+    return select(NONE, win + off, off < NONE - win);
+}
+
+// The general bin: workgroups draw rows from queue `qi` until the list ends.
+// Symbolic: writes each row's nnz; numeric: writes the row into C.
+fn general(lid: u32, group: u32, numeric: bool) {
+    let qi = select(0u, 1u, numeric);
+    let sbase = group * (WG * SLICE_MAX);
+    loop {
+        if (lid == 0u) {
+            let m = mpos[sp.rows];
+            let k = atomicAdd(&qmeta[qi], 1u);
+            var r = vec4<u32>(NONE, 0u, 0u, 0u);
+            if (k < sp.rows - m) {
+                let row = list[m + k];
+                r = vec4<u32>(row, a_off[2u * row], a_off[2u * row + 2u], 0u);
+            }
+            g_row = r;
+            atomicStore(&g_lo, NONE);
+            atomicStore(&g_hi, 0u);
         }
-        var end = w - 1u;
-        while (end > 0u) {
-            let tk = c_idx[o];
-            c_idx[o] = c_idx[o + end];
-            c_idx[o + end] = tk;
-            let tv = c_val[o];
-            c_val[o] = c_val[o + end];
-            c_val[o + end] = tv;
-            sift_down(o, 0u, end);
-            end = end - 1u;
+        let ri = workgroupUniformLoad(&g_row);
+        if (ri.x == NONE) {
+            break;
+        }
+        let row = ri.x;
+        let s = ri.y;
+        let e = ri.z;
+        // Column span of the row.
+        for (var k = s + lid; k < e; k = k + WG) {
+            let p = a_idx[k];
+            let bs = b_off[2u * p];
+            let be = b_off[2u * p + 2u];
+            if (bs < be) {
+                atomicMin(&g_lo, b_idx[bs]);
+                atomicMax(&g_hi, b_idx[be - 1u]);
+            }
+        }
+        workgroupBarrier();
+        if (lid == 0u) {
+            g_span = vec2<u32>(atomicLoad(&g_lo), atomicLoad(&g_hi));
+        }
+        let span = workgroupUniformLoad(&g_span);
+        var total = 0u;
+        var out0 = 0u;
+        if (numeric) {
+            out0 = cnt[row];
+        }
+        if (span.x <= span.y) {
+            // Slice width: the span over WG threads, at most SLICE_MAX.
+            let width = span.y - span.x;
+            let slice = min(width / WG + 1u, SLICE_MAX);
+            var win = span.x;
+            loop {
+                let my_lo = sat_add(win, lid * slice);
+                let my_hi = sat_add(win, lid * slice + slice);
+                for (var k = 0u; k < WORDS; k = k + 1u) {
+                    g_bits[k * WG + lid] = 0u;
+                }
+                var next = NONE;
+                for (var base = s; base < e; base = base + WG) {
+                    workgroupBarrier();
+                    if (base + lid < e) {
+                        let p = a_idx[base + lid];
+                        g_bs[lid] = b_off[2u * p];
+                        g_be[lid] = b_off[2u * p + 2u];
+                        if (numeric) {
+                            g_av[lid] = a_val[base + lid];
+                        }
+                    }
+                    workgroupBarrier();
+                    let n = min(WG, e - base);
+                    for (var q = 0u; q < n; q = q + 1u) {
+                        let fe = g_be[q];
+                        var f = lower_bound(g_bs[q], fe, my_lo);
+                        let a = g_av[q];
+                        loop {
+                            if (f >= fe) {
+                                break;
+                            }
+                            let j = b_idx[f];
+                            if (j >= my_hi) {
+                                next = min(next, j);
+                                break;
+                            }
+                            let b = j - my_lo;
+                            let wi = (b >> 5u) * WG + lid;
+                            let bit = 1u << (b & 31u);
+                            let old = g_bits[wi];
+                            g_bits[wi] = old | bit;
+                            if (numeric) {
+                                let at = sbase + lid * slice + b;
+                                var acc = 0.0;
+                                if ((old & bit) != 0u) {
+                                    acc = scratch[at];
+                                }
+                                scratch[at] = fma(a, b_val[f], acc);
+                            }
+                            f = f + 1u;
+                        }
+                    }
+                }
+                var mine = 0u;
+                for (var k = 0u; k < WORDS; k = k + 1u) {
+                    mine = mine + countOneBits(g_bits[k * WG + lid]);
+                }
+                let sc = wg_scan(lid, mine);
+                if (numeric) {
+                    var o = out0 + total + sc.x;
+                    for (var k = 0u; k < WORDS; k = k + 1u) {
+                        var x = g_bits[k * WG + lid];
+                        while (x != 0u) {
+                            let b = k * 32u + firstTrailingBit(x);
+                            x = x & (x - 1u);
+                            c_idx[o] = my_lo + b;
+                            c_val[o] = scratch[sbase + lid * slice + b];
+                            o = o + 1u;
+                        }
+                    }
+                }
+                total = total + sc.y;
+                // The last thread's `next` is the first column after the window.
+                if (lid == WG - 1u) {
+                    g_next = next;
+                }
+                let nw = workgroupUniformLoad(&g_next);
+                if (nw == NONE || nw > span.y) {
+                    break;
+                }
+                win = nw;
+            }
+        }
+        if (!numeric && lid == 0u) {
+            cnt[row] = total;
+            add_total_global(total, 0u);
         }
     }
+}
+
+@compute @workgroup_size(256)
+fn spg_sym_general(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    general(lid, wid.x, false);
+}
+
+@compute @workgroup_size(256)
+fn spg_num_general(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    general(lid, wid.x, true);
 }

@@ -1,17 +1,18 @@
 //! SparseGemm for [`WgpuBackend`]: `shaders/sparse_gemm.wgsl`, f32 only.
 //!
-//! Two phases with exact output sizing (see the shader's header): per-row
-//! hash tables sized from the product counts, accumulation in A's column
-//! order by one thread per row, a device scan of the row counts for C's
-//! offsets, then gather and sort. The host reads back two small totals (the
-//! tables' size, C's nnz) to allocate; everything else stays on the device.
+//! Two phases, rows binned by work on the device (the shader's header has
+//! the bins and the determinism argument): a merge bin (one thread per short
+//! row, a k-way merge of B rows in registers) and a general bin (one
+//! workgroup per row, column windows owned slice by slice by its threads).
+//! The host waits on the device once per product, to read nnz(C) and the
+//! general bin's row count and allocate C exactly; everything else is
+//! queued.
 
 use trident_core::{
     CsrMatrix, DeviceCsr, Error, Result, Scalar, SparseGemm, SparseGemmDevice, validate,
 };
 
-use crate::buffer::WgpuBuffer;
-use crate::pipeline::{Arg, Bind, Kernel, Shader};
+use crate::pipeline::{Arg, Bind, Encoder, Kernel, Shader};
 use crate::{WgpuBackend, require_f32};
 
 /// `shaders/sparse_gemm.wgsl`.
@@ -25,50 +26,98 @@ const BINDS: &[Bind] = &[
     Bind::Uniform,   // 0 sp
     Bind::Read,      // 1 a_off
     Bind::Read,      // 2 a_idx
-    Bind::Read,      // 3 b_off
-    Bind::ReadWrite, // 4 hoff
-    Bind::ReadWrite, // 5 coarse
-    Bind::Read,      // 6 a_val
-    Bind::Read,      // 7 b_idx
-    Bind::Read,      // 8 b_val
-    Bind::ReadWrite, // 9 table
-    Bind::ReadWrite, // 10 cnt
+    Bind::Read,      // 3 a_val
+    Bind::Read,      // 4 b_off
+    Bind::Read,      // 5 b_idx
+    Bind::Read,      // 6 b_val
+    Bind::ReadWrite, // 7 mpos
+    Bind::ReadWrite, // 8 list
+    Bind::ReadWrite, // 9 cnt
+    Bind::ReadWrite, // 10 meta
     Bind::ReadWrite, // 11 c_idx
     Bind::ReadWrite, // 12 c_val
     Bind::ReadWrite, // 13 c_off
+    Bind::ReadWrite, // 14 scratch
 ];
 
-static PRODUCTS: Kernel = Kernel {
-    shader: &SHADER,
-    entry: "spg_products",
-    bindings: BINDS.split_at(6).0,
-};
+const fn kernel(entry: &'static str, bindings: usize) -> Kernel {
+    Kernel {
+        shader: &SHADER,
+        entry,
+        bindings: BINDS.split_at(bindings).0,
+    }
+}
 
-static ACCUMULATE: Kernel = Kernel {
-    shader: &SHADER,
-    entry: "spg_accumulate",
-    bindings: BINDS.split_at(11).0,
-};
-
-static FILL: Kernel = Kernel {
-    shader: &SHADER,
-    entry: "spg_fill",
-    bindings: BINDS,
-};
+static ANALYZE: Kernel = kernel("spg_analyze", 8);
+static SCATTER: Kernel = kernel("spg_scatter", 9);
+static SYM_MERGE: Kernel = kernel("spg_sym_merge", 15);
+static SYM_GENERAL: Kernel = kernel("spg_sym_general", 15);
+static OFFSETS: Kernel = kernel("spg_offsets", 15);
+static NUM_MERGE: Kernel = kernel("spg_num_merge", 15);
+static NUM_GENERAL: Kernel = kernel("spg_num_general", 15);
 
 /// Kernels of this primitive (built by `warm_up`).
-pub(crate) const KERNELS: &[&Kernel] = &[&PRODUCTS, &ACCUMULATE, &FILL];
+pub(crate) const KERNELS: &[&Kernel] = &[
+    &ANALYZE,
+    &SCATTER,
+    &SYM_MERGE,
+    &SYM_GENERAL,
+    &OFFSETS,
+    &NUM_MERGE,
+    &NUM_GENERAL,
+];
 
-/// Hash slots the tables may use in all (8 bytes each; a storage binding
-/// holds at most 4 GiB on any adapter, less on most).
-const MAX_SLOTS: u64 = 1 << 29;
+/// Values of one general-bin window (`WG * SLICE_MAX` in the shader): the
+/// numeric pass gives each of its workgroups a scratch row of this many f32.
+const WINDOW: usize = 256 * 256;
+
+/// Most workgroups the general bin runs (rows are drawn from a queue, so
+/// this bounds the scratch, 256 KiB each, not the rows).
+const GENERAL_GROUPS: usize = 1024;
+
+/// Phase timings on stderr when `TRIDENT_SPGEMM_TRACE` is set (development:
+/// each phase is then submitted and waited for on its own, so traced calls
+/// are slower overall).
+struct Trace {
+    on: bool,
+    t: std::time::Instant,
+}
+
+impl Trace {
+    fn new() -> Self {
+        Self {
+            on: std::env::var_os("TRIDENT_SPGEMM_TRACE").is_some(),
+            t: std::time::Instant::now(),
+        }
+    }
+
+    /// Returns `enc` untouched, or, when tracing, submits it, waits, prints
+    /// the time since the last lap and returns a fresh encoder.
+    fn lap<'b>(
+        &mut self,
+        be: &'b WgpuBackend,
+        enc: Encoder<'b>,
+        what: &str,
+    ) -> Result<Encoder<'b>> {
+        if !self.on {
+            return Ok(enc);
+        }
+        enc.submit();
+        be.ctx.wait("spgemm trace")?;
+        eprintln!(
+            "spgemm trace: {:8.3} ms  {what}",
+            self.t.elapsed().as_secs_f64() * 1e3
+        );
+        self.t = std::time::Instant::now();
+        Ok(be.encoder("spgemm trace"))
+    }
+}
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
     rows: u32,
-    cap: u32,
-    _pad: [u32; 2],
+    _pad: [u32; 3],
 }
 
 /// Core's buffer-size check ([`trident_core::validate::device_csr`]) plus this
@@ -86,6 +135,14 @@ fn check_device_csr<T: Scalar>(
             limit: u32::MAX as u128 - 1,
         });
     }
+    // Column 0xffffffff is the shader's "no entry" sentinel.
+    if m.cols() > u32::MAX as usize {
+        return Err(Error::TooLarge {
+            field: "cols (u32 column indices below 0xffffffff in the wgpu shaders)",
+            value: m.cols() as u128,
+            limit: u32::MAX as u128,
+        });
+    }
     Ok(())
 }
 
@@ -97,83 +154,120 @@ impl WgpuBackend {
         b: &DeviceCsr<Self, T>,
     ) -> Result<DeviceCsr<Self, T>> {
         let rows = a.rows();
-        // A row has at most `cols` distinct columns: 2 * cols slots keep load <= 1/2.
-        let cap = 2 * b.cols().max(1) as u64;
         let params = self.uniform(&Params {
             rows: rows as u32,
-            cap: cap.min(u32::MAX as u64) as u32,
-            _pad: [0; 2],
+            _pad: [0; 3],
         });
         let (a_off, b_off) = (a.offsets.cast_ref::<u32>()?, b.offsets.cast_ref::<u32>()?);
         let (a_val, b_val) = (a.values.cast_ref::<f32>()?, b.values.cast_ref::<f32>()?);
-        let hoff = self.alloc::<u32>(rows + 1, "spgemm table offsets")?;
-        let coarse = self.alloc::<u32>(1, "spgemm coarse total")?;
-        let groups = self.grid((rows as u64 + 1).div_ceil(256))?;
-
-        // 1. table sizes, scanned into offsets.
-        let mut enc = self.encoder("spgemm products");
-        let args1 = [
+        let mpos = self.alloc::<u32>(rows + 1, "spgemm merge positions")?;
+        let list = self.alloc::<u32>(rows.max(1), "spgemm row list")?;
+        let cnt = self.alloc::<u32>(rows + 1, "spgemm row nnz")?;
+        let meta = self.alloc::<u32>(4, "spgemm queues and total")?;
+        let info = self.alloc::<u32>(4, "spgemm totals")?;
+        let row_groups = self.grid((rows as u64 + 1).div_ceil(256))?;
+        let args = [
             Arg::raw(&params),
             Arg::buf(&a_off),
             Arg::buf(&a.indices),
-            Arg::buf(&b_off),
-            Arg::buf(&hoff),
-            Arg::buf(&coarse),
-        ];
-        enc.dispatch(&PRODUCTS, &args1, groups)?;
-        self.scan_exclusive_u32(&mut enc, &hoff, rows + 1)?;
-        enc.submit();
-        let mut total = [0u32];
-        self.download_into(&coarse, &mut total)?;
-        let coarse_slots = total[0] as u64 * 1024;
-        let mut end = [0u32];
-        self.download_slice(&hoff, rows, &mut end)?;
-        // The u32 scan wraps past 2^32 slots; the coarse sum (in units of 1024,
-        // rounded down per row) tells when that could have happened.
-        if coarse_slots + 1024 * (rows as u64 + 1) > MAX_SLOTS
-            && (coarse_slots > MAX_SLOTS || end[0] as u64 > MAX_SLOTS)
-        {
-            return Err(Error::TooLarge {
-                field: "SpGEMM hash slots on wgpu (8 bytes each, one storage binding)",
-                value: coarse_slots.max(end[0] as u64) as u128,
-                limit: MAX_SLOTS as u128,
-            });
-        }
-        let slots = end[0] as usize;
-
-        // 2. accumulate, count, scan into C's offsets.
-        let table = self.alloc::<[u32; 2]>(slots, "spgemm hash tables")?;
-        let cnt = self.alloc::<u32>(rows + 1, "spgemm row counts")?;
-        let mut enc = self.encoder("spgemm accumulate");
-        let args2 = [
-            Arg::raw(&params),
-            Arg::buf(&a_off),
-            Arg::buf(&a.indices),
-            Arg::buf(&b_off),
-            Arg::buf(&hoff),
-            Arg::buf(&coarse),
             Arg::buf(&a_val),
+            Arg::buf(&b_off),
             Arg::buf(&b.indices),
             Arg::buf(&b_val),
-            Arg::buf(&table),
+            Arg::buf(&mpos),
+            Arg::buf(&list),
             Arg::buf(&cnt),
+            Arg::buf(&meta),
         ];
-        enc.dispatch(&ACCUMULATE, &args2, groups)?;
-        self.scan_exclusive_u32(&mut enc, &cnt, rows + 1)?;
-        enc.submit();
-        let mut nnz = [0u32];
-        self.download_slice(&cnt, rows, &mut nnz)?;
-        let nnz = nnz[0] as usize;
 
-        // 3. gather, sort, offsets as u64.
+        // The symbolic kernels share functions with the numeric ones, so they
+        // bind C and the scratch too (unused there): small stand-ins.
+        let dummy = self.alloc::<u32>(1, "spgemm symbolic stand-in")?;
+        let mut args_sym = args.to_vec();
+        args_sym.extend([Arg::buf(&dummy); 4]);
+        // Bins, row list, symbolic pass, C's offsets.
+        let mut tr = Trace::new();
+        let mut enc = self.encoder("spgemm symbolic");
+        enc = tr.lap(
+            self,
+            enc,
+            &format!("start: {rows} rows, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz()),
+        )?;
+        enc.dispatch(&ANALYZE, &args[..8], row_groups)?;
+        self.scan_exclusive_u32(&mut enc, &mpos, rows + 1)?;
+        enc.dispatch(&SCATTER, &args[..9], row_groups)?;
+        enc = tr.lap(self, enc, "analyze, scan, scatter")?;
+        enc.dispatch(&SYM_MERGE, &args_sym, row_groups)?;
+        enc = tr.lap(self, enc, "symbolic merge bin")?;
+        let sym_groups = rows.clamp(1, GENERAL_GROUPS) as u32;
+        enc.dispatch(&SYM_GENERAL, &args_sym, [sym_groups, 1, 1])?;
+        enc = tr.lap(self, enc, "symbolic general bin")?;
+        self.scan_exclusive_u32(&mut enc, &cnt, rows + 1)?;
+        enc.copy(&cnt, rows, &info, 0, 1)?;
+        enc.copy(&mpos, rows, &info, 1, 1)?;
+        enc.copy(&meta, 2, &info, 2, 2)?;
+        enc.submit();
+        let mut got = [0u32; 4];
+        self.download_into(&info, &mut got)?;
+        let total = ((got[3] as u64) << 32) | got[2] as u64;
+        // C's indices must fit one storage binding (and the u32 scan).
+        let limit = (self.ctx.limits.max_storage_buffer_binding_size / 4).min(u32::MAX as u64);
+        if total > limit {
+            return Err(Error::TooLarge {
+                field: "nnz of C (4-byte indices in one storage binding: adapter limit \
+                        max_storage_buffer_binding_size)",
+                value: total as u128,
+                limit: limit as u128,
+            });
+        }
+        let nnz = total as usize;
+        if got[0] as u64 != total {
+            return Err(crate::context::failure(
+                "spgemm",
+                format!("scan total {} differs from the summed nnz {total}", got[0]),
+            ));
+        }
+        let general_rows = rows - got[1] as usize;
+        let enc = self.encoder("spgemm trace");
+        tr.lap(
+            self,
+            enc,
+            &format!(
+                "scan, read back: nnz(C) {nnz}, merge rows {}, general rows {general_rows}",
+                got[1]
+            ),
+        )?;
+
+        // Numeric pass: rows written sorted into C.
         let c_idx = self.alloc::<u32>(nnz, "spgemm C indices")?;
         let c_val = self.alloc::<f32>(nnz, "spgemm C values")?;
         let c_off = self.alloc::<u64>(rows + 1, "spgemm C offsets")?;
         let c_off32 = c_off.cast_ref::<u32>()?;
-        let mut enc = self.encoder("spgemm fill");
-        let mut args3 = args2.to_vec();
-        args3.extend([Arg::buf(&c_idx), Arg::buf(&c_val), Arg::buf(&c_off32)]);
-        enc.dispatch(&FILL, &args3, groups)?;
+        let max_groups =
+            (self.ctx.limits.max_storage_buffer_binding_size / (4 * WINDOW as u64)).max(1) as usize;
+        let num_groups = general_rows.min(GENERAL_GROUPS).min(max_groups);
+        let scratch = self.alloc::<f32>(num_groups.max(1) * WINDOW, "spgemm window scratch")?;
+        let mut args_num = args.to_vec();
+        args_num.extend([
+            Arg::buf(&c_idx),
+            Arg::buf(&c_val),
+            Arg::buf(&c_off32),
+            Arg::buf(&scratch),
+        ]);
+        let mut enc = self.encoder("spgemm numeric");
+        enc = tr.lap(self, enc, "allocate C")?;
+        enc.dispatch(&OFFSETS, &args_num, row_groups)?;
+        let merge_groups = self.grid((got[1] as u64).div_ceil(256))?;
+        enc.dispatch(&NUM_MERGE, &args_num, merge_groups)?;
+        enc = tr.lap(self, enc, "offsets, numeric merge bin")?;
+        if num_groups > 0 {
+            enc.dispatch(&NUM_GENERAL, &args_num, [num_groups as u32, 1, 1])?;
+        }
+        enc = tr.lap(
+            self,
+            enc,
+            &format!("numeric general bin ({num_groups} workgroups)"),
+        )?;
         enc.submit();
         Ok(DeviceCsr::from_parts(
             rows,
@@ -183,20 +277,6 @@ impl WgpuBackend {
             c_idx,
             c_val.cast::<T>()?,
         ))
-    }
-
-    /// Downloads `host.len()` elements of `buf` starting at element `start`.
-    fn download_slice<T: trident_core::Element>(
-        &self,
-        buf: &WgpuBuffer<T>,
-        start: usize,
-        host: &mut [T],
-    ) -> Result<()> {
-        let tmp = self.alloc::<T>(host.len(), "download slice")?;
-        let mut enc = self.encoder("download slice");
-        enc.copy(buf, start, &tmp, 0, host.len())?;
-        enc.submit();
-        self.download_into(&tmp, host)
     }
 }
 
@@ -266,5 +346,99 @@ impl<T: Scalar> SparseGemm<T> for WgpuBackend {
         check_device_csr(self, "b", &db)?;
         let dc = self.scoped("spgemm", || self.product(&da, &db))?;
         self.download_csr(&dc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use trident_testkit::sparse_gemm::generate::random_csr;
+
+    /// `A B` on the host in f64, with each entry's bound `sum |a| |b|`.
+    fn host_product(a: &CsrMatrix<f32>, b: &CsrMatrix<f32>) -> Vec<BTreeMap<u32, (f64, f64)>> {
+        (0..a.rows())
+            .map(|i| {
+                let mut row = BTreeMap::new();
+                for p in a.offsets()[i]..a.offsets()[i + 1] {
+                    let (k, av) = (a.indices()[p] as usize, a.values()[p] as f64);
+                    for q in b.offsets()[k]..b.offsets()[k + 1] {
+                        let bv = b.values()[q] as f64;
+                        let e = row.entry(b.indices()[q]).or_insert((0.0, 0.0));
+                        e.0 += av * bv;
+                        e.1 += (av * bv).abs();
+                    }
+                }
+                row
+            })
+            .collect()
+    }
+
+    fn check(be: &WgpuBackend, a: &CsrMatrix<f32>, b: &CsrMatrix<f32>, what: &str) {
+        let c = be.spgemm(a, b).unwrap();
+        let again = be.spgemm(a, b).unwrap();
+        assert_eq!(c, again, "{what}: not deterministic");
+        let bits = |m: &CsrMatrix<f32>| m.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&c), bits(&again), "{what}: not bit-identical");
+        let want = host_product(a, b);
+        assert_eq!((c.rows(), c.cols()), (a.rows(), b.cols()), "{what}");
+        for (i, row) in want.iter().enumerate() {
+            let (s, e) = (c.offsets()[i], c.offsets()[i + 1]);
+            let cols: Vec<u32> = row.keys().copied().collect();
+            assert_eq!(&c.indices()[s..e], &cols[..], "{what}: row {i} columns");
+            for (p, (v, bound)) in (s..e).zip(row.values()) {
+                let err = (c.values()[p] as f64 - v).abs();
+                assert!(
+                    err <= 1e-5 * bound,
+                    "{what}: row {i} value {} vs {v}",
+                    c.values()[p]
+                );
+            }
+        }
+    }
+
+    fn csr(rows: usize, cols: usize, t: &[(u32, u32, f32)]) -> CsrMatrix<f32> {
+        CsrMatrix::from_triplets(rows, cols, t).unwrap()
+    }
+
+    /// Both bins (short rows merged by one thread, long or wide rows by a
+    /// workgroup), windows past 2^16 columns, empty column ranges skipped up
+    /// to the largest column index, bit-identical reruns.
+    #[test]
+    fn spgemm_bins_and_windows() {
+        let Ok(be) = WgpuBackend::new() else {
+            println!("SKIPPED: no wgpu adapter");
+            return;
+        };
+        // Mixed: most rows merge, some (more than 8 entries) go general.
+        for (n, d) in [(300, 0.01), (300, 0.05), (70, 0.3)] {
+            let a = random_csr::<f32>(n, n, d, true, n as u64);
+            check(&be, &a, &a, &format!("random {n} {d}"));
+        }
+        // One B row longer than the merge bin takes, A rows of one entry.
+        let long: Vec<(u32, u32, f32)> = (0..1000).map(|j| (0, 3 * j, 0.5 + j as f32)).collect();
+        let b = csr(2, 3000, &long);
+        let a = csr(3, 2, &[(0, 0, 1.0), (1, 1, 2.0), (2, 0, -1.0), (2, 1, 1.0)]);
+        check(&be, &a, &b, "long B row");
+        // Wide rows: columns over several windows with gaps between them,
+        // up to the last possible column index.
+        for cols in [300_000usize, u32::MAX as usize] {
+            let last = cols as u32 - 1;
+            let mut t = Vec::new();
+            for r in 0..12u32 {
+                for c in [0, r, 65_535 + r, 65_536 * 2 + 7 * r, 200_001 + r, last - r] {
+                    t.push((r, c, 1.0 + r as f32 + c as f32 * 1e-7));
+                }
+            }
+            let b = csr(12, cols, &t);
+            let ta: Vec<(u32, u32, f32)> = (0..12)
+                .flat_map(|r| {
+                    (0..12).map(move |k| (r, k, if (r + k) % 3 == 0 { -1.0 } else { 0.25 }))
+                })
+                .chain([(12, 3, 1.0), (12, 5, 2.0)])
+                .collect();
+            let a = csr(13, 12, &ta);
+            check(&be, &a, &b, &format!("wide {cols}"));
+        }
     }
 }

@@ -93,10 +93,8 @@ fn gemm_case(ctx: &Bench, n: usize) -> Result<Vec<String>> {
 
 fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
     let be = &ctx.be;
-    let case = cases::spec_cases()
-        .into_iter()
-        .find(|c| c.name == name)
-        .ok_or_else(|| Error::arg("case", format!("{name} is not a benchmark case")))?;
+    let case = cases::find_case(name)
+        .ok_or_else(|| Error::arg("case", format!("{name} is not a catalog case")))?;
     let input = case.input(SEED);
     let Some(c) = input.downcast_ref::<cases::SpgemmCase<f32>>() else {
         return Err(Error::arg(
@@ -113,11 +111,56 @@ fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
     let again = be.download_csr(&be.spgemm_device(&da, &db)?)?;
     let bits = |m: &CsrMatrix<f32>| m.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
     let det = mine == again && bits(&mine) == bits(&again);
+    let (rows_checked, bad) = spgemm_sampled_check(a, b, &mine);
     let h2h = ctx.time(3, || be.spgemm(a, b).map(|_| ()))?;
     Ok(vec![format!(
-        "| {name} | {ms:.3} | {h2h:.1} | {gflops:.2} GFLOP/s | nnz(C) {}, deterministic {det} |",
+        "| {name} | {ms:.3} | {h2h:.1} | {gflops:.2} GFLOP/s | nnz(C) {}, deterministic {det}, \
+         {rows_checked} sampled rows vs f64 host product: {bad} wrong |",
         mine.nnz()
     )])
+}
+
+/// Checks about 2000 rows of `C` (all rows of small cases) against an f64
+/// host product: same columns, values within `SPGEMM_F32 * sum |a| |b|`
+/// (docs/tolerances.md). Returns (rows checked, rows wrong).
+fn spgemm_sampled_check(
+    a: &CsrMatrix<f32>,
+    b: &CsrMatrix<f32>,
+    c: &CsrMatrix<f32>,
+) -> (usize, usize) {
+    let step = (a.rows() / 2000).max(1);
+    let (mut checked, mut bad) = (0, 0);
+    let mut prods: Vec<(u32, f64, f64)> = Vec::new();
+    for i in (0..a.rows()).step_by(step) {
+        prods.clear();
+        for p in a.offsets()[i]..a.offsets()[i + 1] {
+            let (k, av) = (a.indices()[p] as usize, a.values()[p] as f64);
+            for q in b.offsets()[k]..b.offsets()[k + 1] {
+                let x = av * b.values()[q] as f64;
+                prods.push((b.indices()[q], x, x.abs()));
+            }
+        }
+        prods.sort_by_key(|t| t.0);
+        let mut want: Vec<(u32, f64, f64)> = Vec::new();
+        for &(j, x, m) in &prods {
+            match want.last_mut() {
+                Some(w) if w.0 == j => {
+                    w.1 += x;
+                    w.2 += m;
+                }
+                _ => want.push((j, x, m)),
+            }
+        }
+        let (s, e) = (c.offsets()[i], c.offsets()[i + 1]);
+        let ok = e - s == want.len()
+            && want.iter().zip(s..e).all(|(&(j, x, m), p)| {
+                c.indices()[p] == j
+                    && (c.values()[p] as f64 - x).abs() <= trident_core::tol::SPGEMM_F32 * m
+            });
+        checked += 1;
+        bad += usize::from(!ok);
+    }
+    (checked, bad)
 }
 
 fn pairs_case(ctx: &Bench, name: &str, case: &cases::PairsCase) -> Result<Vec<String>> {
@@ -165,6 +208,19 @@ const CASES: &[Case] = &[
     ("spgemm-rmat-16-8", |c| spgemm_case(c, "spgemm-rmat-16-8")),
     ("spgemm-uniform-1M-8", |c| {
         spgemm_case(c, "spgemm-uniform-1M-8")
+    }),
+    // Small catalog cases (llvmpipe checks).
+    ("small-spgemm-rmat-8-8", |c| {
+        spgemm_case(c, "spgemm-rmat-8-8")
+    }),
+    ("small-spgemm-poisson2d-16", |c| {
+        spgemm_case(c, "spgemm-poisson2d-16")
+    }),
+    ("small-spgemm-power-law-row", |c| {
+        spgemm_case(c, "spgemm-edge-power-law-row")
+    }),
+    ("small-spgemm-outer-product", |c| {
+        spgemm_case(c, "spgemm-edge-outer-product")
     }),
     ("pairs-20K-8K", |c| {
         pairs_case(
