@@ -40,6 +40,9 @@ const NCOARSE: u32 = 2097152u; // 128^3
 // Cells per axis: MAX_AXIS^3 + 1 < 2^32, so key + 1 fits a u32 and is never 0.
 const MAX_AXIS: i32 = 1624;
 const NPART: u32 = 256u; // workgroups of np_sumsq
+// Grid cells per point of B at most (np_finalize): bounds the empty cells a
+// query walks when B is small or sparse.
+const MAX_CELLS_PER_POINT: f32 = 8.0;
 const NBINS: u32 = 65536u;
 
 // Words of `gw` / `gp`.
@@ -266,6 +269,14 @@ fn np_finalize() {
     // h = cbrt(target / density), in logs so that no product overflows f32.
     let tgt = gwf(W_TARGET);
     var h = exp((log(tgt) + log(f32(pp.n)) - log(max(s2, 1.0)) - lcinv) / 3.0);
+    // S2 counts each point in its own coarse cell, so isolated points (small
+    // or sparse B) look like one point per coarse cell: h would stay near two
+    // coarse sides whatever n is, e.g. a 64^3 grid for 7 points, and a query
+    // would walk ~10^5 empty cells (llvmpipe stops any shader after 65535
+    // loop iterations in all, so it even returned no neighbour). Floor: at
+    // most MAX_CELLS_PER_POINT cells per point over the coarse box's volume.
+    let lvol = 3.0 * log(f32(COARSE)) - lcinv;
+    h = max(h, exp((lvol - log(MAX_CELLS_PER_POINT * f32(pp.n))) / 3.0));
     h = max(h, maxext / f32(MAX_AXIS - 2));
     if (!(h > 0.0) || !(h < 3.0e38) || maxext == 0.0) {
         h = 1.0;

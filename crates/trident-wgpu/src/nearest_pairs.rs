@@ -556,5 +556,27 @@ mod tests {
         });
         check(&be, "outside", &out, &cube, 33);
         check(&be, "single point of B", &out[..10], &cube[..1], 1);
+        // A small B far from most queries (a cube's face centres and
+        // corners, queried from its centre): before the cells-per-point
+        // floor its grid had 64^3 cells and llvmpipe cut the walk short.
+        let mut corners = vec![];
+        for c in 0..8 {
+            let s = |bit: i32| if c & bit == 0 { 1.0 } else { -1.0 };
+            corners.push([s(1), s(2), s(4)]);
+        }
+        for d in 0..3 {
+            for s in [1.0f32, -1.0] {
+                let mut q = [0.0; 3];
+                q[d] = s;
+                corners.push(q);
+            }
+        }
+        check(
+            &be,
+            "small B, far queries",
+            &[[0.0; 3], [2.0, 1.0, 0.0], [0.0, 0.0, 0.0]],
+            &corners,
+            10,
+        );
     }
 }
