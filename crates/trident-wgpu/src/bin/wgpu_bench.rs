@@ -272,6 +272,13 @@ const CASES: &[Case] = &[
             &cases::pairs_uniform(1_000_000, 400_000, SEED),
         )
     }),
+    ("pairs-clustered", |c| {
+        pairs_case(
+            c,
+            "pairs-clustered",
+            &cases::pairs_clustered(1_000_000, 400_000, SEED),
+        )
+    }),
 ];
 
 fn main() {
