@@ -173,7 +173,7 @@ impl WgpuBackend {
             usage: STORAGE,
             mapped_at_creation: true,
         });
-        let filled = (|| {
+        let filled: Result<()> = (|| {
             let mut view = raw
                 .slice(..)
                 .get_mapped_range_mut()
@@ -195,7 +195,7 @@ impl WgpuBackend {
                 (b.into_iter().enumerate().collect::<Vec<_>>(), t)
             };
             let tail_first = blocks.len() * per;
-            let run = |group: Vec<(usize, wgpu::WriteOnly<'_, [u8; BLOCK_BYTES]>)>| {
+            let run = |group: Vec<(usize, wgpu::WriteOnly<'_, [u8; BLOCK_BYTES]>)>| -> Result<()> {
                 let mut block = vec![T::zeroed(); per];
                 for (c, dst) in group {
                     fill(c * per, &mut block)?;

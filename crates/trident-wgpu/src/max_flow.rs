@@ -237,7 +237,10 @@ impl Solve<'_> {
         let mut host = vec![0u32; words];
         self.be.download_into(out, &mut host)?;
         let mut side = Vec::with_capacity(words * 32);
-        side.extend(host.iter().flat_map(|&w| (0..32).map(move |b| w >> b & 1 != 0)));
+        side.extend(
+            host.iter()
+                .flat_map(|&w| (0..32).map(move |b| w >> b & 1 != 0)),
+        );
         side.truncate(n);
         Ok(side)
     }

@@ -216,7 +216,10 @@ fn encode_host<T: Scalar>(
         let count = chunk.min(l - start);
         let x = if signals.ld() == n {
             let data = as_f32(signals.data())?;
-            be.upload_named(&data[start * n..(start + count) * n], "sparse_coder signals")?
+            be.upload_named(
+                &data[start * n..(start + count) * n],
+                "sparse_coder signals",
+            )?
         } else {
             be.upload_filled(count * n, "sparse_coder signals", |first, out| {
                 for (e, o) in (first..).zip(out.iter_mut()) {
@@ -363,7 +366,9 @@ fn run(
     let (stride_f, stride_u) = p.strides();
     let slot_bytes = 4 * stride_f.max(stride_u).max(1) as u64;
     let slots_by_mem = (MAX_SCRATCH.min(lim as u64) / slot_bytes).max(1) as usize;
-    let slots = chunk.min(MAX_SLOTS).min(if fast { usize::MAX } else { slots_by_mem });
+    let slots = chunk
+        .min(MAX_SLOTS)
+        .min(if fast { usize::MAX } else { slots_by_mem });
     // The global-scratch path's buffers, only where it runs.
     let scratch = if fast {
         None

@@ -251,10 +251,14 @@ fn omp_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
         cols: n,
         ld: n,
     };
-    let ms = ctx.time(ctx.reps, || be.encode_device(&c.dict, &x, c.rule).map(|_| ()))?;
+    let ms = ctx.time(ctx.reps, || {
+        be.encode_device(&c.dict, &x, c.rule).map(|_| ())
+    })?;
     let dev = be.download_codes(&be.encode_device(&c.dict, &x, c.rule)?)?;
     let again = be.download_codes(&be.encode_device(&c.dict, &x, c.rule)?)?;
-    let h2h = ctx.time(3, || be.encode(&c.dict, c.signals_ref(), c.rule).map(|_| ()))?;
+    let h2h = ctx.time(3, || {
+        be.encode(&c.dict, c.signals_ref(), c.rule).map(|_| ())
+    })?;
     let host = be.encode(&c.dict, c.signals_ref(), c.rule)?;
     let per_s = |ms: f64| c.count as f64 / (ms * 1e-3) / 1e6;
     Ok(vec![format!(
