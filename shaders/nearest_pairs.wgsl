@@ -32,6 +32,19 @@
 // radix select on the 64-bit key (d2 bits, index of A), 16 bits a round,
 // finds the k-th smallest key exactly; the k pairs at or below it are
 // compacted and the host sorts those k.
+//
+// Loop budget (np_query): Mesa's llvmpipe stops every loop of a shader once
+// LP_MAX_TGSI_LOOP_ITERATIONS = 65535 iterations have run in total (one
+// counter per SIMD vector of invocations), and the code after the loop runs as
+// if it had ended: a long walk (far queries, a cell full of duplicates) would
+// return a wrong neighbour with no sign. So every loop iteration of a query
+// calls `spend()`, which counts it against `pp.rnd` (the host passes
+// LANE_BUDGET on CPU adapters, u32::MAX elsewhere); a query that runs out
+// stops, writes CUT as its neighbour index (nearest: its entry; knn: the first
+// of its row) and counts itself in gw[W_CUT]. The host then recomputes those
+// queries exactly (src/nearest_pairs.rs). A vector's loop count is at most the
+// sum of its lanes' counts (each iteration it runs is one of an active lane),
+// so 16 lanes x LANE_BUDGET stays under the cap and the cap is never reached.
 
 const WG: u32 = 256u;
 const QWG: u32 = 128u;
@@ -52,6 +65,10 @@ const W_CAND: u32 = 6u; // top-k: pairs compacted
 const W_SELK: u32 = 8u; // top-k: rank still to find in the current prefix
 const W_SELD: u32 = 9u; // top-k: selected bits of d2
 const W_SELA: u32 = 10u; // top-k: selected bits of the index of A
+const W_CUT: u32 = 11u; // queries that ran out of loop budget
+// Neighbour index of a query that ran out of loop budget (never an index of
+// B: the host keeps |B| below it).
+const CUT: u32 = 0xfffffffeu;
 const W_LO: u32 = 16u; // 3: box low corner (f32 bits)
 const W_CINV: u32 = 19u; // 3: 1 / coarse side per axis
 const W_H: u32 = 22u;
@@ -65,7 +82,7 @@ struct Params {
     n: u32, // points of `src`
     k: u32, // knn: neighbours per query; top-k: pairs
     tmask: u32, // hash table size - 1
-    rnd: u32, // top-k round 0..3; np_setup: target bits
+    rnd: u32, // top-k round 0..3; np_setup: target bits; np_query: loop budget
 }
 
 struct Neighbor {
@@ -413,6 +430,20 @@ var<private> kk: u32;
 var<private> have: u32;
 var<private> kb_d: f32;
 var<private> kb_j: u32;
+// Loop iterations so far, and whether the budget ran out.
+var<private> work: u32;
+var<private> cut: bool;
+
+// Counts one loop iteration; false (and `cut` set) once the budget is spent:
+// the caller's loop must then break.
+fn spend() -> bool {
+    if (work >= pp.rnd) {
+        cut = true;
+        return false;
+    }
+    work = work + 1u;
+    return true;
+}
 
 fn bound() -> f32 {
     if (KNN_MODE) {
@@ -445,7 +476,7 @@ fn offer(d: f32, j: u32) {
         have = have + 1u;
     }
     loop {
-        if (p == 0u) {
+        if (p == 0u || !spend()) {
             break;
         }
         let e = out[row + p - 1u];
@@ -472,6 +503,9 @@ fn make_query(p: vec3<f32>) {
     var margin = inf();
     var clamped = false;
     for (var a = 0u; a < 3u; a = a + 1u) {
+        if (!spend()) {
+            break;
+        }
         var f = floor((p[a] - glo[a]) * inv_h);
         if (f < -4194304.0) {
             f = -4194304.0;
@@ -492,14 +526,12 @@ fn make_query(p: vec3<f32>) {
 
 // Whether a point hashed to cell c could beat `bnd` (ties included): a lower
 // bound of the squared distance from q to the cell's box, less the slack.
+// Written without a loop: it runs once per cell visited, and every loop
+// iteration counts against llvmpipe's cap.
 fn cell_may_hold(c: vec3<i32>, bnd: f32) -> bool {
-    var lb = 0.0;
-    for (var a = 0u; a < 3u; a = a + 1u) {
-        let lo = glo[a] + f32(c[a]) * gh;
-        let d = max(max(lo - q[a], q[a] - (lo + gh)) - qeps, 0.0);
-        lb = lb + d * d;
-    }
-    return lb * 0.99999 <= bnd;
+    let lo = glo + vec3<f32>(c) * gh;
+    let d = max(max(lo - q, q - (lo + vec3<f32>(gh))) - vec3<f32>(qeps), vec3<f32>(0.0));
+    return dot(d, d) * 0.99999 <= bnd;
 }
 
 // Lower bound of the squared distance to anything in ring r or beyond.
@@ -518,9 +550,15 @@ fn visit_cell(c: vec3<i32>) {
     let key1 = cell_key(c) + 1u;
     var s = hash(key1) & pp.tmask;
     loop {
+        if (!spend()) {
+            return;
+        }
         let e = table[s];
         if (e.x == key1) {
             for (var t = e.y; t < e.y + e.z; t = t + 1u) {
+                if (!spend()) {
+                    return;
+                }
                 let b = pts[t];
                 let dx = q.x - bitcast<f32>(b.x);
                 let dy = q.y - bitcast<f32>(b.y);
@@ -541,11 +579,20 @@ fn visit_ring(r: i32) {
     let c0 = max(qc - vec3<i32>(r), vec3<i32>(0));
     let c1 = min(qc + vec3<i32>(r), gdim - vec3<i32>(1));
     for (var z = c0.z; z <= c1.z; z = z + 1) {
+        if (!spend()) {
+            return;
+        }
         let zface = z == qc.z - r || z == qc.z + r;
         for (var y = c0.y; y <= c1.y; y = y + 1) {
+            if (!spend()) {
+                return;
+            }
             let face = zface || y == qc.y - r || y == qc.y + r;
             if (face) {
                 for (var x = c0.x; x <= c1.x; x = x + 1) {
+                    if (!spend()) {
+                        return;
+                    }
                     visit_cell(vec3<i32>(x, y, z));
                 }
             } else {
@@ -566,10 +613,16 @@ fn search() {
     var r_first = 0;
     var r_last = 0;
     for (var a = 0u; a < 3u; a = a + 1u) {
+        if (!spend()) {
+            return;
+        }
         r_first = max(r_first, max(-qc[a], qc[a] - (gdim[a] - 1)));
         r_last = max(r_last, max(qc[a], gdim[a] - 1 - qc[a]));
     }
     for (var r = r_first; r <= r_last; r = r + 1) {
+        if (cut || !spend()) {
+            return;
+        }
         if (ring_bound(r) > bound()) {
             break;
         }
@@ -588,6 +641,8 @@ fn np_query(
         return;
     }
     let i = order[t];
+    work = 0u;
+    cut = false;
     make_query(point(i));
     best_d = inf();
     best_j = 0xffffffffu;
@@ -597,6 +652,12 @@ fn np_query(
     kb_d = inf();
     kb_j = 0xffffffffu;
     search();
+    if (cut) {
+        // Unfinished: the host recomputes this query.
+        atomicAdd(&gw[W_CUT], 1u);
+        out[row] = Neighbor(CUT, inf());
+        return;
+    }
     if (!KNN_MODE) {
         out[i] = Neighbor(best_j, best_d);
     }

@@ -18,6 +18,14 @@
 //! `max_storage_buffer_binding_size` (by the dispatch); a grid of at most
 //! 1624 cells per axis, so that a cell key fits a u32 (very uneven data then
 //! gets fuller cells: slower, still exact); `|A| * k < 2^32` for `knn`.
+//!
+//! Loop cap of llvmpipe: Mesa's software Vulkan stops a shader's loops after
+//! 65535 iterations in total, silently. On CPU adapters each query gets a
+//! loop budget below that cap ([`LANE_BUDGET`]); a query that runs out is
+//! marked by the shader and counted, and [`WgpuBackend::np_finish_cut`]
+//! recomputes exactly those queries on the host (the same f32 distance, ties
+//! to the smaller index). Very uneven data (far queries, cells full of
+//! duplicates) is then slower on llvmpipe, never wrong.
 
 use trident_core::{
     Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, Result, validate,
@@ -107,6 +115,14 @@ const NBINS: usize = 1 << 16;
 const WG: u64 = 256;
 /// Queries per workgroup (`QWG`).
 const QWG: u64 = 128;
+/// Word of `gw` counting the queries that ran out of loop budget (`W_CUT`).
+const W_CUT: usize = 11;
+/// Neighbour index the shader writes for such a query (`CUT`).
+const CUT: u32 = 0xffff_fffe;
+/// Loop iterations one query may run on a CPU adapter (llvmpipe): a SIMD
+/// vector of up to 16 lanes then runs at most 16 x 4000 = 64000 < 65535
+/// (the shader's header gives the argument).
+pub const LANE_BUDGET: u32 = 4000;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -157,6 +173,13 @@ impl WgpuBackend {
                 "nearest_pairs on wgpu binds {STORAGE_BINDINGS} storage buffers per kernel; \
                  this adapter's max_storage_buffers_per_shader_stage is {have}"
             )));
+        }
+        if nb >= CUT as usize {
+            return Err(Error::TooLarge {
+                field: "|B| (u32 neighbour indices below the shader's CUT mark)",
+                value: nb as u128,
+                limit: CUT as u128 - 1,
+            });
         }
         // Load <= 1/2 even if every point of B has a cell of its own.
         let tsize = (2 * nb).next_power_of_two().max(1024);
@@ -214,7 +237,7 @@ impl WgpuBackend {
             tmask: w.tmask,
             rnd: CELL_TARGET.to_bits(),
         });
-        let pa = self.np_params(w, na, knn.unwrap_or(1), 0)?;
+        let pa = self.np_params(w, na, knn.unwrap_or(1), self.np_budget())?;
         let per = |n: usize, size: u64| (n as u64).div_ceil(size);
         enc.zero(&w.gw);
         enc.zero(&w.cnt);
@@ -241,6 +264,68 @@ impl WgpuBackend {
         run(enc, query, &pa, a, per(na, QWG))
     }
 
+    /// The loop budget of one query: [`LANE_BUDGET`] where the adapter is a
+    /// CPU (llvmpipe, with its loop cap), none on a GPU.
+    fn np_budget(&self) -> u32 {
+        if self.ctx.info.device_type == wgpu::DeviceType::Cpu {
+            LANE_BUDGET
+        } else {
+            u32::MAX
+        }
+    }
+
+    /// After a search has run: the queries that ran out of loop budget (their
+    /// first neighbour index is `CUT`) are recomputed exactly on the host and
+    /// written back into `out`. Returns how many there were.
+    fn np_finish_cut(
+        &self,
+        w: &Work,
+        a: &WgpuBuffer<Point>,
+        b: &WgpuBuffer<Point>,
+        knn: Option<usize>,
+        out: &WgpuBuffer<Neighbor>,
+    ) -> Result<usize> {
+        let mut words = [0u32; W_CUT + 1];
+        self.download_into(&w.gw, &mut words)?;
+        let cut = words[W_CUT] as usize;
+        if cut == 0 {
+            return Ok(0);
+        }
+        let ha = self.download_vec(a)?;
+        let hb = self.download_vec(b)?;
+        let mut ho = self.download_vec(out)?;
+        let k = knn.unwrap_or(1);
+        let mut fixed = 0;
+        for (q, row) in ha.iter().zip(ho.chunks_exact_mut(k)) {
+            if row[0].index != CUT {
+                continue;
+            }
+            fixed += 1;
+            let mut all: Vec<(f32, u32)> = hb
+                .iter()
+                .enumerate()
+                .map(|(j, p)| (trident_core::dist2(q, p), j as u32))
+                .collect();
+            let by_key = |x: &(f32, u32), y: &(f32, u32)| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1));
+            if k < all.len() {
+                all.select_nth_unstable_by(k, by_key);
+                all.truncate(k);
+            }
+            all.sort_unstable_by(by_key);
+            for (o, &(d2, index)) in row.iter_mut().zip(&all) {
+                *o = Neighbor { index, d2 };
+            }
+        }
+        if fixed != cut {
+            return Err(crate::context::failure(
+                "nearest_pairs",
+                format!("{cut} queries ran out of loop budget but {fixed} were marked"),
+            ));
+        }
+        self.upload_into(&ho, out)?;
+        Ok(cut)
+    }
+
     /// Records the top-k rounds over `near` (A's nearest) into `w.cand`.
     fn np_record_top(
         &self,
@@ -264,16 +349,18 @@ impl WgpuBackend {
     }
 
     /// The search of A against B into `out` (`|A| * max(k, 1)` entries).
+    /// Returns how many queries ran out of loop budget and were finished on
+    /// the host.
     fn np_search(
         &self,
         a: &WgpuBuffer<Point>,
         b: &WgpuBuffer<Point>,
         knn: Option<usize>,
         out: &WgpuBuffer<Neighbor>,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let (na, nb) = (a.len(), b.len());
         if na == 0 || knn == Some(0) {
-            return Ok(());
+            return Ok(0);
         }
         if let Some(k) = knn {
             count(
@@ -286,7 +373,7 @@ impl WgpuBackend {
         let mut enc = self.encoder("nearest_pairs");
         self.np_record(&mut enc, &w, &fa, na, &fb, nb, knn, out)?;
         enc.submit();
-        Ok(())
+        self.np_finish_cut(&w, a, b, knn, out)
     }
 
     fn np_closest(
@@ -309,6 +396,16 @@ impl WgpuBackend {
         enc.submit();
         let mut c = vec![Cand::default(); k];
         self.download_into(&w.cand, &mut c)?;
+        // The top-k above ran on every query's answer; if some queries ran
+        // out of loop budget (llvmpipe only), it runs again once the host has
+        // recomputed them.
+        if self.np_finish_cut(&w, a, b, None, &near)? > 0 {
+            let mut enc = self.encoder("closest_pairs after host fix-up");
+            enc.zero(&w.gw);
+            self.np_record_top(&mut enc, &w, &fa, na, k, &near)?;
+            enc.submit();
+            self.download_into(&w.cand, &mut c)?;
+        }
         // d2 >= 0, so its bits order like its value.
         c.sort_unstable_by_key(|c| (c.d2.to_bits(), c.a));
         Ok(c.into_iter()
@@ -330,7 +427,9 @@ impl WgpuBackend {
         out: &mut WgpuBuffer<Neighbor>,
     ) -> Result<()> {
         validate::knn_device(self, a, b, k, out)?;
-        self.scoped("knn_device", || self.np_search(a, b, Some(k), out))
+        self.scoped("knn_device", || {
+            self.np_search(a, b, Some(k), out).map(|_| ())
+        })
     }
 }
 
@@ -414,7 +513,9 @@ impl NearestPairsDevice for WgpuBackend {
         out: &mut WgpuBuffer<Neighbor>,
     ) -> Result<()> {
         validate::nearest_device(self, a, b, out)?;
-        self.scoped("nearest_device", || self.np_search(a, b, None, out))
+        self.scoped("nearest_device", || {
+            self.np_search(a, b, None, out).map(|_| ())
+        })
     }
 
     fn closest_pairs_device(
@@ -435,7 +536,7 @@ mod tests {
     //! outliers, knn past any register list. Integer coordinates keep every
     //! f32 distance exact, so indices (ties to the smaller index) must match.
     use super::*;
-    use trident_core::dist2;
+    use trident_core::{DeviceMemory, dist2};
 
     fn lcg(seed: u64) -> impl FnMut() -> u64 {
         let mut s = seed;
@@ -494,6 +595,40 @@ mod tests {
                 "{name}: closest_pairs({pk})"
             );
         }
+    }
+
+    /// A cell of 70,000 copies of one point: more iterations than
+    /// llvmpipe's loop cap (65535) for any query that opens it. On a CPU
+    /// adapter those queries must run out of budget and be finished by the
+    /// host; on a GPU none may. Both give the brute-force answer.
+    #[test]
+    fn queries_past_the_loop_cap_are_finished_on_the_host() {
+        let be = match WgpuBackend::new() {
+            Ok(b) => b,
+            Err(e) => {
+                println!("SKIPPED: {e}");
+                return;
+            }
+        };
+        let mut b = vec![[5.0f32, 5.0, 5.0]; 70_000];
+        b.push([-40.0, 9.0, 1.0]);
+        let a = [[5.0f32, 6.0, 5.0], [-38.0, 9.0, 1.0], [60.0, -60.0, 60.0]];
+        let (da, db) = (be.upload(&a).unwrap(), be.upload(&b).unwrap());
+        let k = 4;
+        let out = be.alloc::<Neighbor>(a.len() * k, "test out").unwrap();
+        let cut = be.np_search(&da, &db, Some(k), &out).unwrap();
+        let cpu = be.ctx.info.device_type == wgpu::DeviceType::Cpu;
+        assert_eq!(cut > 0, cpu, "{cut} queries finished on the host");
+        let got = be.download_vec(&out).unwrap();
+        for (i, q) in a.iter().enumerate() {
+            let want: Vec<(f32, u32)> = ranked(q, &b)[..k].to_vec();
+            let row: Vec<(f32, u32)> = got[i * k..(i + 1) * k]
+                .iter()
+                .map(|n| (n.d2, n.index))
+                .collect();
+            assert_eq!(row, want, "knn of a[{i}]");
+        }
+        check(&be, "duplicates past the loop cap", &a, &b, 2);
     }
 
     #[test]
