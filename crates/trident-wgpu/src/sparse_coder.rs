@@ -455,7 +455,10 @@ fn run(
 
 #[cfg(test)]
 mod tests {
-    use trident_core::{Dictionary, Error, MatRef, SparseCoder, StopRule};
+    use trident_core::{
+        DeviceMat, DeviceMemory, Dictionary, Error, MatRef, SparseCoder, SparseCoderDevice,
+        StopRule,
+    };
     use trident_reference::ReferenceBackend;
     use trident_testkit::cases::{Input, OmpCase, dct_dictionary, sparse_signals};
     use trident_testkit::check;
@@ -488,6 +491,38 @@ mod tests {
         let got = check::produce(&b, &input).unwrap();
         let v = check::compare(&input, &exp, &got);
         assert!(v.passed(), "{}", v.summary());
+    }
+
+    /// The device-resident path on signals with padded rows (`ld > n`) gives
+    /// the host call's codes bit for bit, under both kernels: 16 atoms a
+    /// signal (workgroup memory) and 40 (global scratch).
+    #[test]
+    fn device_codes_with_padded_rows_equal_the_host_call() {
+        let Some(b) = backend() else { return };
+        let dict = dct_dictionary::<f32>(8, 16);
+        let (n, count, ld) = (dict.n(), 9, dict.n() + 5);
+        let signals = sparse_signals(&dict, count, 6, 0.01, 11);
+        let mut padded = vec![0.0f32; (count - 1) * ld + n];
+        for (r, row) in signals.chunks_exact(n).enumerate() {
+            padded[r * ld..r * ld + n].copy_from_slice(row);
+        }
+        for rule in [
+            StopRule::Sparsity(16),
+            StopRule::SparsityOrError {
+                sparsity: 40,
+                error: 1e-4,
+            },
+        ] {
+            let x = DeviceMat {
+                buf: b.upload(&padded).unwrap(),
+                rows: count,
+                cols: n,
+                ld,
+            };
+            let dev = b.download_codes(&b.encode_device(&dict, &x, rule).unwrap());
+            let host = b.encode(&dict, MatRef::dense(&signals, count, n).unwrap(), rule);
+            assert_eq!(dev.unwrap(), host.unwrap(), "{rule:?}");
+        }
     }
 
     /// f64 is not WGSL: Unsupported, after the input checks every backend runs.
