@@ -31,7 +31,7 @@ struct Params {
     stride_f: u32,   // f32 scratch per slot
     stride_u: u32,   // u32 scratch per slot
     gram_row0: u32,  // first row of G this `gram` dispatch computes
-    _pad0: u32,
+    ld: u32,         // signal row stride (elements)
     _pad1: u32,
 }
 
@@ -160,7 +160,7 @@ fn encode_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     let gbase = zbase + m;
     let ubase = slot * P.stride_u;
     for (var s = slot; s < P.count; s = s + P.slots) {
-        let xoff = s * n;
+        let xoff = s * P.ld;
         for (var j = tid; j < k; j = j + WG) {
             var acc = 0.0;
             for (var i = 0u; i < n; i = i + 1u) {
@@ -279,5 +279,196 @@ fn encode_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
             out_f[ob + 1u + t] = sf[gbase + t];
         }
         storageBarrier();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// `encode_wg`: the same algorithm, arithmetic and output bits as
+// `encode_main`, with every per-signal scratch in workgroup memory rather
+// than a global slot: alpha0, the chosen flags (a bitmap), the packed factor
+// L, z, gamma and the chosen atoms. Invocation 0's serial Cholesky update and
+// back substitution (about 2/3 k^3 dependent steps per signal) then run at
+// workgroup-memory latency instead of through L1/L2 with storage barriers,
+// which is where `encode_main` spent its time. For K <= WK atoms and codes of
+// at most WM atoms (omp-64x256-k16, omp-256x1024-k32); longer codes or larger
+// dictionaries take `encode_main`. It writes the device-resident layout
+// directly: counts, atoms and coefficients in slots of max_atoms, ||r||^2.
+
+const WK: u32 = 1024u;
+const WM: u32 = 32u;
+
+var<workgroup> w_a0: array<f32, 1024>;
+var<workgroup> w_chosen: array<u32, 32>;
+var<workgroup> w_l: array<f32, 528>;
+var<workgroup> w_z: array<f32, 32>;
+var<workgroup> w_g: array<f32, 32>;
+var<workgroup> w_i: array<u32, 32>;
+
+@group(0) @binding(4) var<storage, read_write> o_counts: array<u32>;
+@group(0) @binding(5) var<storage, read_write> o_atoms: array<u32>;
+@group(0) @binding(6) var<storage, read_write> o_coefs: array<f32>;
+@group(0) @binding(7) var<storage, read_write> o_res: array<f32>;
+
+// explicit_r2 with the chosen atoms and gamma in workgroup memory.
+fn explicit_r2_wg(tid: u32, xoff: u32, count: u32) -> f32 {
+    let n = P.n;
+    let k = P.k;
+    var part = 0.0;
+    for (var i = tid; i < n; i = i + WG) {
+        var r = sig[xoff + i];
+        for (var t = 0u; t < count; t = t + 1u) {
+            r = fma(-w_g[t], dict[i * k + w_i[t]], r);
+        }
+        part = fma(r, r, part);
+    }
+    return sum_reduce(tid, part);
+}
+
+@compute @workgroup_size(64)
+fn encode_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let n = P.n;
+    let k = P.k;
+    let m = P.max_atoms;
+    for (var s = wid.x; s < P.count; s = s + P.slots) {
+        let xoff = s * P.ld;
+        for (var j = tid; j < k; j = j + WG) {
+            var acc = 0.0;
+            for (var i = 0u; i < n; i = i + 1u) {
+                acc = fma(dict[i * k + j], sig[xoff + i], acc);
+            }
+            w_a0[j] = acc;
+        }
+        if (tid < WK / 32u) {
+            w_chosen[tid] = 0u;
+        }
+        var part = 0.0;
+        for (var i = tid; i < n; i = i + WG) {
+            let x = sig[xoff + i];
+            part = fma(x, x, part);
+        }
+        let xx = sum_reduce(tid, part);
+        if (tid == 0u) {
+            wg_zz = 0.0;
+        }
+        var count = 0u;
+        var r2 = xx;
+        loop {
+            if (stops(r2, xx, count)) {
+                break;
+            }
+            var bv = -1.0;
+            var bi = 0xffffffffu;
+            var bs = 0.0;
+            for (var j = tid; j < k; j = j + WG) {
+                if (((w_chosen[j >> 5u] >> (j & 31u)) & 1u) != 0u) {
+                    continue;
+                }
+                var a = w_a0[j];
+                for (var t = 0u; t < count; t = t + 1u) {
+                    a = fma(-gram[w_i[t] * k + j], w_g[t], a);
+                }
+                let c = abs(a);
+                if (c > bv) {
+                    bv = c;
+                    bi = j;
+                    bs = a;
+                }
+            }
+            argmax_reduce(tid, bv, bi, bs);
+            if (tid == 0u) {
+                let best = red_v[0];
+                let j = red_i[0];
+                var st = 0u;
+                if (!(best > 0.0) || best * best <= CORR_TINY * xx) {
+                    st = 1u;
+                } else {
+                    let row = count * (count + 1u) / 2u;
+                    var ww = 0.0;
+                    for (var t = 0u; t < count; t = t + 1u) {
+                        let rt = t * (t + 1u) / 2u;
+                        var v = gram[w_i[t] * k + j];
+                        for (var q = 0u; q < t; q = q + 1u) {
+                            v = fma(-w_l[rt + q], w_l[row + q], v);
+                        }
+                        v = v / w_l[rt + t];
+                        w_l[row + t] = v;
+                        ww = fma(v, v, ww);
+                    }
+                    let gjj = gram[j * k + j];
+                    let d2 = gjj - ww;
+                    if (d2 <= BREAKDOWN * gjj) {
+                        st = 1u;
+                    } else {
+                        let lkk = sqrt(d2);
+                        w_l[row + count] = lkk;
+                        let zk = red_s[0] / lkk;
+                        w_z[count] = zk;
+                        w_i[count] = j;
+                        w_chosen[j >> 5u] = w_chosen[j >> 5u] | (1u << (j & 31u));
+                        wg_zz = fma(zk, zk, wg_zz);
+                        let mm = count + 1u;
+                        for (var u = 0u; u < mm; u = u + 1u) {
+                            w_g[u] = w_z[u];
+                        }
+                        for (var u = mm; u > 0u; u = u - 1u) {
+                            let uu = u - 1u;
+                            let ru = uu * (uu + 1u) / 2u;
+                            let g = w_g[uu] / w_l[ru + uu];
+                            w_g[uu] = g;
+                            for (var q = 0u; q < uu; q = q + 1u) {
+                                w_g[q] = fma(-w_l[ru + q], g, w_g[q]);
+                            }
+                        }
+                    }
+                }
+                wg_stop = st;
+            }
+            let st = workgroupUniformLoad(&wg_stop);
+            if (st != 0u) {
+                break;
+            }
+            count = count + 1u;
+            let zz = workgroupUniformLoad(&wg_zz);
+            r2 = xx - zz;
+            if (r2 <= TRUST * xx) {
+                r2 = explicit_r2_wg(tid, xoff, count);
+            }
+        }
+        let rf = explicit_r2_wg(tid, xoff, count);
+        let ob = s * m;
+        if (tid == 0u) {
+            o_counts[s] = count;
+            o_res[s] = rf;
+        }
+        for (var t = tid; t < count; t = t + WG) {
+            o_atoms[ob + t] = w_i[t];
+            o_coefs[ob + t] = w_g[t];
+        }
+        workgroupBarrier();
+    }
+}
+
+// `encode_main`'s slots (stride max_atoms + 1: count, then atoms; ||r||^2,
+// then coefficients) to the device-resident layout, one signal per
+// invocation.
+@group(0) @binding(1) var<storage, read> up_u: array<u32>;
+@group(0) @binding(2) var<storage, read> up_f: array<f32>;
+
+@compute @workgroup_size(64)
+fn unpack_main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let s = gid.x;
+    if (s >= P.count) {
+        return;
+    }
+    let m = P.max_atoms;
+    let ib = s * (m + 1u);
+    // A count above m is a bug the host's download reports; never write
+    // past the slot.
+    let c = up_u[ib];
+    o_counts[s] = c;
+    o_res[s] = up_f[ib];
+    for (var t = 0u; t < min(c, m); t = t + 1u) {
+        o_atoms[s * m + t] = up_u[ib + 1u + t];
+        o_coefs[s * m + t] = up_f[ib + 1u + t];
     }
 }

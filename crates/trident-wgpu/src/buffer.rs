@@ -153,6 +153,103 @@ impl WgpuBackend {
         })
     }
 
+    /// A new buffer of `len` elements computed on the host by `fill`, which
+    /// is called on consecutive blocks (with the index of the block's first
+    /// element) from several threads and must set every element it is given;
+    /// the first error, in element order, is returned. The buffer is mapped at
+    /// creation and each block goes straight into the memory wgpu uploads
+    /// from: host data converted on the way (i64 capacities to i32, say) needs
+    /// no intermediate `Vec`, and the conversion runs on every core.
+    pub fn upload_filled<T: Element>(
+        &self,
+        len: usize,
+        what: &str,
+        fill: impl Fn(usize, &mut [T]) -> Result<()> + Sync,
+    ) -> Result<WgpuBuffer<T>> {
+        let bytes = self.checked_bytes::<T>(len, what)?;
+        let raw = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(what),
+            size: padded(bytes),
+            usage: STORAGE,
+            mapped_at_creation: true,
+        });
+        let filled: Result<()> = (|| {
+            let mut view = raw
+                .slice(..)
+                .get_mapped_range_mut()
+                .map_err(|e| failure(what, e))?;
+            let size = std::mem::size_of::<T>();
+            // Whole blocks of BLOCK_BYTES go to the threads (wgpu's write-only
+            // view of a fixed-size array can cross threads, a slice view
+            // cannot); the tail, if any, is filled here.
+            let per = if BLOCK_BYTES.is_multiple_of(size) {
+                BLOCK_BYTES / size
+            } else {
+                0
+            };
+            let whole = view.slice(..bytes as usize);
+            let (blocks, mut tail) = if per == 0 {
+                (Vec::new(), whole)
+            } else {
+                let (b, t) = whole.into_chunks::<BLOCK_BYTES>();
+                (b.into_iter().enumerate().collect::<Vec<_>>(), t)
+            };
+            let tail_first = blocks.len() * per;
+            let run = |group: Vec<(usize, wgpu::WriteOnly<'_, [u8; BLOCK_BYTES]>)>| -> Result<()> {
+                let mut block = vec![T::zeroed(); per];
+                for (c, dst) in group {
+                    fill(c * per, &mut block)?;
+                    let mut dst: wgpu::WriteOnly<'_, [u8]> = dst.into();
+                    dst.copy_from_slice(bytemuck::cast_slice(&block));
+                }
+                Ok(())
+            };
+            let threads = if len < PAR_MIN {
+                1
+            } else {
+                std::thread::available_parallelism().map_or(1, |t| t.get())
+            };
+            let mut groups: Vec<Vec<_>> = Vec::with_capacity(threads);
+            let mut it = blocks.into_iter();
+            let share = (tail_first / per.max(1)).div_ceil(threads).max(1);
+            loop {
+                let g: Vec<_> = it.by_ref().take(share).collect();
+                if g.is_empty() {
+                    break;
+                }
+                groups.push(g);
+            }
+            let first_err = if groups.len() <= 1 {
+                groups.into_iter().try_for_each(run)
+            } else {
+                std::thread::scope(|sc| {
+                    let jobs: Vec<_> = groups
+                        .into_iter()
+                        .map(|g| sc.spawn(move || run(g)))
+                        .collect();
+                    jobs.into_iter().try_for_each(|j| {
+                        j.join()
+                            .map_err(|_| failure(what, "a host worker thread panicked"))?
+                    })
+                })
+            };
+            first_err?;
+            let mut last = vec![T::zeroed(); len - tail_first];
+            if !last.is_empty() {
+                fill(tail_first, &mut last)?;
+                tail.copy_from_slice(bytemuck::cast_slice(&last));
+            }
+            Ok(())
+        })();
+        raw.unmap();
+        filled?;
+        Ok(WgpuBuffer {
+            raw,
+            len,
+            _t: PhantomData,
+        })
+    }
+
     /// Copies `host` into the start of an existing buffer (`host.len() <= buf.len()`),
     /// queued before the next submission.
     pub fn upload_into<T: Element>(&self, host: &[T], buf: &WgpuBuffer<T>) -> Result<()> {
@@ -251,6 +348,13 @@ impl WgpuBackend {
         Ok(v)
     }
 }
+
+/// Below this many elements [`WgpuBackend::upload_filled`] runs on the
+/// calling thread.
+const PAR_MIN: usize = 1 << 16;
+/// Bytes converted per step of [`WgpuBackend::upload_filled`] (a small
+/// host buffer that stays in cache, then one copy into the mapped memory).
+const BLOCK_BYTES: usize = 1 << 14;
 
 impl DeviceMemory for WgpuBackend {
     type Buffer<T: Element> = WgpuBuffer<T>;

@@ -236,7 +236,13 @@ impl Solve<'_> {
         enc.submit();
         let mut host = vec![0u32; words];
         self.be.download_into(out, &mut host)?;
-        Ok((0..n).map(|v| host[v / 32] >> (v % 32) & 1 != 0).collect())
+        let mut side = Vec::with_capacity(words * 32);
+        side.extend(
+            host.iter()
+                .flat_map(|&w| (0..32).map(move |b| w >> b & 1 != 0)),
+        );
+        side.truncate(n);
+        Ok(side)
     }
 }
 
@@ -251,16 +257,22 @@ impl WgpuBackend {
     }
 }
 
-/// The i32 terminals and planes of `g`, or why they might overflow.
+/// The i32 neighbour planes and terminals of `g` on the device, or why they
+/// might overflow.
 ///
-/// Index arithmetic only: a non-zero capacity always has its neighbour on the
-/// grid (core rejects border arcs), so `v + offset` is it. On cut-2048 the
-/// first version, through `GridGraph::neighbor` (three divisions per arc),
-/// took most of the call's 397 ms on the H100 machine.
-fn grid_i32(g: &GridGraph) -> Result<(Vec<i32>, Vec<i32>)> {
+/// The bounds are checked while the values are converted, straight into the
+/// mapped upload buffers, on all cores ([`WgpuBackend::upload_filled`]); on
+/// cut-2048 (16M arcs) a sequential convert-check-copy on the host cost more
+/// than the GPU solve. Index arithmetic only: a non-zero capacity always has
+/// its neighbour on the grid (core rejects border arcs), so `v + offset` is
+/// it, and a node `u = v - offset` whose arc in that direction would leave
+/// the grid has capacity 0 there.
+fn grid_upload(be: &WgpuBackend, g: &GridGraph) -> Result<(WgpuBuffer<i32>, WgpuBuffer<i32>)> {
     let n = g.nodes();
     let (_, h, w) = g.shape();
+    let dirs = g.dirs().len();
     let caps = g.caps();
+    let (source, sink) = (g.source(), g.sink());
     let max = i32::MAX as i64;
     let offsets = [
         1isize,
@@ -270,54 +282,70 @@ fn grid_i32(g: &GridGraph) -> Result<(Vec<i32>, Vec<i32>)> {
         (w * h) as isize,
         -((w * h) as isize),
     ];
-    // Inflow bound per node: source capacity plus every neighbour arc into it.
-    let mut inflow: Vec<i64> = g.source().to_vec();
-    for d in 0..g.dirs().len() {
-        let plane = &caps[d * n..(d + 1) * n];
-        let back = &caps[(d ^ 1) * n..((d ^ 1) + 1) * n];
-        for (v, &c) in plane.iter().enumerate() {
-            if c == 0 {
-                continue;
+    // Per arc: both directions of its pair together (a bound on either residual).
+    let planes = be.upload_filled(dirs * n, "max_flow residuals", |first, out| {
+        let (mut d, mut v) = (first / n, first % n);
+        for (o, &c) in out.iter_mut().zip(&caps[first..]) {
+            if c != 0 {
+                let u = v.wrapping_add_signed(offsets[d]);
+                let back = caps[(d ^ 1) * n + u];
+                if c.saturating_add(back) > max {
+                    return Err(unsupported_i32(format!(
+                        "the arc pair {v} <-> {u} (capacities {c} + {back})"
+                    )));
+                }
             }
-            let u = v.wrapping_add_signed(offsets[d]);
-            inflow[u] += c;
-            if c + back[u] > max {
-                return Err(unsupported_i32(format!(
-                    "the arc pair {v} <-> {u} (capacities {c} + {})",
-                    back[u]
-                )));
+            *o = c as i32;
+            v += 1;
+            if v == n {
+                (d, v) = (d + 1, 0);
             }
         }
-    }
-    if let Some(v) = inflow.iter().position(|&x| x > max) {
-        return Err(unsupported_i32(format!(
-            "the capacity into node {v} ({})",
-            inflow[v]
-        )));
-    }
-    if let Some(v) = g.sink().iter().position(|&x| x > max) {
-        return Err(unsupported_i32(format!("sink[{v}] = {}", g.sink()[v])));
-    }
-    let planes = caps.iter().map(|&c| c as i32).collect();
-    let mut terminals = Vec::with_capacity(2 * n);
-    terminals.extend(g.source().iter().map(|&c| c as i32));
-    terminals.extend(g.sink().iter().map(|&c| c as i32));
+        Ok(())
+    })?;
+    // Per node: the source capacity plus every arc into it (a bound on its
+    // excess); then the sink capacities.
+    let terminals = be.upload_filled(2 * n, "max_flow terminals", |first, out| {
+        for (idx, o) in (first..).zip(out.iter_mut()) {
+            if idx >= n {
+                let c = sink[idx - n];
+                if c > max {
+                    return Err(unsupported_i32(format!("sink[{}] = {c}", idx - n)));
+                }
+                *o = c as i32;
+                continue;
+            }
+            let v = idx;
+            let mut inflow = source[v];
+            for (d, &off) in offsets.iter().enumerate().take(dirs) {
+                let u = v.wrapping_add_signed(-off);
+                if u < n {
+                    inflow = inflow.saturating_add(caps[d * n + u]);
+                }
+            }
+            if inflow > max {
+                return Err(unsupported_i32(format!(
+                    "the capacity into node {v} ({inflow})"
+                )));
+            }
+            *o = source[v] as i32;
+        }
+        Ok(())
+    })?;
     Ok((planes, terminals))
 }
 
 fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
     let n = g.nodes();
-    let (planes, terminals) = grid_i32(g)?;
+    let (rc, gin) = grid_upload(be, g)?;
     let (depth, height, width) = g.shape();
     let groups = be.grid((n as u64).div_ceil(WG))?;
-    let rc = be.upload_named(&planes, "max_flow residuals")?;
     let ex = be.alloc::<i32>(n, "max_flow excess")?;
     let hgt = be.alloc::<u32>(n, "max_flow heights")?;
     let ctr = be.alloc::<u32>(4, "max_flow counters")?;
     let flow_words = 2 * groups[0] as usize * groups[1] as usize;
     let out = be.alloc::<u32>(flow_words.max(n.div_ceil(32)), "max_flow output")?;
     let sk = be.alloc::<i32>(n, "max_flow sink residuals")?;
-    let gin = be.upload_named(&terminals, "max_flow terminals")?;
     let base = Params {
         n: n as u32,
         width: width as u32,

@@ -1,12 +1,31 @@
 //! NearestPairs for [`WgpuBackend`]: `shaders/nearest_pairs.wgsl`.
 //!
-//! An exact exhaustive search on the device (B streamed through workgroup
-//! memory; see the shader's header), O(|A| |B|): correct for every input, fast
-//! only for moderate sizes. The uniform grid with shell expansion of the CUDA
-//! backend is not ported yet. `knn` keeps up to [`KNN_MAX_K`] neighbours per
-//! query in registers; a larger `k` answers [`Error::Unsupported`].
-//! `closest_pairs` runs `nearest` on the device, downloads the |A| answers
-//! (8 bytes each) and selects the k smallest `(d2, a)` on the host.
+//! The CUDA backend's technique in WGSL: a hashed uniform grid on B built on
+//! the device (bounding box, a density estimate from a 128^3 coarse count so
+//! that clustered data gets fine cells, hash insert, a scan of the cell counts
+//! with `shaders/scan.wgsl`, scatter), the queries of A ordered by the Morton
+//! code of their coarse cell, and a search of rings of cells outward with
+//! conservative bounds, so results are exact (the shader's header says how).
+//! `closest_pairs` selects the k smallest `(d2, i)` on the device by a radix
+//! select over that 64-bit key; exactly k pairs come back and the host sorts
+//! them.
+//!
+//! Every call records all its work into one command buffer: nothing goes back
+//! to the host between the upload of A and B and the download of the result.
+//!
+//! Limits, explicit: 13 bindings (12 storage buffers) per kernel, checked
+//! against `max_storage_buffers_per_shader_stage`; every binding against
+//! `max_storage_buffer_binding_size` (by the dispatch); a grid of at most
+//! 1624 cells per axis, so that a cell key fits a u32 (very uneven data then
+//! gets fuller cells: slower, still exact); `|A| * k < 2^32` for `knn`.
+//!
+//! Loop cap of llvmpipe: Mesa's software Vulkan stops a shader's loops after
+//! 65535 iterations in total, silently. On CPU adapters each query gets a
+//! loop budget below that cap ([`LANE_BUDGET`]); a query that runs out is
+//! marked by the shader and counted, and [`WgpuBackend::np_finish_cut`]
+//! recomputes exactly those queries on the host (the same f32 distance, ties
+//! to the smaller index). Very uneven data (far queries, cells full of
+//! duplicates) is then slower on llvmpipe, never wrong.
 
 use trident_core::{
     Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, Result, validate,
@@ -14,44 +33,128 @@ use trident_core::{
 
 use crate::WgpuBackend;
 use crate::buffer::WgpuBuffer;
-use crate::pipeline::{Arg, Bind, Kernel, Shader};
+use crate::pipeline::{Arg, Bind, Encoder, Kernel, Shader};
 
-/// `shaders/nearest_pairs.wgsl`.
+/// `shaders/nearest_pairs.wgsl` with `np_query` keeping one neighbour.
 static SHADER: Shader = Shader {
     name: "nearest_pairs",
-    parts: &[include_str!("../shaders/nearest_pairs.wgsl")],
+    parts: &[
+        "const KNN_MODE: bool = false;\n",
+        include_str!("../shaders/nearest_pairs.wgsl"),
+    ],
 };
 
-const BINDS: &[Bind] = &[Bind::Read, Bind::Read, Bind::ReadWrite, Bind::Uniform];
-
-static NEAREST: Kernel = Kernel {
-    shader: &SHADER,
-    entry: "nearest_f32",
-    bindings: BINDS,
+/// The same file with `np_query` keeping k neighbours in the output rows.
+static SHADER_KNN: Shader = Shader {
+    name: "nearest_pairs_knn",
+    parts: &[
+        "const KNN_MODE: bool = true;\n",
+        include_str!("../shaders/nearest_pairs.wgsl"),
+    ],
 };
 
-static KNN: Kernel = Kernel {
-    shader: &SHADER,
-    entry: "knn_f32",
-    bindings: BINDS,
-};
+/// The shader's bindings; every kernel binds all of them.
+const BINDS: &[Bind] = &[
+    Bind::Uniform,   // 0 pp
+    Bind::Read,      // 1 src: A or B
+    Bind::ReadWrite, // 2 gw: grid words (atomics)
+    Bind::Read,      // 3 gp: a copy of gw that the queries read
+    Bind::ReadWrite, // 4 cnt: coarse counts
+    Bind::ReadWrite, // 5 tkey: hash keys
+    Bind::ReadWrite, // 6 tcnt: counts, then starts, then ends
+    Bind::ReadWrite, // 7 table: packed slots
+    Bind::ReadWrite, // 8 pts: B by cell
+    Bind::ReadWrite, // 9 order: A by coarse cell
+    Bind::ReadWrite, // 10 out: neighbours
+    Bind::ReadWrite, // 11 hist: top-k histograms
+    Bind::ReadWrite, // 12 cand: top-k pairs
+];
 
-/// Kernels of this primitive (built by `warm_up`).
-pub(crate) const KERNELS: &[&Kernel] = &[&NEAREST, &KNN];
+/// Storage buffers each kernel binds (all of `BINDS` but the uniform).
+const STORAGE_BINDINGS: u32 = 12;
 
-/// Largest `k` the device `knn` keeps per query (`KMAX` in the shader).
-pub const KNN_MAX_K: usize = 64;
+macro_rules! kernels {
+    ($($id:ident = $shader:ident . $entry:literal),* $(,)?) => {
+        $(static $id: Kernel = Kernel { shader: &$shader, entry: $entry, bindings: BINDS };)*
+        /// Kernels of this primitive (built by `warm_up`).
+        pub(crate) const KERNELS: &[&Kernel] = &[$(&$id),*];
+    };
+}
 
-/// Queries per workgroup (`WG` in the shader).
-const WG: u64 = 128;
+kernels! {
+    BBOX = SHADER."np_bbox",
+    SETUP = SHADER."np_setup",
+    COARSE_COUNT = SHADER."np_coarse_count",
+    SUMSQ = SHADER."np_sumsq",
+    FINALIZE = SHADER."np_finalize",
+    INSERT = SHADER."np_insert",
+    SCATTER = SHADER."np_scatter",
+    PACK = SHADER."np_pack",
+    ORDER = SHADER."np_order",
+    NEAREST = SHADER."np_query",
+    KNN = SHADER_KNN."np_query",
+    HIST = SHADER."np_hist",
+    SELECT = SHADER."np_select",
+    COMPACT = SHADER."np_compact",
+}
+
+/// Points per grid cell aimed at: 8, as the CUDA backend measured on an H100
+/// (`trident_cuda::nearest_pairs::DEFAULT_CELL_TARGET`); results do not
+/// depend on it.
+pub const CELL_TARGET: f32 = 8.0;
+
+/// Words of the shader's `gw` (fields below 256, then `NPART` partial sums).
+const GRID_WORDS: usize = 512;
+/// Cells of the coarse grid (128^3, Morton-indexed).
+const COARSE_CELLS: usize = 1 << 21;
+/// Workgroups of `np_sumsq` (`NPART`) and of `np_bbox` at most.
+const NPART: u64 = 256;
+/// Bins of one top-k histogram round (16 bits).
+const NBINS: usize = 1 << 16;
+/// Invocations per workgroup of the build and top-k kernels (`WG`).
+const WG: u64 = 256;
+/// Queries per workgroup (`QWG`).
+const QWG: u64 = 128;
+/// Word of `gw` counting the queries that ran out of loop budget (`W_CUT`).
+const W_CUT: usize = 11;
+/// Neighbour index the shader writes for such a query (`CUT`).
+const CUT: u32 = 0xffff_fffe;
+/// Loop iterations one query may run on a CPU adapter (llvmpipe): a SIMD
+/// vector of up to 16 lanes then runs at most 16 x 4000 = 64000 < 65535
+/// (the shader's header gives the argument).
+pub const LANE_BUDGET: u32 = 4000;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
-    na: u32,
-    nb: u32,
+    n: u32,
     k: u32,
-    _pad: u32,
+    tmask: u32,
+    rnd: u32,
+}
+
+/// A pair as `np_compact` writes it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Cand {
+    d2: f32,
+    a: u32,
+    b: u32,
+}
+
+/// Every buffer a call binds; roles a call does not use hold one element.
+struct Work {
+    gw: WgpuBuffer<u32>,
+    gp: WgpuBuffer<u32>,
+    cnt: WgpuBuffer<u32>,
+    tkey: WgpuBuffer<u32>,
+    tcnt: WgpuBuffer<u32>,
+    table: WgpuBuffer<[u32; 4]>,
+    pts: WgpuBuffer<[u32; 4]>,
+    order: WgpuBuffer<u32>,
+    hist: WgpuBuffer<u32>,
+    cand: WgpuBuffer<Cand>,
+    tmask: u32,
 }
 
 fn count(field: &'static str, n: usize) -> Result<u32> {
@@ -63,61 +166,295 @@ fn count(field: &'static str, n: usize) -> Result<u32> {
 }
 
 impl WgpuBackend {
-    /// Queues `kernel` over `na` queries against `nb` points.
-    fn launch_pairs(
-        &self,
-        kernel: &'static Kernel,
-        a: (&WgpuBuffer<Point>, usize),
-        b: (&WgpuBuffer<Point>, usize),
-        k: usize,
-        out: &WgpuBuffer<Neighbor>,
-    ) -> Result<()> {
-        if a.1 == 0 {
-            return Ok(());
+    fn np_work(&self, na: usize, nb: usize, pairs_k: usize) -> Result<Work> {
+        let have = self.ctx.limits.max_storage_buffers_per_shader_stage;
+        if have < STORAGE_BINDINGS {
+            return Err(Error::Unsupported(format!(
+                "nearest_pairs on wgpu binds {STORAGE_BINDINGS} storage buffers per kernel; \
+                 this adapter's max_storage_buffers_per_shader_stage is {have}"
+            )));
         }
-        let params = self.uniform(&Params {
-            na: count("|A|", a.1)?,
-            nb: count("|B|", b.1)?,
-            k: count("k", k)?,
-            _pad: 0,
-        });
-        let fa = a.0.cast_ref::<f32>()?;
-        let fb = b.0.cast_ref::<f32>()?;
-        let mut enc = self.encoder("nearest_pairs");
-        enc.dispatch(
-            kernel,
-            &[
-                Arg::buf(&fa),
-                Arg::buf(&fb),
-                Arg::buf(out),
-                Arg::raw(&params),
-            ],
-            self.grid((a.1 as u64).div_ceil(WG))?,
-        )?;
-        enc.submit();
-        Ok(())
+        if nb >= CUT as usize {
+            return Err(Error::TooLarge {
+                field: "|B| (u32 neighbour indices below the shader's CUT mark)",
+                value: nb as u128,
+                limit: CUT as u128 - 1,
+            });
+        }
+        // Load <= 1/2 even if every point of B has a cell of its own.
+        let tsize = (2 * nb).next_power_of_two().max(1024);
+        let top = pairs_k > 0;
+        Ok(Work {
+            gw: self.alloc(GRID_WORDS, "nearest_pairs grid words")?,
+            gp: self.alloc(GRID_WORDS, "nearest_pairs grid params")?,
+            cnt: self.alloc(COARSE_CELLS, "nearest_pairs coarse counts")?,
+            tkey: self.alloc(tsize, "nearest_pairs cell keys")?,
+            tcnt: self.alloc(tsize, "nearest_pairs cell counts")?,
+            table: self.alloc(tsize, "nearest_pairs cell table")?,
+            pts: self.alloc(nb.max(1), "nearest_pairs B by cell")?,
+            order: self.alloc(na.max(1), "nearest_pairs query order")?,
+            hist: self.alloc(if top { 4 * NBINS } else { 1 }, "closest_pairs histograms")?,
+            cand: self.alloc(pairs_k.max(1), "closest_pairs candidates")?,
+            tmask: count("nearest_pairs hash table", tsize - 1)?,
+        })
     }
 
-    /// The k smallest `(d2, a)` of the per-query nearest answers.
-    fn select_pairs(near: &[Neighbor], k: usize) -> Vec<Pair> {
-        let mut all: Vec<Pair> = near
-            .iter()
-            .enumerate()
-            .map(|(i, n)| Pair {
-                a: i as u32,
-                b: n.index,
-                d2: n.d2,
-            })
-            .collect();
-        let cmp = |x: &Pair, y: &Pair| x.d2.total_cmp(&y.d2).then(x.a.cmp(&y.a));
-        let k = k.min(all.len());
-        if k < all.len() {
-            all.select_nth_unstable_by(k, cmp);
-            all.truncate(k);
-        }
-        all.sort_unstable_by(cmp);
-        all
+    fn np_params(&self, w: &Work, n: usize, k: usize, round: u32) -> Result<wgpu::Buffer> {
+        Ok(self.uniform(&Params {
+            n: count("point count", n)?,
+            k: count("k", k)?,
+            tmask: w.tmask,
+            rnd: round,
+        }))
     }
+
+    /// Records the search of A's nearest (`k == 0`) or k nearest points of B
+    /// into `out`, grid build included.
+    #[allow(clippy::too_many_arguments)]
+    fn np_record(
+        &self,
+        enc: &mut Encoder<'_>,
+        w: &Work,
+        a: &WgpuBuffer<f32>,
+        na: usize,
+        b: &WgpuBuffer<f32>,
+        nb: usize,
+        knn: Option<usize>,
+        out: &WgpuBuffer<Neighbor>,
+    ) -> Result<()> {
+        let run = |enc: &mut Encoder<'_>,
+                   k: &'static Kernel,
+                   pp: &wgpu::Buffer,
+                   src: &WgpuBuffer<f32>,
+                   groups: u64|
+         -> Result<()> {
+            let args = np_args(pp, src, w, out);
+            enc.dispatch(k, &args, self.grid(groups)?)
+        };
+        let pb = self.uniform(&Params {
+            n: count("|B|", nb)?,
+            k: 0,
+            tmask: w.tmask,
+            rnd: CELL_TARGET.to_bits(),
+        });
+        let pa = self.np_params(w, na, knn.unwrap_or(1), self.np_budget())?;
+        let per = |n: usize, size: u64| (n as u64).div_ceil(size);
+        enc.zero(&w.gw);
+        enc.zero(&w.cnt);
+        enc.zero(&w.tkey);
+        enc.zero(&w.tcnt);
+        // The grid on B.
+        run(enc, &BBOX, &pb, b, per(nb, WG).clamp(1, NPART))?;
+        run(enc, &SETUP, &pb, b, 1)?;
+        enc.copy(&w.gw, 0, &w.gp, 0, GRID_WORDS)?;
+        run(enc, &COARSE_COUNT, &pb, b, per(nb, WG))?;
+        run(enc, &SUMSQ, &pb, b, NPART)?;
+        run(enc, &FINALIZE, &pb, b, 1)?;
+        enc.copy(&w.gw, 0, &w.gp, 0, GRID_WORDS)?;
+        run(enc, &INSERT, &pb, b, per(nb, WG))?;
+        self.scan_exclusive_u32(enc, &w.tcnt, w.tcnt.len())?;
+        run(enc, &SCATTER, &pb, b, per(nb, WG))?;
+        run(enc, &PACK, &pb, b, per(w.tkey.len(), WG))?;
+        // A by coarse cell.
+        enc.zero(&w.cnt);
+        run(enc, &COARSE_COUNT, &pa, a, per(na, WG))?;
+        self.scan_exclusive_u32(enc, &w.cnt, COARSE_CELLS)?;
+        run(enc, &ORDER, &pa, a, per(na, WG))?;
+        let query = if knn.is_some() { &KNN } else { &NEAREST };
+        run(enc, query, &pa, a, per(na, QWG))
+    }
+
+    /// The loop budget of one query: [`LANE_BUDGET`] where the adapter is a
+    /// CPU (llvmpipe, with its loop cap), none on a GPU.
+    fn np_budget(&self) -> u32 {
+        if self.ctx.info.device_type == wgpu::DeviceType::Cpu {
+            LANE_BUDGET
+        } else {
+            u32::MAX
+        }
+    }
+
+    /// After a search has run: the queries that ran out of loop budget (their
+    /// first neighbour index is `CUT`) are recomputed exactly on the host and
+    /// written back into `out`. Returns how many there were.
+    fn np_finish_cut(
+        &self,
+        w: &Work,
+        a: &WgpuBuffer<Point>,
+        b: &WgpuBuffer<Point>,
+        knn: Option<usize>,
+        out: &WgpuBuffer<Neighbor>,
+    ) -> Result<usize> {
+        let mut words = [0u32; W_CUT + 1];
+        self.download_into(&w.gw, &mut words)?;
+        let cut = words[W_CUT] as usize;
+        if cut == 0 {
+            return Ok(0);
+        }
+        let ha = self.download_vec(a)?;
+        let hb = self.download_vec(b)?;
+        let mut ho = self.download_vec(out)?;
+        let k = knn.unwrap_or(1);
+        let mut fixed = 0;
+        for (q, row) in ha.iter().zip(ho.chunks_exact_mut(k)) {
+            if row[0].index != CUT {
+                continue;
+            }
+            fixed += 1;
+            let mut all: Vec<(f32, u32)> = hb
+                .iter()
+                .enumerate()
+                .map(|(j, p)| (trident_core::dist2(q, p), j as u32))
+                .collect();
+            let by_key = |x: &(f32, u32), y: &(f32, u32)| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1));
+            if k < all.len() {
+                all.select_nth_unstable_by(k, by_key);
+                all.truncate(k);
+            }
+            all.sort_unstable_by(by_key);
+            for (o, &(d2, index)) in row.iter_mut().zip(&all) {
+                *o = Neighbor { index, d2 };
+            }
+        }
+        if fixed != cut {
+            return Err(crate::context::failure(
+                "nearest_pairs",
+                format!("{cut} queries ran out of loop budget but {fixed} were marked"),
+            ));
+        }
+        self.upload_into(&ho, out)?;
+        Ok(cut)
+    }
+
+    /// Records the top-k rounds over `near` (A's nearest) into `w.cand`.
+    fn np_record_top(
+        &self,
+        enc: &mut Encoder<'_>,
+        w: &Work,
+        a: &WgpuBuffer<f32>,
+        na: usize,
+        k: usize,
+        near: &WgpuBuffer<Neighbor>,
+    ) -> Result<()> {
+        enc.zero(&w.hist);
+        for round in 0..4u32 {
+            let pp = self.np_params(w, na, k, round)?;
+            let args = np_args(&pp, a, w, near);
+            enc.dispatch(&HIST, &args, self.grid((na as u64).div_ceil(WG))?)?;
+            enc.dispatch(&SELECT, &args, [1, 1, 1])?;
+        }
+        let pp = self.np_params(w, na, k, 0)?;
+        let args = np_args(&pp, a, w, near);
+        enc.dispatch(&COMPACT, &args, self.grid((na as u64).div_ceil(WG))?)
+    }
+
+    /// The search of A against B into `out` (`|A| * max(k, 1)` entries).
+    /// Returns how many queries ran out of loop budget and were finished on
+    /// the host.
+    fn np_search(
+        &self,
+        a: &WgpuBuffer<Point>,
+        b: &WgpuBuffer<Point>,
+        knn: Option<usize>,
+        out: &WgpuBuffer<Neighbor>,
+    ) -> Result<usize> {
+        let (na, nb) = (a.len(), b.len());
+        if na == 0 || knn == Some(0) {
+            return Ok(0);
+        }
+        if let Some(k) = knn {
+            count(
+                "|A| * k (u32 indices in the wgpu shader)",
+                na.saturating_mul(k),
+            )?;
+        }
+        let w = self.np_work(na, nb, 0)?;
+        let (fa, fb) = (a.cast_ref::<f32>()?, b.cast_ref::<f32>()?);
+        let mut enc = self.encoder("nearest_pairs");
+        self.np_record(&mut enc, &w, &fa, na, &fb, nb, knn, out)?;
+        enc.submit();
+        self.np_finish_cut(&w, a, b, knn, out)
+    }
+
+    fn np_closest(
+        &self,
+        a: &WgpuBuffer<Point>,
+        b: &WgpuBuffer<Point>,
+        k: usize,
+    ) -> Result<Vec<Pair>> {
+        let (na, nb) = (a.len(), b.len());
+        let k = k.min(na);
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let w = self.np_work(na, nb, k)?;
+        let near = self.alloc::<Neighbor>(na, "closest_pairs nearest")?;
+        let (fa, fb) = (a.cast_ref::<f32>()?, b.cast_ref::<f32>()?);
+        let mut enc = self.encoder("closest_pairs");
+        self.np_record(&mut enc, &w, &fa, na, &fb, nb, None, &near)?;
+        self.np_record_top(&mut enc, &w, &fa, na, k, &near)?;
+        enc.submit();
+        let mut c = vec![Cand::default(); k];
+        self.download_into(&w.cand, &mut c)?;
+        // The top-k above ran on every query's answer; if some queries ran
+        // out of loop budget (llvmpipe only), it runs again once the host has
+        // recomputed them.
+        if self.np_finish_cut(&w, a, b, None, &near)? > 0 {
+            let mut enc = self.encoder("closest_pairs after host fix-up");
+            enc.zero(&w.gw);
+            self.np_record_top(&mut enc, &w, &fa, na, k, &near)?;
+            enc.submit();
+            self.download_into(&w.cand, &mut c)?;
+        }
+        // d2 >= 0, so its bits order like its value.
+        c.sort_unstable_by_key(|c| (c.d2.to_bits(), c.a));
+        Ok(c.into_iter()
+            .map(|c| Pair {
+                a: c.a,
+                b: c.b,
+                d2: c.d2,
+            })
+            .collect())
+    }
+
+    /// The `k` nearest points of B for each point of A, sorted by `(d2, j)`,
+    /// into `out` (`|A| * k` entries), all on the device.
+    pub fn knn_device(
+        &self,
+        a: &WgpuBuffer<Point>,
+        b: &WgpuBuffer<Point>,
+        k: usize,
+        out: &mut WgpuBuffer<Neighbor>,
+    ) -> Result<()> {
+        validate::knn_device(self, a, b, k, out)?;
+        self.scoped("knn_device", || {
+            self.np_search(a, b, Some(k), out).map(|_| ())
+        })
+    }
+}
+
+/// The 13 bindings of a dispatch, in `BINDS` order.
+fn np_args<'a>(
+    pp: &'a wgpu::Buffer,
+    src: &'a WgpuBuffer<f32>,
+    w: &'a Work,
+    out: &'a WgpuBuffer<Neighbor>,
+) -> [Arg<'a>; 13] {
+    [
+        Arg::raw(pp),
+        Arg::buf(src),
+        Arg::buf(&w.gw),
+        Arg::buf(&w.gp),
+        Arg::buf(&w.cnt),
+        Arg::buf(&w.tkey),
+        Arg::buf(&w.tcnt),
+        Arg::buf(&w.table),
+        Arg::buf(&w.pts),
+        Arg::buf(&w.order),
+        Arg::buf(out),
+        Arg::buf(&w.hist),
+        Arg::buf(&w.cand),
+    ]
 }
 
 impl NearestPairs for WgpuBackend {
@@ -132,7 +469,7 @@ impl NearestPairs for WgpuBackend {
             let da = self.upload_named(a, "points A")?;
             let db = self.upload_named(b, "points B")?;
             let dout = self.alloc::<Neighbor>(a.len(), "nearest out")?;
-            self.launch_pairs(&NEAREST, (&da, a.len()), (&db, b.len()), 1, &dout)?;
+            self.np_search(&da, &db, None, &dout)?;
             self.download_into(&dout, out)
         })
     }
@@ -144,16 +481,11 @@ impl NearestPairs for WgpuBackend {
         if a.is_empty() || k == 0 {
             return Ok(());
         }
-        if k > KNN_MAX_K {
-            return Err(Error::Unsupported(format!(
-                "knn with k = {k} on wgpu: the device keeps at most {KNN_MAX_K} neighbours per query"
-            )));
-        }
         self.scoped("knn", || {
             let da = self.upload_named(a, "points A")?;
             let db = self.upload_named(b, "points B")?;
             let dout = self.alloc::<Neighbor>(out.len(), "knn out")?;
-            self.launch_pairs(&KNN, (&da, a.len()), (&db, b.len()), k, &dout)?;
+            self.np_search(&da, &db, Some(k), &dout)?;
             self.download_into(&dout, out)
         })
     }
@@ -168,33 +500,9 @@ impl NearestPairs for WgpuBackend {
         self.scoped("closest_pairs", || {
             let da = self.upload_named(a, "points A")?;
             let db = self.upload_named(b, "points B")?;
-            self.closest_pairs_on_device(&da, &db, k)
+            self.np_closest(&da, &db, k)
         })
     }
-}
-
-impl WgpuBackend {
-    fn closest_pairs_on_device(
-        &self,
-        a: &WgpuBuffer<Point>,
-        b: &WgpuBuffer<Point>,
-        k: usize,
-    ) -> Result<Vec<Pair>> {
-        if a.is_empty() || k == 0 {
-            return Ok(Vec::new());
-        }
-        let near = self.alloc::<Neighbor>(a.len(), "closest_pairs nearest")?;
-        self.launch_pairs(&NEAREST, (a, a.len()), (b, b.len()), 1, &near)?;
-        let host = self.download_vec(&near)?;
-        Ok(Self::select_pairs(&host, k))
-    }
-}
-
-fn check_b(b: &WgpuBuffer<Point>) -> Result<()> {
-    if b.is_empty() {
-        return Err(Error::arg("b", "B is empty: there is no nearest point"));
-    }
-    Ok(())
 }
 
 impl NearestPairsDevice for WgpuBackend {
@@ -204,15 +512,9 @@ impl NearestPairsDevice for WgpuBackend {
         b: &WgpuBuffer<Point>,
         out: &mut WgpuBuffer<Neighbor>,
     ) -> Result<()> {
-        check_b(b)?;
-        if out.len() != a.len() {
-            return Err(Error::dim(
-                "out",
-                format!("length {}, expected |A| = {}", out.len(), a.len()),
-            ));
-        }
+        validate::nearest_device(self, a, b, out)?;
         self.scoped("nearest_device", || {
-            self.launch_pairs(&NEAREST, (a, a.len()), (b, b.len()), 1, out)
+            self.np_search(a, b, None, out).map(|_| ())
         })
     }
 
@@ -222,9 +524,194 @@ impl NearestPairsDevice for WgpuBackend {
         b: &WgpuBuffer<Point>,
         k: usize,
     ) -> Result<Vec<Pair>> {
-        check_b(b)?;
-        self.scoped("closest_pairs_device", || {
-            self.closest_pairs_on_device(a, b, k)
-        })
+        validate::closest_pairs_device(self, a, b)?;
+        self.scoped("closest_pairs_device", || self.np_closest(a, b, k))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The grid against a brute force on inputs that stress it: all points
+    //! equal, flat and huge coordinate ranges, dense clusters with far
+    //! outliers, knn past any register list. Integer coordinates keep every
+    //! f32 distance exact, so indices (ties to the smaller index) must match.
+    use super::*;
+    use trident_core::{DeviceMemory, dist2};
+
+    fn lcg(seed: u64) -> impl FnMut() -> u64 {
+        let mut s = seed;
+        move || {
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            s >> 33
+        }
+    }
+
+    fn pts(n: usize, seed: u64, f: impl Fn(&mut dyn FnMut() -> u64) -> Point) -> Vec<Point> {
+        let mut r = lcg(seed);
+        (0..n).map(|_| f(&mut r)).collect()
+    }
+
+    /// Every `(d2, j)` of B for `q`, sorted: the brute-force answer.
+    fn ranked(q: &Point, b: &[Point]) -> Vec<(f32, u32)> {
+        let mut v: Vec<(f32, u32)> = b
+            .iter()
+            .enumerate()
+            .map(|(j, p)| (dist2(q, p), j as u32))
+            .collect();
+        v.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+        v
+    }
+
+    fn check(be: &WgpuBackend, name: &str, a: &[Point], b: &[Point], k: usize) {
+        let mut near = vec![Neighbor::default(); a.len()];
+        be.nearest(a, b, &mut near).unwrap();
+        let mut kn = vec![Neighbor::default(); a.len() * k];
+        be.knn(a, b, k, &mut kn).unwrap();
+        let mut pairs_ref = Vec::new();
+        for (i, q) in a.iter().enumerate() {
+            let r = ranked(q, b);
+            let got = (near[i].d2, near[i].index);
+            assert_eq!(got, r[0], "{name}: nearest of a[{i}]");
+            let row: Vec<(f32, u32)> = kn[i * k..(i + 1) * k]
+                .iter()
+                .map(|n| (n.d2, n.index))
+                .collect();
+            assert_eq!(row, r[..k], "{name}: knn of a[{i}]");
+            pairs_ref.push((r[0].0, i as u32, r[0].1));
+        }
+        pairs_ref.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+        for pk in [1, 7, a.len(), a.len() + 3] {
+            let got: Vec<(f32, u32, u32)> = be
+                .closest_pairs(a, b, pk)
+                .unwrap()
+                .iter()
+                .map(|p| (p.d2, p.a, p.b))
+                .collect();
+            assert_eq!(
+                got,
+                pairs_ref[..pk.min(a.len())],
+                "{name}: closest_pairs({pk})"
+            );
+        }
+    }
+
+    /// A cell of 70,000 copies of one point: more iterations than
+    /// llvmpipe's loop cap (65535) for any query that opens it. On a CPU
+    /// adapter those queries must run out of budget and be finished by the
+    /// host; on a GPU none may. Both give the brute-force answer.
+    #[test]
+    fn queries_past_the_loop_cap_are_finished_on_the_host() {
+        let be = match WgpuBackend::new() {
+            Ok(b) => b,
+            Err(e) => {
+                println!("SKIPPED: {e}");
+                return;
+            }
+        };
+        let mut b = vec![[5.0f32, 5.0, 5.0]; 70_000];
+        b.push([-40.0, 9.0, 1.0]);
+        let a = [[5.0f32, 6.0, 5.0], [-38.0, 9.0, 1.0], [60.0, -60.0, 60.0]];
+        let (da, db) = (be.upload(&a).unwrap(), be.upload(&b).unwrap());
+        let k = 4;
+        let out = be.alloc::<Neighbor>(a.len() * k, "test out").unwrap();
+        let cut = be.np_search(&da, &db, Some(k), &out).unwrap();
+        let cpu = be.ctx.info.device_type == wgpu::DeviceType::Cpu;
+        assert_eq!(cut > 0, cpu, "{cut} queries finished on the host");
+        let got = be.download_vec(&out).unwrap();
+        for (i, q) in a.iter().enumerate() {
+            let want: Vec<(f32, u32)> = ranked(q, &b)[..k].to_vec();
+            let row: Vec<(f32, u32)> = got[i * k..(i + 1) * k]
+                .iter()
+                .map(|n| (n.d2, n.index))
+                .collect();
+            assert_eq!(row, want, "knn of a[{i}]");
+        }
+        check(&be, "duplicates past the loop cap", &a, &b, 2);
+    }
+
+    #[test]
+    fn grid_matches_brute_force_on_hard_inputs() {
+        let be = match WgpuBackend::new() {
+            Ok(b) => b,
+            Err(e) => {
+                println!("SKIPPED: {e}");
+                return;
+            }
+        };
+        let int = |r: &mut dyn FnMut() -> u64, m: u64| (r() % m) as f32;
+        let same = vec![[3.0f32, -2.0, 7.0]; 300];
+        check(&be, "all equal", &same[..40], &same, 5);
+        let flat = pts(500, 1, |r| [int(r, 1000), int(r, 1000), 0.0]);
+        check(
+            &be,
+            "flat",
+            &pts(200, 2, |r| [int(r, 1000), int(r, 1000), 0.0]),
+            &flat,
+            4,
+        );
+        let line = pts(400, 3, |r| [int(r, 4000), 0.0, 0.0]);
+        check(
+            &be,
+            "line",
+            &pts(100, 4, |r| [int(r, 4000), 1.0, 0.0]),
+            &line,
+            3,
+        );
+        // A dense lattice cluster with two far outliers: the grid is capped at
+        // MAX_AXIS cells per axis, so the cluster lands in few, full cells.
+        let mut wide = pts(600, 5, |r| [int(r, 8), int(r, 8), int(r, 8)]);
+        wide.push([1.0e12, 0.0, 0.0]);
+        wide.push([-1.0e12, 5.0e11, -2.0e11]);
+        let qs = {
+            let mut q = pts(150, 6, |r| {
+                [int(r, 12) - 2.0, int(r, 12) - 2.0, int(r, 12) - 2.0]
+            });
+            q.push([9.0e11, 0.0, 0.0]);
+            q.push([0.0, 0.0, 3.0e11]);
+            q
+        };
+        // Far queries see distances beyond f32's exact integers: compare the
+        // near ones by index only.
+        let mut near = vec![Neighbor::default(); qs.len()];
+        be.nearest(&qs, &wide, &mut near).unwrap();
+        for (i, q) in qs.iter().enumerate() {
+            assert_eq!(near[i].index, ranked(q, &wide)[0].1, "wide: a[{i}]");
+        }
+        check(&be, "wide, near queries", &qs[..150], &wide, 40);
+        // Queries outside B's box on every side.
+        let cube = pts(300, 7, |r| [int(r, 50), int(r, 50), int(r, 50)]);
+        let out = pts(120, 8, |r| {
+            [
+                int(r, 400) - 175.0,
+                int(r, 400) - 175.0,
+                int(r, 400) - 175.0,
+            ]
+        });
+        check(&be, "outside", &out, &cube, 33);
+        check(&be, "single point of B", &out[..10], &cube[..1], 1);
+        // A small B far from most queries (a cube's face centres and
+        // corners, queried from its centre): before the cells-per-point
+        // floor its grid had 64^3 cells and llvmpipe cut the walk short.
+        let mut corners = vec![];
+        for c in 0..8 {
+            let s = |bit: i32| if c & bit == 0 { 1.0 } else { -1.0 };
+            corners.push([s(1), s(2), s(4)]);
+        }
+        for d in 0..3 {
+            for s in [1.0f32, -1.0] {
+                let mut q = [0.0; 3];
+                q[d] = s;
+                corners.push(q);
+            }
+        }
+        check(
+            &be,
+            "small B, far queries",
+            &[[0.0; 3], [2.0, 1.0, 0.0], [0.0, 0.0, 0.0]],
+            &corners,
+            10,
+        );
     }
 }

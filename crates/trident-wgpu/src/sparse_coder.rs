@@ -37,9 +37,11 @@
 //! fixed tree across them), so the output is bit-identical between runs.
 
 use trident_core::{
-    Dictionary, Error, MatRef, Result, Scalar, SparseCoder, SparseCodes, StopRule, validate,
+    DeviceCodes, DeviceMat, Dictionary, Error, MatRef, Result, Scalar, SparseCoder,
+    SparseCoderDevice, SparseCodes, StopRule, validate,
 };
 
+use crate::buffer::WgpuBuffer;
 use crate::pipeline::{Arg, Bind, Kernel, Shader};
 use crate::{WgpuBackend, as_f32, require_f32};
 
@@ -69,17 +71,59 @@ static ENCODE: Kernel = Kernel {
     ],
 };
 
+/// Params, D, G, signals, then the four outputs (counts, atoms, coefficients,
+/// residuals).
+static ENCODE_WG: Kernel = Kernel {
+    shader: &SHADER,
+    entry: "encode_wg",
+    bindings: &[
+        Bind::Uniform,
+        Bind::Read,
+        Bind::Read,
+        Bind::Read,
+        Bind::ReadWrite,
+        Bind::ReadWrite,
+        Bind::ReadWrite,
+        Bind::ReadWrite,
+    ],
+};
+
+/// Params, `encode_main`'s two slot buffers, an unused binding, then the four
+/// outputs.
+static UNPACK: Kernel = Kernel {
+    shader: &SHADER,
+    entry: "unpack_main",
+    bindings: &[
+        Bind::Uniform,
+        Bind::Read,
+        Bind::Read,
+        Bind::Read,
+        Bind::ReadWrite,
+        Bind::ReadWrite,
+        Bind::ReadWrite,
+        Bind::ReadWrite,
+    ],
+};
+
 /// The kernels of this primitive (for [`WgpuBackend::warm_up`]).
-pub(crate) static KERNELS: &[&Kernel] = &[&GRAM, &ENCODE];
+pub(crate) static KERNELS: &[&Kernel] = &[&GRAM, &ENCODE, &ENCODE_WG, &UNPACK];
 
 /// Most workgroups (and scratch slots) per dispatch: enough to fill a large
 /// GPU several times over (an H100 holds about 4,000 such workgroups at once).
 const MAX_SLOTS: usize = 16_384;
-/// Most signals per chunk, so that the signal and output buffers stay far
-/// below every adapter's binding limit.
+/// Most signals per chunk of the global-scratch path, so that its slot
+/// buffers stay far below every adapter's binding limit.
 const MAX_CHUNK: usize = 1 << 18;
 /// Most bytes of scratch memory per call.
 const MAX_SCRATCH: u64 = 256 << 20;
+/// The workgroup-memory kernel's capacity (`WK`, `WM` in the shader).
+const WG_ATOMS: usize = 1024;
+const WG_CODE: usize = 32;
+/// Chunks start at multiples of this many signals, so that every binding
+/// offset (signals, counts, slots) is a multiple of 256 bytes.
+const ALIGN: usize = 64;
+/// Most bytes of signals per upload of the host path.
+const HOST_CHUNK_BYTES: usize = 1 << 30;
 
 /// The shader's `Params` (16-byte multiple, as uniforms need).
 #[repr(C)]
@@ -95,7 +139,7 @@ struct Params {
     stride_f: u32,
     stride_u: u32,
     gram_row0: u32,
-    _pad0: u32,
+    ld: u32,
     _pad1: u32,
 }
 
@@ -116,17 +160,104 @@ impl<T: Scalar> SparseCoder<T> for WgpuBackend {
     ) -> Result<SparseCodes<T>> {
         validate::encode(dict, &signals, &rule)?;
         require_f32::<T>("SparseCoder")?;
-        self.scoped("sparse_coder", || encode_f32(self, dict, &signals, rule))
+        self.scoped("sparse_coder", || encode_host(self, dict, &signals, rule))
     }
 }
 
-fn encode_f32<T: Scalar>(
+impl<T: Scalar> SparseCoderDevice<T> for WgpuBackend {
+    fn encode_device(
+        &self,
+        dict: &Dictionary<T>,
+        signals: &DeviceMat<WgpuBuffer<T>>,
+        rule: StopRule,
+    ) -> Result<DeviceCodes<Self, T>> {
+        validate::encode_shape(dict, signals.cols, &rule)?;
+        validate::device_mat(self, "signals", signals)?;
+        require_f32::<T>("SparseCoder")?;
+        self.scoped("sparse_coder", || {
+            let p = prepare(self, dict, rule)?;
+            let x = signals.buf.cast_ref::<f32>()?;
+            let c = run(self, &p, &x, signals.ld.max(1), signals.rows)?;
+            Ok(DeviceCodes {
+                signals: c.signals,
+                max_atoms: c.max_atoms,
+                counts: c.counts,
+                atoms: c.atoms,
+                coefs: c.coefs.cast()?,
+                residual_norm2: c.residual_norm2.cast()?,
+            })
+        })
+    }
+}
+
+/// The host call: signals go up in chunks of at most [`HOST_CHUNK_BYTES`]
+/// (dense rows as they are, others packed), each chunk runs the device path
+/// and its codes come back packed ([`SparseCoderDevice::download_codes`]).
+fn encode_host<T: Scalar>(
     be: &WgpuBackend,
     dict: &Dictionary<T>,
     signals: &MatRef<'_, T>,
     rule: StopRule,
 ) -> Result<SparseCodes<T>> {
-    let (n, k, l) = (dict.n(), dict.atoms(), signals.rows());
+    let (n, l) = (dict.n(), signals.rows());
+    let mut codes = SparseCodes {
+        offsets: vec![0],
+        atoms: Vec::new(),
+        coefs: Vec::new(),
+        residual_norm2: Vec::with_capacity(l),
+    };
+    if l == 0 {
+        return Ok(codes);
+    }
+    let p = prepare(be, dict, rule)?;
+    let chunk = (HOST_CHUNK_BYTES / (4 * n).max(1)).max(1).min(l);
+    let mut start = 0;
+    while start < l {
+        let count = chunk.min(l - start);
+        let x = if signals.ld() == n {
+            let data = as_f32(signals.data())?;
+            be.upload_named(
+                &data[start * n..(start + count) * n],
+                "sparse_coder signals",
+            )?
+        } else {
+            be.upload_filled(count * n, "sparse_coder signals", |first, out| {
+                for (e, o) in (first..).zip(out.iter_mut()) {
+                    *o = signals.row(start + e / n)[e % n].to_f64() as f32;
+                }
+                Ok(())
+            })?
+        };
+        let c = run(be, &p, &x, n.max(1), count)?;
+        let part = be.download_codes(&c)?;
+        let base = codes.atoms.len();
+        codes
+            .offsets
+            .extend(part.offsets[1..].iter().map(|&o| o + base));
+        codes.atoms.extend_from_slice(&part.atoms);
+        codes
+            .coefs
+            .extend(part.coefs.iter().map(|&v| T::from_f64(v as f64)));
+        codes
+            .residual_norm2
+            .extend(part.residual_norm2.iter().map(|&v| T::from_f64(v as f64)));
+        start += count;
+    }
+    Ok(codes)
+}
+
+/// The dictionary and its Gram matrix on the device, with the call's sizes.
+struct Prepared {
+    n: usize,
+    k: usize,
+    m: usize,
+    eps: Option<f64>,
+    d: WgpuBuffer<f32>,
+    g: WgpuBuffer<f32>,
+}
+
+fn prepare<T: Scalar>(be: &WgpuBackend, dict: &Dictionary<T>, rule: StopRule) -> Result<Prepared> {
+    let (n, k) = (dict.n(), dict.atoms());
     let m = rule.max_atoms(n, k);
     // Shader indices are u32: D, G and every per-slot offset must fit.
     let nk = n as u128 * k as u128;
@@ -140,122 +271,183 @@ fn encode_f32<T: Scalar>(
             kk,
         ));
     }
-    let stride_f = k + m * (m + 1) / 2 + 2 * m;
-    let stride_u = k + m;
-    let mut codes = SparseCodes {
-        offsets: Vec::with_capacity(l + 1),
-        atoms: Vec::new(),
-        coefs: Vec::new(),
-        residual_norm2: Vec::with_capacity(l),
-    };
-    codes.offsets.push(0);
-    if l == 0 {
-        return Ok(codes);
-    }
-    let lim = be.limits().max_storage_buffer_binding_size as usize;
-    let per_signal = 4 * n.max(m + 1);
-    let chunk = l.min(MAX_CHUNK).min((lim / per_signal.max(1)).max(1));
-    let slot_bytes = 4 * stride_f.max(stride_u).max(1) as u64;
-    let slots_by_mem = (MAX_SCRATCH.min(lim as u64) / slot_bytes).max(1) as usize;
-    let slots = chunk.min(MAX_SLOTS).min(slots_by_mem);
-    let span = (slots * stride_f.max(stride_u)) as u128 + (chunk * n.max(m + 1)) as u128;
-    if span > u32::MAX as u128 {
-        return Err(too_large(
-            "scratch or signal elements per chunk (u32 indices in WGSL)",
-            span,
-        ));
-    }
-
     let d = be.upload_named(as_f32(dict.data())?, "sparse_coder dictionary")?;
     let g = be.alloc::<f32>(k * k, "sparse_coder Gram matrix")?;
-    let sig = be.alloc::<f32>(chunk * n, "sparse_coder signals")?;
-    let sf = be.alloc::<f32>(slots * stride_f, "sparse_coder scratch")?;
-    let su = be.alloc::<u32>(slots * stride_u, "sparse_coder scratch (atoms)")?;
-    let out_u = be.alloc::<u32>(chunk * (m + 1), "sparse_coder atoms")?;
-    let out_f = be.alloc::<f32>(chunk * (m + 1), "sparse_coder coefficients")?;
-    let eps = rule.error_target();
-    let params = |count: usize| Params {
-        n: n as u32,
-        k: k as u32,
-        count: count as u32,
-        max_atoms: m as u32,
-        slots: slots.min(count) as u32,
-        has_eps: eps.is_some() as u32,
-        eps: eps.unwrap_or(0.0) as f32,
-        stride_f: stride_f as u32,
-        stride_u: stride_u as u32,
-        gram_row0: 0,
-        _pad0: 0,
-        _pad1: 0,
+    let p = Prepared {
+        n,
+        k,
+        m,
+        eps: rule.error_target(),
+        d,
+        g,
     };
-
-    let gp = be.uniform(&params(0));
+    let gp = be.uniform(&p.params(0, 0, 0));
     let mut enc = be.encoder("sparse_coder gram");
     let side = k.div_ceil(8) as u32;
     enc.dispatch(
         &GRAM,
-        &[Arg::raw(&gp), Arg::buf(&d), Arg::buf(&g)],
+        &[Arg::raw(&gp), Arg::buf(&p.d), Arg::buf(&p.g)],
         [side, side, 1],
     )?;
     enc.submit();
+    Ok(p)
+}
 
-    let mut host_u = vec![0u32; chunk * (m + 1)];
-    let mut host_f = vec![0f32; chunk * (m + 1)];
-    let mut rows = vec![0f32; if signals.ld() == n { 0 } else { chunk * n }];
+impl Prepared {
+    fn params(&self, count: usize, slots: usize, ld: usize) -> Params {
+        let (stride_f, stride_u) = self.strides();
+        Params {
+            n: self.n as u32,
+            k: self.k as u32,
+            count: count as u32,
+            max_atoms: self.m as u32,
+            slots: slots as u32,
+            has_eps: self.eps.is_some() as u32,
+            eps: self.eps.unwrap_or(0.0) as f32,
+            stride_f: stride_f as u32,
+            stride_u: stride_u as u32,
+            gram_row0: 0,
+            ld: ld as u32,
+            _pad1: 0,
+        }
+    }
+    /// Per-slot scratch of `encode_main` (f32 and u32 elements).
+    fn strides(&self) -> (usize, usize) {
+        let m = self.m;
+        (self.k + m * (m + 1) / 2 + 2 * m, self.k + m)
+    }
+    /// Whether `encode_wg` holds this call's scratch in workgroup memory.
+    fn fits_workgroup(&self) -> bool {
+        self.k <= WG_ATOMS && self.m <= WG_CODE
+    }
+}
+
+/// Codes the `l` signals of `x` (rows `ld` apart) into new device slots.
+fn run(
+    be: &WgpuBackend,
+    p: &Prepared,
+    x: &WgpuBuffer<f32>,
+    ld: usize,
+    l: usize,
+) -> Result<DeviceCodes<WgpuBackend, f32>> {
+    let (n, m) = (p.n, p.m);
+    let slots_total = l as u128 * m as u128;
+    if slots_total > u32::MAX as u128 || l > u32::MAX as usize {
+        return Err(too_large(
+            "signals times max_atoms (u32 indices in WGSL)",
+            slots_total.max(l as u128),
+        ));
+    }
+    let codes = DeviceCodes {
+        signals: l,
+        max_atoms: m,
+        counts: be.alloc::<u32>(l, "sparse_coder counts")?,
+        atoms: be.alloc::<u32>(l * m, "sparse_coder atoms")?,
+        coefs: be.alloc::<f32>(l * m, "sparse_coder coefficients")?,
+        residual_norm2: be.alloc::<f32>(l, "sparse_coder residuals")?,
+    };
+    if l == 0 {
+        return Ok(codes);
+    }
+    // Chunks bounded by the binding limit (signals and slots), starting at
+    // multiples of ALIGN signals.
+    let lim = be.limits().max_storage_buffer_binding_size as usize;
+    let fast = p.fits_workgroup();
+    let per_signal = 4 * ld.max(m + 1).max(1);
+    let mut chunk = (lim / per_signal).min(u32::MAX as usize / ld.max(m + 1));
+    if !fast {
+        chunk = chunk.min(MAX_CHUNK);
+    }
+    let chunk = if chunk >= l {
+        l
+    } else {
+        (chunk / ALIGN * ALIGN).max(ALIGN)
+    };
+    let (stride_f, stride_u) = p.strides();
+    let slot_bytes = 4 * stride_f.max(stride_u).max(1) as u64;
+    let slots_by_mem = (MAX_SCRATCH.min(lim as u64) / slot_bytes).max(1) as usize;
+    let slots = chunk
+        .min(MAX_SLOTS)
+        .min(if fast { usize::MAX } else { slots_by_mem });
+    // The global-scratch path's buffers, only where it runs.
+    let scratch = if fast {
+        None
+    } else {
+        let span = (slots * stride_f.max(stride_u)) as u128 + (chunk * (m + 1)) as u128;
+        if span > u32::MAX as u128 {
+            return Err(too_large(
+                "scratch or slot elements per chunk (u32 indices in WGSL)",
+                span,
+            ));
+        }
+        Some((
+            be.alloc::<f32>(slots * stride_f, "sparse_coder scratch")?,
+            be.alloc::<u32>(slots * stride_u, "sparse_coder scratch (atoms)")?,
+            be.alloc::<u32>(chunk * (m + 1), "sparse_coder slots")?,
+            be.alloc::<f32>(chunk * (m + 1), "sparse_coder slot values")?,
+        ))
+    };
     let mut start = 0;
     while start < l {
         let count = chunk.min(l - start);
-        // Rows of a dense view go up as they are; others are packed first.
-        let src: &[f32] = if signals.ld() == n {
-            &as_f32(signals.data())?[start * n..(start + count) * n]
-        } else {
-            for i in 0..count {
-                rows[i * n..(i + 1) * n].copy_from_slice(as_f32(signals.row(start + i))?);
-            }
-            &rows[..count * n]
-        };
-        be.upload_into(src, &sig)?;
-        let p = be.uniform(&params(count));
+        let rows = (count - 1) * ld + n;
+        let sig = Arg::range(x, start * ld, rows);
+        let outs = [
+            Arg::range(&codes.counts, start, count),
+            Arg::range(&codes.atoms, start * m, count * m),
+            Arg::range(&codes.coefs, start * m, count * m),
+            Arg::range(&codes.residual_norm2, start, count),
+        ];
+        let wgs = slots.min(count);
+        let pu = be.uniform(&p.params(count, wgs, ld));
         let mut enc = be.encoder("sparse_coder encode");
-        enc.dispatch(
-            &ENCODE,
-            &[
-                Arg::raw(&p),
-                Arg::buf(&d),
-                Arg::buf(&g),
-                Arg::buf(&sig),
-                Arg::buf(&sf),
-                Arg::buf(&su),
-                Arg::buf(&out_u),
-                Arg::buf(&out_f),
-            ],
-            [slots.min(count) as u32, 1, 1],
-        )?;
-        enc.submit();
-        let w = count * (m + 1);
-        be.download_into(&out_u, &mut host_u[..w])?;
-        be.download_into(&out_f, &mut host_f[..w])?;
-        for s in 0..count {
-            let o = s * (m + 1);
-            let c = host_u[o] as usize;
-            if c > m {
-                return Err(crate::context::failure(
-                    "sparse_coder",
-                    format!(
-                        "signal {}: the shader reported {c} atoms, at most {m} allowed",
-                        start + s
-                    ),
-                ));
+        match &scratch {
+            None => enc.dispatch(
+                &ENCODE_WG,
+                &[
+                    Arg::raw(&pu),
+                    Arg::buf(&p.d),
+                    Arg::buf(&p.g),
+                    sig,
+                    outs[0],
+                    outs[1],
+                    outs[2],
+                    outs[3],
+                ],
+                [wgs as u32, 1, 1],
+            )?,
+            Some((sf, su, out_u, out_f)) => {
+                enc.dispatch(
+                    &ENCODE,
+                    &[
+                        Arg::raw(&pu),
+                        Arg::buf(&p.d),
+                        Arg::buf(&p.g),
+                        sig,
+                        Arg::buf(sf),
+                        Arg::buf(su),
+                        Arg::buf(out_u),
+                        Arg::buf(out_f),
+                    ],
+                    [wgs as u32, 1, 1],
+                )?;
+                enc.dispatch(
+                    &UNPACK,
+                    &[
+                        Arg::raw(&pu),
+                        Arg::buf(out_u),
+                        Arg::buf(out_f),
+                        Arg::buf(out_u),
+                        outs[0],
+                        outs[1],
+                        outs[2],
+                        outs[3],
+                    ],
+                    [count.div_ceil(64) as u32, 1, 1],
+                )?;
             }
-            codes.atoms.extend_from_slice(&host_u[o + 1..o + 1 + c]);
-            codes.coefs.extend(
-                host_f[o + 1..o + 1 + c]
-                    .iter()
-                    .map(|&v| T::from_f64(v as f64)),
-            );
-            codes.residual_norm2.push(T::from_f64(host_f[o] as f64));
-            codes.offsets.push(codes.atoms.len());
         }
+        enc.submit();
         start += count;
     }
     Ok(codes)
@@ -263,7 +455,10 @@ fn encode_f32<T: Scalar>(
 
 #[cfg(test)]
 mod tests {
-    use trident_core::{Dictionary, Error, MatRef, SparseCoder, StopRule};
+    use trident_core::{
+        DeviceMat, DeviceMemory, Dictionary, Error, MatRef, SparseCoder, SparseCoderDevice,
+        StopRule,
+    };
     use trident_reference::ReferenceBackend;
     use trident_testkit::cases::{Input, OmpCase, dct_dictionary, sparse_signals};
     use trident_testkit::check;
@@ -296,6 +491,38 @@ mod tests {
         let got = check::produce(&b, &input).unwrap();
         let v = check::compare(&input, &exp, &got);
         assert!(v.passed(), "{}", v.summary());
+    }
+
+    /// The device-resident path on signals with padded rows (`ld > n`) gives
+    /// the host call's codes bit for bit, under both kernels: 16 atoms a
+    /// signal (workgroup memory) and 40 (global scratch).
+    #[test]
+    fn device_codes_with_padded_rows_equal_the_host_call() {
+        let Some(b) = backend() else { return };
+        let dict = dct_dictionary::<f32>(8, 16);
+        let (n, count, ld) = (dict.n(), 9, dict.n() + 5);
+        let signals = sparse_signals(&dict, count, 6, 0.01, 11);
+        let mut padded = vec![0.0f32; (count - 1) * ld + n];
+        for (r, row) in signals.chunks_exact(n).enumerate() {
+            padded[r * ld..r * ld + n].copy_from_slice(row);
+        }
+        for rule in [
+            StopRule::Sparsity(16),
+            StopRule::SparsityOrError {
+                sparsity: 40,
+                error: 1e-4,
+            },
+        ] {
+            let x = DeviceMat {
+                buf: b.upload(&padded).unwrap(),
+                rows: count,
+                cols: n,
+                ld,
+            };
+            let dev = b.download_codes(&b.encode_device(&dict, &x, rule).unwrap());
+            let host = b.encode(&dict, MatRef::dense(&signals, count, n).unwrap(), rule);
+            assert_eq!(dev.unwrap(), host.unwrap(), "{rule:?}");
+        }
     }
 
     /// f64 is not WGSL: Unsupported, after the input checks every backend runs.

@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use trident_core::{
     Backend, CsrMatrix, DenseGemm, DenseGemmDevice, DeviceMat, DeviceMemory, Error, GemmParams,
-    MatMut, MatRef, NearestPairs, NearestPairsDevice, Neighbor, Result, SparseGemm,
-    SparseGemmDevice, dist2,
+    MatMut, MatRef, NearestPairs, NearestPairsDevice, Neighbor, Result, SparseCoder,
+    SparseCoderDevice, SparseGemm, SparseGemmDevice, dist2,
 };
 use trident_testkit::cases;
 use trident_wgpu::{GemmTile, WgpuBackend};
@@ -232,6 +232,46 @@ fn pairs_case(ctx: &Bench, name: &str, case: &cases::PairsCase) -> Result<Vec<St
     )])
 }
 
+/// Batch-OMP on a benchmark case: device-resident (signals already on the
+/// device, codes left there) and host-to-host (the `SparseCoder` call).
+fn omp_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
+    let be = &ctx.be;
+    let case = cases::spec_cases()
+        .into_iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| Error::arg("case", format!("{name} is not a benchmark case")))?;
+    let input = case.input(SEED);
+    let Some(c) = input.downcast_ref::<cases::OmpCase<f32>>() else {
+        return Err(Error::arg("case", format!("{name} is not an f32 OMP case")));
+    };
+    let n = c.dict.n();
+    let x = DeviceMat {
+        buf: be.upload(&c.signals)?,
+        rows: c.count,
+        cols: n,
+        ld: n,
+    };
+    let ms = ctx.time(ctx.reps, || {
+        be.encode_device(&c.dict, &x, c.rule).map(|_| ())
+    })?;
+    let dev = be.download_codes(&be.encode_device(&c.dict, &x, c.rule)?)?;
+    let again = be.download_codes(&be.encode_device(&c.dict, &x, c.rule)?)?;
+    let h2h = ctx.time(3, || {
+        be.encode(&c.dict, c.signals_ref(), c.rule).map(|_| ())
+    })?;
+    let host = be.encode(&c.dict, c.signals_ref(), c.rule)?;
+    let per_s = |ms: f64| c.count as f64 / (ms * 1e-3) / 1e6;
+    Ok(vec![format!(
+        "| {name} ({} signals) | {ms:.2} = {:.2}M signals/s | {h2h:.1} = {:.2}M signals/s | {} atoms | deterministic {}, host call equal {} |",
+        c.count,
+        per_s(ms),
+        per_s(h2h),
+        dev.atoms.len(),
+        dev == again,
+        dev == host
+    )])
+}
+
 type Case = (&'static str, fn(&Bench) -> Result<Vec<String>>);
 
 const CASES: &[Case] = &[
@@ -258,6 +298,8 @@ const CASES: &[Case] = &[
     ("small-spgemm-outer-product", |c| {
         spgemm_case(c, "spgemm-edge-outer-product")
     }),
+    ("omp-64x256-k16", |c| omp_case(c, "omp-64x256-k16")),
+    ("omp-256x1024-k32", |c| omp_case(c, "omp-256x1024-k32")),
     ("pairs-20K-8K", |c| {
         pairs_case(
             c,
@@ -270,6 +312,13 @@ const CASES: &[Case] = &[
             c,
             "pairs-1M-400K",
             &cases::pairs_uniform(1_000_000, 400_000, SEED),
+        )
+    }),
+    ("pairs-clustered", |c| {
+        pairs_case(
+            c,
+            "pairs-clustered",
+            &cases::pairs_clustered(1_000_000, 400_000, SEED),
         )
     }),
 ];
