@@ -521,9 +521,16 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
         let da = self.upload_named(&a.data()[..na], "gemm A")?;
         let db = self.upload_named(&b.data()[..nb], "gemm B")?;
         let mut dc = self.alloc::<T>(d.m * d.n, "gemm C")?;
+        // A packed C (ld = n) moves as one staged copy each way, straight
+        // from and into the caller's memory; otherwise row by row.
+        let packed = c.ld() == d.n;
         if p.beta != T::ZERO {
-            let packed: Vec<T> = (0..d.m).flat_map(|i| c.as_ref().row(i).to_vec()).collect();
-            self.upload_into(&packed, &mut dc)?;
+            if packed {
+                self.upload_into(&c.data()[..d.m * d.n], &mut dc)?;
+            } else {
+                let rows: Vec<T> = (0..d.m).flat_map(|i| c.as_ref().row(i).to_vec()).collect();
+                self.upload_into(&rows, &mut dc)?;
+            }
         }
         self.launch_gemm(
             p,
@@ -535,6 +542,9 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
             dc.ptr(),
             d.n,
         )?;
+        if packed {
+            return self.download_into(&dc, &mut c.data_mut()[..d.m * d.n]);
+        }
         let out = self.download_vec(&dc)?;
         for (i, row) in out.chunks_exact(d.n).enumerate() {
             c.row_mut(i).copy_from_slice(row);

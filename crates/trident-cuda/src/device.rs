@@ -49,10 +49,11 @@ use cudarc::driver::sys::cudaError_enum;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
 };
-use cudarc::nvrtc::{CompileError, CompileOptions};
+use cudarc::nvrtc::Ptx;
 use trident_core::{DeviceMemory, Element, Error, Result};
 
 use crate::CudaBackend;
+use crate::kcache::Compiler;
 
 /// A CUDA source file of `kernels/`, embedded in the binary.
 #[derive(Debug)]
@@ -335,15 +336,26 @@ impl CudaBackend {
             .map_err(driver_error("memset"))
     }
 
-    /// Copies `host` into a new buffer; `what` names it in errors.
+    /// Copies `host` into a new buffer; `what` names it in errors. Copies of
+    /// [`crate::staging::STAGED_MIN`] bytes or more go through the pinned
+    /// staging pool (see [`crate::staging`]).
     pub fn upload_named<T: Element>(&self, host: &[T], what: &str) -> Result<CudaBuffer<T>> {
         let mut b = self.alloc::<T>(host.len(), what)?;
-        if !host.is_empty() {
-            let bytes: &[u8] = bytemuck::cast_slice(host);
-            self.stream
-                .memcpy_htod(bytes, &mut b.slice)
-                .map_err(driver_error("upload (host -> device copy)"))?;
-        }
+        self.upload_into(host, &mut b)?;
+        Ok(b)
+    }
+
+    /// A new buffer of `bytes.len() / size_of::<T>()` elements holding
+    /// `bytes` (host data of another `Pod` type of the same layout, e.g.
+    /// `usize` offsets as `u64` on 64-bit targets).
+    pub(crate) fn upload_bytes_as<T: Element>(
+        &self,
+        bytes: &[u8],
+        what: &str,
+    ) -> Result<CudaBuffer<T>> {
+        let mut b = self.alloc::<T>(bytes.len() / std::mem::size_of::<T>(), what)?;
+        let ptr = b.ptr();
+        self.upload_bytes(&bytes[..b.num_bytes()], ptr, &mut b.slice)?;
         Ok(b)
     }
 
@@ -355,12 +367,25 @@ impl CudaBackend {
                 format!("{} elements do not fit a buffer of {}", host.len(), buf.len),
             ));
         }
-        if host.is_empty() {
+        self.upload_bytes(bytemuck::cast_slice(host), buf.ptr(), &mut buf.slice)
+    }
+
+    /// Copies `bytes` to the start of `slice` (whose address is `ptr`):
+    /// staged when large, the driver's pageable path when small.
+    pub(crate) fn upload_bytes(
+        &self,
+        bytes: &[u8],
+        ptr: u64,
+        slice: &mut CudaSlice<u8>,
+    ) -> Result<()> {
+        if bytes.is_empty() {
             return Ok(());
         }
-        let bytes: &[u8] = bytemuck::cast_slice(host);
+        if bytes.len() >= crate::staging::STAGED_MIN {
+            return crate::staging::htod(&self.staging, &self.stream, bytes, ptr);
+        }
         self.stream
-            .memcpy_htod(bytes, &mut buf.slice)
+            .memcpy_htod(bytes, slice)
             .map_err(driver_error("upload (host -> device copy)"))
     }
 
@@ -378,8 +403,19 @@ impl CudaBackend {
                 ),
             ));
         }
-        if !host.is_empty() {
-            let n = std::mem::size_of_val(host);
+        let n = std::mem::size_of_val(host);
+        if n >= crate::staging::STAGED_MIN {
+            // SAFETY: `host` is `n` writable bytes, exclusively ours here.
+            unsafe {
+                crate::staging::dtoh(
+                    &self.staging,
+                    &self.stream,
+                    buf.ptr(),
+                    host.as_mut_ptr().cast(),
+                    n,
+                )
+            }?;
+        } else if n > 0 {
             let bytes: &mut [u8] = bytemuck::cast_slice_mut(host);
             let src = buf.slice.slice(0..n);
             self.stream
@@ -393,9 +429,72 @@ impl CudaBackend {
 
     /// Downloads a whole buffer into a new `Vec`.
     pub fn download_vec<T: Element>(&self, buf: &CudaBuffer<T>) -> Result<Vec<T>> {
-        let mut v = vec![T::zeroed(); buf.len];
-        self.download_into(buf, &mut v)?;
+        // SAFETY: the device buffer holds `buf.len` elements of `T`.
+        unsafe { self.download_new(buf.ptr(), buf.len) }
+    }
+
+    /// `len` elements of `T` read from device address `src` into a new `Vec`.
+    /// A large one is written straight into the `Vec`'s fresh (never
+    /// zero-filled) memory by the staging workers, so its page faults are
+    /// taken once, in parallel, instead of by a zero fill and then a copy.
+    ///
+    /// # Safety
+    /// `src` must hold at least `len` elements of `T` (any bit pattern is a
+    /// valid `T`: it is `Pod`).
+    pub(crate) unsafe fn download_new<T: bytemuck::Pod>(
+        &self,
+        src: u64,
+        len: usize,
+    ) -> Result<Vec<T>> {
+        let n = len * std::mem::size_of::<T>();
+        let mut v: Vec<T> = Vec::new();
+        v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+            bytes: n as u64,
+            detail: "host copy of a device buffer".into(),
+        })?;
+        if n >= crate::staging::STAGED_MIN {
+            // SAFETY: the spare capacity is `n` writable bytes, ours alone.
+            unsafe {
+                crate::staging::dtoh(
+                    &self.staging,
+                    &self.stream,
+                    src,
+                    v.spare_capacity_mut().as_mut_ptr().cast(),
+                    n,
+                )
+            }?;
+            self.stream
+                .synchronize()
+                .map_err(driver_error("synchronize after download"))?;
+            // SAFETY: the staged copy wrote all `len` elements.
+            unsafe { v.set_len(len) };
+        } else {
+            v.resize(len, T::zeroed());
+            if n > 0 {
+                let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut v);
+                // SAFETY: `src` holds `n` bytes (the caller's contract); the
+                // copy is waited for before `v` is used.
+                unsafe {
+                    cudarc::driver::result::memcpy_dtoh_async(bytes, src, self.stream.cu_stream())
+                }
+                .map_err(driver_error("download (device -> host copy)"))?;
+            }
+            self.stream
+                .synchronize()
+                .map_err(driver_error("synchronize after download"))?;
+        }
         Ok(v)
+    }
+
+    /// Frees the idle page-locked staging buffers (they are otherwise kept
+    /// for the next large copy, up to 64 MiB); returns how many were freed.
+    pub fn release_staging(&self) -> Result<usize> {
+        self.staging.release_idle()
+    }
+
+    /// What the staging pool holds now.
+    pub fn staging_stats(&self) -> Result<crate::staging::PoolStats> {
+        self.staging.stats()
     }
 
     /// Copies all of `src` into the start of `dst` (`src.len() <= dst.len()`),
@@ -461,33 +560,29 @@ impl CudaBackend {
         loaded
     }
 
+    /// Loads module `src` from the on-disk cache of cubins, compiling it with
+    /// NVRTC on a miss (see [`crate::kcache`]). A cached image the driver
+    /// refuses is recompiled once.
     fn compile_and_load(&self, src: &KernelSource) -> Result<Arc<CudaModule>> {
         let arch = format!("sm_{}{}", self.cc.0, self.cc.1);
-        let opts = CompileOptions {
-            options: vec![format!("--gpu-architecture={arch}"), "-std=c++17".into()],
-            name: Some(format!("{}.cu", src.name)),
-            ..Default::default()
+        let cache = crate::kcache::process_cache();
+        let (image, outcome) = cache.get_or_compile(&Nvrtc, src.name, src.source, &arch)?;
+        let load = |image: Vec<u8>| {
+            self.ctx
+                .load_module(Ptx::from_binary(image))
+                .map_err(|err| {
+                    Error::Backend(Box::new(DriverFailure {
+                        op: format!("loading module kernels/{}.cu ({arch})", src.name),
+                        err,
+                    }))
+                })
         };
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(src.source, opts).map_err(|e| {
-            let log = match e {
-                CompileError::CompileError { nvrtc, log, .. } => {
-                    format!("{nvrtc:?}\n{}", log.to_string_lossy())
-                }
-                other => format!("{other:?}"),
-            };
-            Error::Backend(Box::new(KernelCompileFailure {
-                module: src.name,
-                arch: arch.clone(),
-                log,
-            }))
-        })?;
-        let m = self.ctx.load_module(ptx).map_err(|err| {
-            Error::Backend(Box::new(DriverFailure {
-                op: format!("loading module kernels/{}.cu ({arch})", src.name),
-                err,
-            }))
-        })?;
-        Ok(m)
+        match load(image) {
+            Err(_) if outcome == crate::kcache::Outcome::Hit => {
+                load(cache.recompile(&Nvrtc, src.name, src.source, &arch)?)
+            }
+            other => other,
+        }
     }
 
     /// Lets `f` use up to `bytes` of dynamic shared memory (needed above 48 KiB).
@@ -542,5 +637,74 @@ impl DeviceMemory for CudaBackend {
         self.stream
             .synchronize()
             .map_err(driver_error("stream synchronize"))
+    }
+}
+
+/// NVRTC compiling a module straight to a cubin for one `sm_XX`.
+struct Nvrtc;
+
+impl Compiler for Nvrtc {
+    fn version(&self) -> String {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: out-pointers to locals.
+        let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+        match r.result() {
+            Ok(()) => format!("nvrtc-{major}.{minor}"),
+            Err(_) => "nvrtc-unknown".into(),
+        }
+    }
+
+    fn options(&self, arch: &str) -> Vec<String> {
+        vec![format!("--gpu-architecture={arch}"), "-std=c++17".into()]
+    }
+
+    fn compile(&self, name: &'static str, source: &str, arch: &str) -> Result<Vec<u8>> {
+        use cudarc::nvrtc::{result, sys};
+        let fail = |log: String| {
+            Error::Backend(Box::new(KernelCompileFailure {
+                module: name,
+                arch: arch.to_string(),
+                log,
+            }))
+        };
+        let csrc = std::ffi::CString::new(source)
+            .map_err(|_| fail("the source holds a NUL byte".into()))?;
+        let cname = std::ffi::CString::new(format!("{name}.cu"))
+            .map_err(|_| fail("the module name holds a NUL byte".into()))?;
+        let prog = result::create_program(&csrc, Some(cname.as_c_str()))
+            .map_err(|e| fail(format!("{e:?}")))?;
+        let opts = self.options(arch);
+        // SAFETY: `prog` was just created and is destroyed once, below; the
+        // cubin buffer is sized by NVRTC's own answer.
+        let out = unsafe {
+            let r = match result::compile_program(prog, &opts) {
+                Err(e) => {
+                    let log = result::get_program_log(prog)
+                        .map(|l| {
+                            std::ffi::CStr::from_ptr(l.as_ptr())
+                                .to_string_lossy()
+                                .into_owned()
+                        })
+                        .unwrap_or_default();
+                    Err(fail(format!("{e:?}\n{log}")))
+                }
+                Ok(()) => {
+                    let mut size = 0usize;
+                    match sys::nvrtcGetCUBINSize(prog, &mut size).result() {
+                        Err(e) => Err(fail(format!("nvrtcGetCUBINSize: {e:?}"))),
+                        Ok(()) => {
+                            let mut cubin = vec![0u8; size];
+                            sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast())
+                                .result()
+                                .map(|()| cubin)
+                                .map_err(|e| fail(format!("nvrtcGetCUBIN: {e:?}")))
+                        }
+                    }
+                }
+            };
+            let _ = result::destroy_program(prog);
+            r
+        };
+        out
     }
 }

@@ -34,10 +34,12 @@
 
 mod dense_gemm;
 pub mod device;
+pub mod kcache;
 mod max_flow;
 mod nearest_pairs;
 mod sparse_coder;
 mod sparse_gemm;
+pub mod staging;
 
 use std::sync::Arc;
 
@@ -70,6 +72,7 @@ pub struct CudaBackend {
     max_smem_optin: u32,
     l2_bytes: u32,
     modules: device::ModuleCache,
+    staging: staging::Staging,
     gemm_tile: std::sync::atomic::AtomicU8,
     cell_target: std::sync::atomic::AtomicU32,
     spgemm_window: std::sync::atomic::AtomicU64,
@@ -167,6 +170,13 @@ impl CudaBackend {
             .name()
             .map_err(driver_error("reading the device name"))?;
         keep_pool_memory(&ctx)?;
+        let staging = staging::Pool::new(
+            staging::PinnedAlloc {
+                ctx: Arc::clone(&ctx),
+            },
+            staging::CHUNK,
+            staging::POOL_BUFFERS,
+        );
         Ok(Self {
             ctx,
             stream,
@@ -176,6 +186,7 @@ impl CudaBackend {
             max_smem_optin,
             l2_bytes,
             modules: Default::default(),
+            staging,
             gemm_tile: Default::default(),
             cell_target: nearest_pairs::DEFAULT_CELL_TARGET.to_bits().into(),
             spgemm_window: sparse_gemm::DENSE_WIN_MAX.into(),
