@@ -31,6 +31,7 @@ use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "dense_gemm",
     source: include_str!("../kernels/dense_gemm.cu"),
+    per_entry: true,
 };
 
 /// Entry points of `kernels/dense_gemm.cu` (the tidy test checks them):

@@ -38,7 +38,7 @@ pub(crate) trait Compiler {
     /// Options that change the output (part of the key).
     fn options(&self, arch: &str) -> Vec<String>;
     /// Compiles module `name` for `arch` with [`Compiler::options`].
-    fn compile(&self, name: &'static str, source: &str, arch: &str) -> Result<Vec<u8>>;
+    fn compile(&self, name: &str, source: &str, arch: &str) -> Result<Vec<u8>>;
 }
 
 /// How an image was obtained (tests and traces).
@@ -115,7 +115,7 @@ impl DiskCache {
     pub(crate) fn get_or_compile(
         &self,
         c: &dyn Compiler,
-        name: &'static str,
+        name: &str,
         source: &str,
         arch: &str,
     ) -> Result<(Vec<u8>, Outcome)> {
@@ -143,7 +143,7 @@ impl DiskCache {
     pub(crate) fn recompile(
         &self,
         c: &dyn Compiler,
-        name: &'static str,
+        name: &str,
         source: &str,
         arch: &str,
     ) -> Result<Vec<u8>> {
@@ -265,7 +265,7 @@ mod tests {
         fn options(&self, arch: &str) -> Vec<String> {
             vec![format!("--arch={arch}")]
         }
-        fn compile(&self, _name: &'static str, source: &str, arch: &str) -> Result<Vec<u8>> {
+        fn compile(&self, _name: &str, source: &str, arch: &str) -> Result<Vec<u8>> {
             self.runs.set(self.runs.get() + 1);
             let mut v: Vec<u8> = source.bytes().rev().collect();
             v.extend_from_slice(arch.as_bytes());

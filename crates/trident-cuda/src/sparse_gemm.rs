@@ -25,6 +25,7 @@ use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "sparse_gemm",
     source: include_str!("../kernels/sparse_gemm.cu"),
+    per_entry: false,
 };
 
 /// Entry points of `kernels/sparse_gemm.cu` (the tidy test checks them).

@@ -276,6 +276,14 @@ struct RawOut(*mut u8);
 unsafe impl Send for RawOut {}
 unsafe impl Sync for RawOut {}
 
+impl RawOut {
+    /// The address (a method, so closures capture the whole `Sync` wrapper
+    /// rather than its raw-pointer field).
+    fn at(self, offset: usize) -> *mut u8 {
+        self.0.wrapping_add(offset)
+    }
+}
+
 /// Worker count for `bytes` and the chunk range `[lo, hi)` of worker `w`.
 fn plan(bytes: usize, workers: usize, w: usize) -> (usize, usize) {
     let chunks = bytes.div_ceil(CHUNK);
@@ -394,7 +402,6 @@ pub(crate) unsafe fn dtoh(
             .map_err(driver_error("recording a staging event"))
     };
     on_workers(ctx, &mut lease[..2 * workers], |w, pair| {
-        let out = out;
         let (lo, hi) = plan(len, workers, w);
         if lo < hi {
             queue(&mut pair[0], lo)?;
@@ -411,7 +418,7 @@ pub(crate) unsafe fn dtoh(
             let stage = buf.bytes(b - a);
             // SAFETY: `a..b` is this worker's own part of the caller's
             // `len`-byte destination (see the function's contract).
-            unsafe { std::ptr::copy_nonoverlapping(stage.as_ptr(), out.0.add(a), b - a) };
+            unsafe { std::ptr::copy_nonoverlapping(stage.as_ptr(), out.at(a), b - a) };
         }
         Ok(())
     })
