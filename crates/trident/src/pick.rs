@@ -291,6 +291,9 @@ impl Trident {
         work: f64,
         mut f: impl FnMut(&dyn Primitives) -> Result<R>,
     ) -> Result<R> {
+        if self.chain.is_empty() {
+            return Err(Error::BackendUnavailable("no backend runs here".into()));
+        }
         let names: Vec<&'static str> = self.chain.iter().map(|b| b.name()).collect();
         let first = if self.forced {
             0
@@ -347,8 +350,9 @@ macro_rules! scalar_impls {
                 b: MatRef<'_, $t>,
                 mut c: MatMut<'_, $t>,
             ) -> Result<()> {
-                let work =
-                    (a.op_shape(p.op_a).0 * a.op_shape(p.op_a).1 * b.op_shape(p.op_b).1) as f64;
+                // In f64: the product of three dimensions may overflow usize.
+                let (m, k) = a.op_shape(p.op_a);
+                let work = m as f64 * k as f64 * b.op_shape(p.op_b).1 as f64;
                 self.serve(Primitive::DenseGemm, work, |be| be.gemm(p, a, b, c.rb()))
             }
         }
@@ -367,7 +371,7 @@ macro_rules! scalar_impls {
                 signals: MatRef<'_, $t>,
                 rule: StopRule,
             ) -> Result<SparseCodes<$t>> {
-                let work = (dict.n() * dict.atoms() * signals.rows()) as f64;
+                let work = dict.n() as f64 * dict.atoms() as f64 * signals.rows() as f64;
                 self.serve(Primitive::SparseCoder, work, |be| {
                     be.encode(dict, signals, rule)
                 })
