@@ -106,7 +106,12 @@ impl DiskCache {
     }
 
     fn path(&self, key: &str, name: &str, arch: &str) -> Option<PathBuf> {
-        let file = format!("{name}-{arch}-{:016x}.cubin", fnv1a(&[key.as_bytes()]));
+        // `module:entry` names become `module.entry` (no `:` in file names).
+        let file = format!(
+            "{}-{arch}-{:016x}.cubin",
+            name.replace(':', "."),
+            fnv1a(&[key.as_bytes()])
+        );
         self.dir.as_ref().map(|d| d.join(file))
     }
 
@@ -371,6 +376,34 @@ mod tests {
             Outcome::Uncached
         );
         assert!(!none.warned.load(Ordering::Relaxed));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_read_only_directory_still_serves_its_entries() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("ro");
+        let cache = DiskCache::at(Some(dir.clone()));
+        let c = Fake::new();
+        let (img, _) = cache.get_or_compile(&c, "k", "abc", "sm_90").unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        // Another process (a fresh handle) reads the entry without writing.
+        let ro = DiskCache::at(Some(dir.clone()));
+        assert_eq!(
+            ro.get_or_compile(&c, "k", "abc", "sm_90").unwrap(),
+            (img, Outcome::Hit)
+        );
+        // A new module compiles; it is stored only where the permission
+        // bits bind (they do not for root).
+        let bound = std::fs::write(dir.join("probe"), b"x").is_err();
+        let (_, o) = ro.get_or_compile(&c, "k2", "xyz", "sm_90").unwrap();
+        if bound {
+            assert_eq!(o, Outcome::Uncached);
+            assert!(ro.warned.load(Ordering::Relaxed));
+        }
+        assert_eq!(c.runs.get(), 2);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
     #[test]
