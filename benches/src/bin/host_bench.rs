@@ -97,12 +97,17 @@ fn bandwidth(be: &CudaBackend) -> Result<(f64, f64)> {
     Ok((n as f64 / (h2d * 1e-3), n as f64 / (d2h * 1e-3)))
 }
 
+/// Runs a case's call on a backend (host API).
+type RunFn = Box<dyn Fn(&dyn Primitives) -> Result<()>>;
+/// Times a case's call on device-resident data (ms).
+type DeviceFn = Box<dyn Fn(&CudaBackend) -> Result<f64>>;
+
 /// One host-to-host case: how to run it on a backend, its device time on
 /// CUDA, and the bytes it moves each way.
 struct Case {
     name: String,
-    run: Box<dyn Fn(&dyn Primitives) -> Result<()>>,
-    device_ms: Box<dyn Fn(&CudaBackend) -> Result<f64>>,
+    run: RunFn,
+    device_ms: DeviceFn,
     up: usize,
     down: Box<dyn Fn() -> usize>,
 }
@@ -235,6 +240,7 @@ fn host_section(cuda: &CudaBackend, filters: &[String], reps: usize) -> Result<(
         h2d / 1e9,
         d2h / 1e9
     );
+    staging_section(cuda, reps)?;
     let cuda_p: Arc<dyn Primitives> = Arc::new(CudaBackend::new(0)?);
     let rayon_p: Arc<dyn Primitives> = Arc::new(RayonBackend::new()?);
     let facade = Trident::with_backends(vec![
@@ -272,6 +278,63 @@ fn host_section(cuda: &CudaBackend, filters: &[String], reps: usize) -> Result<(
             h2h / bound,
             ray / h2h,
             fac / h2h.min(ray)
+        );
+    }
+    Ok(())
+}
+
+/// What limits the host path: wall-clock throughput of the backend's own
+/// staged copies (256 MiB from a resident host vector, into a resident one,
+/// into a fresh `Vec`), and the phases of the largest host calls.
+fn staging_section(be: &CudaBackend, reps: usize) -> Result<()> {
+    let n = 64usize << 20; // u32 words: 256 MiB
+    let host: Vec<u32> = (0..n as u32).collect();
+    let gbs = |ms: f64| (n * 4) as f64 / (ms * 1e-3) / 1e9;
+    let mut buf = be.upload(&host)?;
+    let up = wall(reps, || be.upload_into(&host, &mut buf))?;
+    let mut back = vec![0u32; n];
+    let down = wall(reps, || be.download_into(&buf, &mut back))?;
+    let fresh = wall(reps, || be.download_vec(&buf).map(drop))?;
+    println!(
+        "staged copies (wall, 256 MiB): upload {up:.1} ms = {:.1} GB/s, download into a resident buffer {down:.1} ms = {:.1} GB/s, into a fresh Vec {fresh:.1} ms = {:.1} GB/s; pool {:?}",
+        gbs(up),
+        gbs(down),
+        gbs(fresh),
+        be.staging_stats()?
+    );
+    let alloc = wall(reps, || {
+        let v: Vec<u32> = vec![0; n];
+        std::hint::black_box(&v);
+        Ok(())
+    })?;
+    println!("host: a fresh zeroed 256 MiB Vec (allocation + page faults + drop) {alloc:.1} ms");
+    for name in ["spgemm-poisson2d-2048", "spgemm-rmat-16-8"] {
+        let Some(case) = cases::spec_cases().into_iter().find(|c| c.name == name) else {
+            continue;
+        };
+        let input = case.input(SEED);
+        let Some(c) = input.downcast_ref::<cases::SpgemmCase<f32>>() else {
+            continue;
+        };
+        let t = |f: &mut dyn FnMut() -> Result<()>| wall(reps, f);
+        let (da, db) = (be.upload_csr(&c.a)?, be.upload_csr(&c.b)?);
+        let up =
+            t(&mut || be.upload_csr(&c.a).map(drop))? + t(&mut || be.upload_csr(&c.b).map(drop))?;
+        let prod = t(&mut || {
+            be.spgemm_device(&da, &db)?;
+            be.synchronize()
+        })?;
+        let dc = be.spgemm_device(&da, &db)?;
+        let down = t(&mut || be.download_csr(&dc).map(drop))?;
+        let drop_ms = t(&mut || {
+            let h = be.download_csr(&dc)?;
+            let s = Instant::now();
+            drop(h);
+            std::hint::black_box(s.elapsed());
+            Ok(())
+        })?;
+        println!(
+            "phases {name} (wall ms): upload A+B {up:.1}, product {prod:.1}, download C {down:.1} (download + drop of C {drop_ms:.1})"
         );
     }
     Ok(())

@@ -8,11 +8,12 @@
 //! `n * atoms * signals` for OMP, nodes for max-flow. A primitive without a
 //! constant keeps the preference order.
 //!
-//! Status (issue 11): the constants below are NOT measured yet. They are
-//! estimates from the issue's figures (a host-to-host CUDA call costs a few
-//! hundred microseconds of launches and synchronisations before any work),
-//! to be replaced by the crossovers `host_bench` prints on the H100 machine
-//! (its sweep section: rayon against CUDA host-to-host over growing sizes).
+//! The constants are the crossovers `host_bench` measured on the H100
+//! machine (NVIDIA H100 80GB HBM3, 16 CPU cores for rayon; issue 11, run 1
+//! of helper cuda-next; BENCHMARKS.md): its sweep times rayon against CUDA
+//! host-to-host over growing sizes of each primitive. Another machine has
+//! other crossovers: [`CostModel::with_crossover`] sets them, and
+//! `host_bench` prints them.
 
 use std::fmt;
 
@@ -43,16 +44,21 @@ pub struct CostModel {
     crossovers: Vec<(&'static str, Primitive, f64)>,
 }
 
-/// Provisional crossovers (estimates, see the module docs): replace each by
-/// the `crossover` line `host_bench` prints for it on the target machine.
+/// Crossovers measured on the H100 machine (see the module docs), each the
+/// geometric midpoint of the last size rayon won and the first CUDA won:
+/// GEMM 192^3 (rayon 0.19 ms, CUDA 0.22) to 256^3 (0.42, 0.35); SpGEMM of
+/// 2D Laplacians 2.4e3 (0.12, 0.25) to 1.0e4 (0.51, 0.29) nnz, CUDA faster
+/// up to 2.5e5 nnz, above that within 35% either way depending on the
+/// structure (the host path's copies dominate, BENCHMARKS.md); nearest
+/// pairs 2K (1.0, 1.95) to 8K points (2.3, 0.89).
 const MEASURED: [(&str, Primitive, f64); 3] = [
-    ("cuda", Primitive::DenseGemm, 2.7e7),
-    ("cuda", Primitive::SparseGemm, 3.0e5),
-    ("cuda", Primitive::NearestPairs, 1.0e5),
+    ("cuda", Primitive::DenseGemm, 1.09e7),
+    ("cuda", Primitive::SparseGemm, 4.9e3),
+    ("cuda", Primitive::NearestPairs, 4.0e3),
 ];
 
 impl Default for CostModel {
-    /// The built-in crossovers (provisional, see the module docs).
+    /// The built-in crossovers (measured on the H100 machine, see the module docs).
     fn default() -> Self {
         Self {
             crossovers: MEASURED.to_vec(),
