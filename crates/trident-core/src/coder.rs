@@ -1,7 +1,7 @@
 //! Dictionaries, stop rules, sparse codes and the [`SparseCoder`] trait (OMP).
 
 use crate::tol::UNIT_NORM_TOL;
-use crate::validate::check_finite;
+use crate::validate::{check_finite, exact_len};
 use crate::{Error, MatRef, Result, Scalar};
 
 /// An overcomplete dictionary `D`: `n` rows (signal length) by `atoms` columns,
@@ -79,16 +79,7 @@ impl<T: Scalar> Dictionary<T> {
                 limit: u32::MAX as u128,
             });
         }
-        if n.checked_mul(atoms) != Some(data.len()) {
-            return Err(Error::dim(
-                "dictionary.data",
-                format!(
-                    "{n} x {atoms} needs {} elements, got {}",
-                    n as u128 * atoms as u128,
-                    data.len()
-                ),
-            ));
-        }
+        exact_len("dictionary.data", n, atoms, data.len())?;
         check_finite("dictionary.data", data)
     }
 

@@ -107,16 +107,7 @@ impl<'a, T: Copy> MatRef<'a, T> {
     /// A contiguous `rows x cols` view (`ld == cols`); `data.len()` must be exactly
     /// `rows * cols`.
     pub fn dense(data: &'a [T], rows: usize, cols: usize) -> Result<Self> {
-        if rows.checked_mul(cols) != Some(data.len()) {
-            return Err(Error::dim(
-                "data",
-                format!(
-                    "{rows} x {cols} needs {} elements, the slice has {}",
-                    rows as u128 * cols as u128,
-                    data.len()
-                ),
-            ));
-        }
+        crate::validate::exact_len("data", rows, cols, data.len())?;
         Self::new(data, rows, cols, cols)
     }
 
@@ -181,16 +172,7 @@ impl<'a, T: Copy> MatMut<'a, T> {
     }
     /// A contiguous mutable view; `data.len()` must be exactly `rows * cols`.
     pub fn dense(data: &'a mut [T], rows: usize, cols: usize) -> Result<Self> {
-        if rows.checked_mul(cols) != Some(data.len()) {
-            return Err(Error::dim(
-                "data",
-                format!(
-                    "{rows} x {cols} needs {} elements, the slice has {}",
-                    rows as u128 * cols as u128,
-                    data.len()
-                ),
-            ));
-        }
+        crate::validate::exact_len("data", rows, cols, data.len())?;
         Self::new(data, rows, cols, cols)
     }
     /// Number of rows.

@@ -18,6 +18,21 @@ use crate::{
     Result, Scalar, SparseCodes, StopRule,
 };
 
+/// Fails unless a row-major `rows x cols` matrix stored without padding fills
+/// exactly `len` elements, naming `field` and both counts.
+pub fn exact_len(field: &'static str, rows: usize, cols: usize, len: usize) -> Result<()> {
+    if rows.checked_mul(cols) == Some(len) {
+        return Ok(());
+    }
+    Err(Error::dim(
+        field,
+        format!(
+            "{rows} x {cols} needs {} elements, the slice has {len}",
+            rows as u128 * cols as u128
+        ),
+    ))
+}
+
 /// Fails on the first NaN or infinity in `data`, naming `field` and its index.
 pub fn check_finite<T: Scalar>(field: &'static str, data: &[T]) -> Result<()> {
     // A sum is a fast screen: it is finite iff all entries are (barring overflow,

@@ -16,9 +16,27 @@
 //! outside the mask are never looked at, and off-grid neighbours (whose planes
 //! validation forces to 0) are never dereferenced.
 //!
-//! It is single-threaded: BK's trees are inherently sequential, and on two
-//! cores a serial BK on this layout beat what splitting would buy back.
-//! Building the node array runs on the pool.
+//! Parallelism, in two phases (the bottom-up merging of Liu and Sun,
+//! "Parallel graph-cuts by adaptive bottom-up merging", CVPR 2010, with one
+//! merge level):
+//! 1. The grid is cut into strips of whole rows (whole z-planes in 3-D), one
+//!    or two per thread, and BK runs on each strip at once with the arcs
+//!    between strips hidden from it. A strip only touches its own nodes (a
+//!    disjoint slice of the node array), and the flow it finds is a flow of
+//!    the whole graph, since it uses arcs of the graph only.
+//! 2. The hidden arcs are shown again and one BK run continues on the whole
+//!    grid from the strips' residuals *and their search trees*: every tree
+//!    path is still residual, and each strip's trees are maximal inside the
+//!    strip, so the only nodes that may grow are tree nodes on a strip's
+//!    edge; those start active. This is BK's own invariant, so the run ends
+//!    with the maximum flow and the same canonical cut as a serial run (both
+//!    are unique), and the result does not depend on the strip count.
+//!
+//! Most augmenting paths of a vision grid are short and stay inside a strip,
+//! so phase 2 is left with the paths that cross strip edges. Small grids
+//! (fewer than [`MIN_STRIP_UNITS`] rows per strip) and one-thread pools run
+//! phase 2 alone, which is the plain serial BK. Building the node array and
+//! the labels run on the pool too.
 
 use std::collections::VecDeque;
 
@@ -78,11 +96,17 @@ fn bits(mut m: u8) -> impl Iterator<Item = usize> {
 }
 
 /// Solves `g` with `D` directions (4 or 6): `i32` residuals when they provably
-/// fit, else `i64`. Runs the build on the current rayon pool.
+/// fit, else `i64`. Runs on the current rayon pool, with one or two strips per
+/// thread.
 pub(crate) fn solve<const D: usize>(g: &GridGraph) -> GridCut {
+    solve_in_strips::<D>(g, 2 * rayon::current_num_threads())
+}
+
+/// [`solve`] with at most `strips` strips in phase 1 (1: serial BK).
+pub(crate) fn solve_in_strips<const D: usize>(g: &GridGraph, strips: usize) -> GridCut {
     let t0 = std::time::Instant::now();
     let c0 = cpu_now();
-    let s = Solver::<i32, D>::build(g);
+    let built = Built::<i32, D>::build(g);
     if std::env::var_os("TRIDENT_MF_TRACE").is_some() {
         eprint!(
             "build {:?} (cpu {:.1} ms) ",
@@ -93,17 +117,28 @@ pub(crate) fn solve<const D: usize>(g: &GridGraph) -> GridCut {
     // A valid GridGraph's capacities total at most i64::MAX, so every
     // residual fits i64 and the build cannot fail.
     #[allow(clippy::expect_used)]
-    let solved = match s {
-        Some(s) => s.finish(),
-        None => Solver::<i64, D>::build(g)
+    match built {
+        Some(b) => b.finish(g, strips),
+        None => Built::<i64, D>::build(g)
             .expect("i64 holds every residual of a valid GridGraph")
-            .finish(),
-    };
-    solved
+            .finish(g, strips),
+    }
 }
 
-struct Solver<C, const D: usize> {
+/// Phase 1 gives each strip at least this many rows (z-planes in 3-D): thinner
+/// strips leave most augmenting paths crossing an edge, for phase 2.
+const MIN_STRIP_UNITS: usize = 32;
+
+/// The node array and the flow pushed straight from s to t while building.
+struct Built<C, const D: usize> {
     nodes: Vec<Node<C, D>>,
+    off: [usize; D],
+    flow: i64,
+}
+
+/// BK's state over a slice of nodes: the whole grid, or one strip of it.
+struct Solver<'a, C, const D: usize> {
+    nodes: &'a mut [Node<C, D>],
     /// Index offset of each direction's neighbour, as a wrapping `usize`.
     off: [usize; D],
     /// The initial active queue is every terminal-linked node in index order;
@@ -125,7 +160,7 @@ const BUILD_CHUNK: usize = 1 << 14;
 /// `flags`: the node is still in the implicit initial active queue.
 const INIT: u8 = 4;
 
-impl<C: Cap, const D: usize> Solver<C, D> {
+impl<C: Cap, const D: usize> Built<C, D> {
     /// The residual graph with every terminal-linked node active, or `None`
     /// when some residual might not fit `C`.
     fn build(g: &GridGraph) -> Option<Self> {
@@ -220,7 +255,144 @@ impl<C: Cap, const D: usize> Solver<C, D> {
             return None;
         }
         let flow = parts.iter().map(|p| p.0).sum();
-        Some(Self {
+        Some(Built { nodes, off, flow })
+    }
+
+    /// Runs both phases (phase 1 with at most `strips` strips) and reads the
+    /// canonical cut.
+    fn finish(mut self, g: &GridGraph, strips: usize) -> GridCut {
+        let trace = std::env::var_os("TRIDENT_MF_TRACE").is_some();
+        let t1 = std::time::Instant::now();
+        let c1 = cpu_now();
+        let (depth, h, w) = g.shape();
+        // Strips are runs of whole units: z-planes of a 3-D grid, else rows.
+        let (unit, units, dpos) = if depth > 1 {
+            (w * h, depth, 4)
+        } else {
+            (w, h, 2)
+        };
+        let strips = strips.min(units / MIN_STRIP_UNITS).max(1);
+        let mut flow = self.flow;
+        let mut time = 0;
+        let mut edges = Vec::new();
+        if strips > 1 && unit > 0 {
+            // Strip i holds units [units * i / strips, units * (i + 1) / strips).
+            edges = (1..strips).map(|i| units * i / strips * unit).collect();
+            let saved = hide_edges(&mut self.nodes, &edges, unit, dpos);
+            let mut parts: Vec<&mut [Node<C, D>]> = Vec::with_capacity(strips);
+            let mut rest = &mut self.nodes[..];
+            let mut at = 0;
+            for &e in &edges {
+                let (head, tail) = rest.split_at_mut(e - at);
+                parts.push(head);
+                rest = tail;
+                at = e;
+            }
+            parts.push(rest);
+            let off = self.off;
+            let done: Vec<(i64, u32)> = parts
+                .into_par_iter()
+                .with_max_len(1)
+                .map(|nodes| {
+                    let mut s = Solver::new(nodes, off, 0);
+                    s.run();
+                    (s.flow, s.time)
+                })
+                .collect();
+            show_edges(&mut self.nodes, &edges, unit, &saved);
+            flow += done.iter().map(|d| d.0).sum::<i64>();
+            time = done.iter().map(|d| d.1).max().unwrap_or(0);
+        }
+        let c_mid = cpu_now();
+        let t_mid = std::time::Instant::now();
+        let mut s = Solver::new(&mut self.nodes, self.off, flow);
+        if !edges.is_empty() {
+            // Phase 2: the strips' trees stand and no node is left in the
+            // implicit initial queue; the tree nodes on either side of each
+            // strip edge are the only ones that may grow. Stamps from the
+            // strips are older than any stamp of this run.
+            s.cursor = s.nodes.len();
+            s.time = time;
+            for &e in &edges {
+                for v in e - unit..e + unit {
+                    if s.at(v).parent != FREE {
+                        s.set_active(v);
+                    }
+                }
+            }
+        }
+        s.run();
+        let c2 = cpu_now();
+        let t2 = std::time::Instant::now();
+        let source_side = s.labels();
+        let t3 = std::time::Instant::now();
+        if trace {
+            let bfs = s.reachable_from_source();
+            let t4 = std::time::Instant::now();
+            eprintln!(
+                "strips {} phase1 {:?} (cpu {:.1} ms) phase2 {:?} (cpu {:.1} ms) labels {:?} bfs {:?} same {}",
+                edges.len() + 1,
+                t_mid - t1,
+                (c_mid - c1) * 1e3,
+                t2 - t_mid,
+                (c2 - c_mid) * 1e3,
+                t3 - t2,
+                t4 - t3,
+                bfs == source_side
+            );
+        }
+        debug_assert!(source_side == s.reachable_from_source());
+        GridCut {
+            flow: s.flow,
+            source_side,
+        }
+    }
+}
+
+/// Clears, in the direction masks, the arcs that cross each strip edge (`e`:
+/// index of the first node of a strip; the arcs run between units `e - unit..e`
+/// and `e..e + unit` in directions `dpos` and `dpos + 1`), so that phase 1
+/// never leaves its strip. Returns the masks it changed, for [`show_edges`].
+fn hide_edges<C, const D: usize>(
+    nodes: &mut [Node<C, D>],
+    edges: &[usize],
+    unit: usize,
+    dpos: usize,
+) -> Vec<u8> {
+    let mut saved = Vec::with_capacity(edges.len() * 2 * unit);
+    for &e in edges {
+        for v in e - unit..e + unit {
+            let d = if v < e { dpos } else { dpos + 1 };
+            saved.push(nodes[v].mask);
+            nodes[v].mask &= !(1 << d);
+        }
+    }
+    saved
+}
+
+/// Restores the masks that [`hide_edges`] changed. Phase 1 never touched the
+/// hidden arcs' residuals, so the saved masks are still right.
+fn show_edges<C, const D: usize>(
+    nodes: &mut [Node<C, D>],
+    edges: &[usize],
+    unit: usize,
+    saved: &[u8],
+) {
+    let mut it = saved.iter();
+    for &e in edges {
+        for v in e - unit..e + unit {
+            if let Some(&m) = it.next() {
+                nodes[v].mask = m;
+            }
+        }
+    }
+}
+
+impl<'a, C: Cap, const D: usize> Solver<'a, C, D> {
+    /// BK over `nodes` as built (terminal-linked nodes active through their
+    /// INIT flag), counting flow on from `flow`.
+    fn new(nodes: &'a mut [Node<C, D>], off: [usize; D], flow: i64) -> Self {
+        Self {
             nodes,
             off,
             cursor: 0,
@@ -229,34 +401,6 @@ impl<C: Cap, const D: usize> Solver<C, D> {
             orphans: VecDeque::new(),
             time: 0,
             flow,
-        })
-    }
-
-    fn finish(mut self) -> GridCut {
-        let trace = std::env::var_os("TRIDENT_MF_TRACE").is_some();
-        let t1 = std::time::Instant::now();
-        let c1 = cpu_now();
-        self.run();
-        let c2 = cpu_now();
-        let t2 = std::time::Instant::now();
-        let source_side = self.labels();
-        let t3 = std::time::Instant::now();
-        if trace {
-            let bfs = self.reachable_from_source();
-            let t4 = std::time::Instant::now();
-            eprintln!(
-                "run {:?} (cpu {:.1} ms) labels {:?} bfs {:?} same {}",
-                t2 - t1,
-                (c2 - c1) * 1e3,
-                t3 - t2,
-                t4 - t3,
-                bfs == source_side
-            );
-        }
-        debug_assert!(source_side == self.reachable_from_source());
-        GridCut {
-            flow: self.flow,
-            source_side,
         }
     }
 
@@ -351,7 +495,7 @@ impl<C: Cap, const D: usize> Solver<C, D> {
     /// wrap-around every stamp is reset.
     fn tick(&mut self) {
         if self.time == u32::MAX {
-            for n in &mut self.nodes {
+            for n in self.nodes.iter_mut() {
                 n.ts = 0;
             }
             self.time = 0;
@@ -670,4 +814,54 @@ pub(super) fn cpu_now() -> f64 {
         .get_or_init(std::time::Instant::now)
         .elapsed()
         .as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use trident_testkit::{cases, seed_from_env};
+
+    use super::solve_in_strips;
+
+    /// Phase 1 on strips must not change the answer: the flow and the
+    /// canonical cut are unique, so every strip count gives the serial result
+    /// bit for bit (the serial BK is checked against the reference in
+    /// `tests/max_flow.rs`).
+    #[test]
+    fn strips_give_the_serial_answer() {
+        let base = seed_from_env();
+        let grids = [
+            ("cut(256)", cases::cut(256, base)),
+            (
+                "2-D, cap 20",
+                cases::random_grid(1, 300, 70, false, 20, base + 1),
+            ),
+            (
+                "2-D, cap 1e3",
+                cases::random_grid(1, 200, 257, false, 1_000, base + 2),
+            ),
+            ("3-D", cases::random_grid(140, 6, 7, true, 20, base + 3)),
+            (
+                "i64 residuals",
+                cases::random_grid(1, 130, 40, false, 3_000_000_000, base + 4),
+            ),
+        ];
+        for (what, g) in &grids {
+            let serial = if g.is_3d() {
+                solve_in_strips::<6>(g, 1)
+            } else {
+                solve_in_strips::<4>(g, 1)
+            };
+            for strips in [2, 3, 4, 7, 9] {
+                let got = if g.is_3d() {
+                    solve_in_strips::<6>(g, strips)
+                } else {
+                    solve_in_strips::<4>(g, strips)
+                };
+                assert_eq!(
+                    got, serial,
+                    "{what} with {strips} strips; repro: TRIDENT_SEED={base:#x}"
+                );
+            }
+        }
+    }
 }
