@@ -3,6 +3,10 @@
 //! The CUDA backend of Trident: kernels from the workspace's `kernels/*.cu`,
 //! embedded in the binary and compiled at run time by NVRTC for the device's
 //! own `sm_XX`, launched through `cudarc` (driver API, loaded dynamically).
+//! Compiled cubins are kept on disk ([`kcache`]: `$TRIDENT_CACHE_DIR`, else
+//! the user's cache directory), so only a process on a fresh machine pays
+//! the compile; large host copies go through a pool of pinned buffers
+//! ([`staging`]).
 //!
 //! What it is: [`CudaBackend`], a handle on one GPU implementing the host
 //! traits of `trident-core` (upload, compute, download) and the device traits
@@ -19,7 +23,7 @@
 //! ## Primitives
 //! | primitive | kernel file | notes |
 //! | --- | --- | --- |
-//! | DenseGemm f32/f64 | `kernels/dense_gemm.cu` | tiled SGEMM (128x128 block, 8x8 per thread, double-buffered); simpler f64 |
+//! | DenseGemm f32/f64 | `kernels/dense_gemm.cu` | strict f32: multistage `cp.async` SIMT (FFMA only); `Precision::Tf32`: `mma.sync` m16n8k8 tensor cores; f64: DMMA `mma.sync` m8n8k4; register-staged / plain kernels for small products; compiled one entry point at a time |
 //! | NearestPairs | `kernels/nearest_pairs.cu` | uniform grid on B built on the device, exact ring search per query, device top-k |
 //! | MaxFlow | `kernels/max_flow.cu` | push-relabel over an active list (grids: implicit 4/6 neighbours; networks: CSR), global relabel by device BFS from the sink, canonical cut by device BFS; `i32` counters when the capacity sum fits, else `i64` |
 //! | SparseCoder f32/f64 | `kernels/sparse_coder.cu` | Batch-OMP: `G = D^T D` and `alpha0 = D^T X` by one f64 tiled kernel, then one warp per signal (correlations from G's rows in L2, Cholesky grown one row per step, f64 throughout) |
