@@ -336,8 +336,8 @@ fn on_workers(
 }
 
 /// Copies `src` to device address `dst` through the pool, on `stream`.
-/// Returns once every byte has left the staging buffers (the DMAs may still
-/// be running; they are ordered before later work of the stream).
+/// Returns once every DMA has completed (each worker waits for its buffers'
+/// events before they go back to the pool), so `src` may be reused at once.
 pub(crate) fn htod(pool: &Staging, stream: &Arc<CudaStream>, src: &[u8], dst: u64) -> Result<()> {
     let workers = workers_for(src.len());
     let mut lease = pool.take(2 * workers)?;
