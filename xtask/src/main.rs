@@ -6,7 +6,7 @@
 //!   default backend (rayon) plus the reference.
 //! - `device-build [--features LIST]`: builds the plain binaries the GPU machine
 //!   runs (it has no Rust toolchain) into `.device/`: `trident` with the given
-//!   backend features (default `cuda,wgpu`), the CUDA bench binary, and the
+//!   backend features (default `cuda,wgpu`), the CUDA bench binaries (`host_bench` too), and the
 //!   CUDA crate's test binaries in `.device/tests/`. `benches/gpu/run.sh` runs
 //!   them there.
 //!
@@ -92,6 +92,8 @@ fn device_build(args: &[String]) -> Result<(), String> {
         "flow_bench",
         "--bin",
         "cuda_omp_bench",
+        "--bin",
+        "host_bench",
     ]);
     run(c)?;
     let mut c = cargo();
@@ -114,6 +116,7 @@ fn device_build(args: &[String]) -> Result<(), String> {
         "cuda_bench",
         "flow_bench",
         "cuda_omp_bench",
+        "host_bench",
         "wgpu_bench",
     ] {
         std::fs::copy(target.join("release").join(name), dir.join(name))

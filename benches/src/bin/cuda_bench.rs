@@ -1,6 +1,7 @@
 //! Benchmarks of the CUDA backend on the benchmark cases, against the vendor
 //! libraries on the same device buffers in the same run (cuBLAS SGEMM for
-//! GEMM; cuSPARSE SpGEMM for SpGEMM).
+//! strict f32 GEMM, SGEMM in TF32 tensor-op math mode for Tf32, DGEMM for f64;
+//! cuSPARSE SpGEMM for SpGEMM).
 //!
 //! Usage: `cuda_bench [--reps N] [FILTER...]`: runs the cases whose name
 //! contains one of the filters (all when none). Device times come from CUDA
@@ -23,8 +24,8 @@ use cudarc::cusparse::{result as sparse, sys as sp};
 use cudarc::driver::sys::CUevent_flags;
 use trident_core::{
     CsrMatrix, DenseGemm, DenseGemmDevice, DeviceMat, DeviceMemory, Error, GemmParams, MatMut,
-    MatRef, NearestPairs, NearestPairsDevice, Neighbor, Result, SparseGemm, SparseGemmDevice,
-    dist2,
+    MatRef, NearestPairs, NearestPairsDevice, Neighbor, Precision, Result, SparseGemm,
+    SparseGemmDevice, dist2,
 };
 use trident_cuda::{CudaBackend, CudaBuffer, DEFAULT_CELL_TARGET, GemmTile, driver_error};
 use trident_testkit::cases;
@@ -99,85 +100,222 @@ fn blas_err(e: blas::CublasError) -> Error {
     Error::Backend(format!("cuBLAS: {e:?}").into())
 }
 
-fn gemm_case(ctx: &Bench, n: usize) -> Result<Vec<Row>> {
-    let be = &ctx.be;
-    let a: Vec<f32> = cases::uniform_matrix(n, n, SEED ^ 1);
-    let b: Vec<f32> = cases::uniform_matrix(n, n, SEED ^ 2);
-    let da = DeviceMat {
-        buf: be.upload(&a)?,
-        rows: n,
-        cols: n,
-        ld: n,
-    };
-    let db = DeviceMat {
-        buf: be.upload(&b)?,
-        rows: n,
-        cols: n,
-        ld: n,
-    };
-    let mut dc = DeviceMat {
-        buf: be.alloc::<f32>(n * n, "C")?,
-        rows: n,
-        cols: n,
-        ld: n,
-    };
-    let pc = be.alloc::<f32>(n * n, "C (cuBLAS)")?;
-    let p = GemmParams::<f32>::default();
-    let flops = 2.0 * (n as f64).powi(3);
-    let tflops = |ms: f64| flops / (ms * 1e-3) / 1e12;
+/// Which GEMM a bench row measures, and against which cuBLAS call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GemmKind {
+    /// f32, `Precision::Strict` (FFMA), vs SGEMM in default math (no TF32).
+    Strict,
+    /// f32, `Precision::Tf32`, vs SGEMM with `CUBLAS_TF32_TENSOR_OP_MATH`.
+    Tf32,
+    /// f64 vs DGEMM.
+    F64,
+}
 
-    let handle = CudaBlas::new(Arc::clone(be.stream())).map_err(blas_err)?;
-    let (alpha, beta) = (1.0f32, 0.0f32);
-    let ni = n as i32;
-    let mut cublas = || -> Result<()> {
-        // Row-major C = A B is column-major C^T = B^T A^T: swap the operands.
-        // SAFETY: all three buffers hold n*n f32 on this backend's stream.
+/// cuBLAS's GEMM for one scalar type: row-major `C = A B` of `n x n` device
+/// buffers, computed as the column-major `C^T = B^T A^T` (operands swapped).
+trait BlasGemm: trident_core::Scalar {
+    /// # Safety
+    /// `a`, `b` and `c` hold `n * n` elements on the handle's stream.
+    unsafe fn blas(h: &CudaBlas, n: i32, a: u64, b: u64, c: u64) -> Result<()>;
+}
+
+impl BlasGemm for f32 {
+    unsafe fn blas(h: &CudaBlas, n: i32, a: u64, b: u64, c: u64) -> Result<()> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let op = blas_sys::cublasOperation_t::CUBLAS_OP_N;
+        // SAFETY: the caller's contract (n*n elements each, same stream).
         unsafe {
             blas::sgemm(
-                *handle.handle(),
-                blas_sys::cublasOperation_t::CUBLAS_OP_N,
-                blas_sys::cublasOperation_t::CUBLAS_OP_N,
-                ni,
-                ni,
-                ni,
+                *h.handle(),
+                op,
+                op,
+                n,
+                n,
+                n,
                 &alpha,
-                db.buf.ptr() as *const f32,
-                ni,
-                da.buf.ptr() as *const f32,
-                ni,
+                b as *const f32,
+                n,
+                a as *const f32,
+                n,
                 &beta,
-                pc.ptr() as *mut f32,
-                ni,
+                c as *mut f32,
+                n,
             )
         }
         .map_err(blas_err)
+    }
+}
+
+impl BlasGemm for f64 {
+    unsafe fn blas(h: &CudaBlas, n: i32, a: u64, b: u64, c: u64) -> Result<()> {
+        let (alpha, beta) = (1.0f64, 0.0f64);
+        let op = blas_sys::cublasOperation_t::CUBLAS_OP_N;
+        // SAFETY: the caller's contract (n*n elements each, same stream).
+        unsafe {
+            blas::dgemm(
+                *h.handle(),
+                op,
+                op,
+                n,
+                n,
+                n,
+                &alpha,
+                b as *const f64,
+                n,
+                a as *const f64,
+                n,
+                &beta,
+                c as *mut f64,
+                n,
+            )
+        }
+        .map_err(blas_err)
+    }
+}
+
+fn set_math_mode(h: &CudaBlas, mode: blas_sys::cublasMath_t) -> Result<()> {
+    // SAFETY: a live handle; the mode is one of cuBLAS's enumerators.
+    let st = unsafe { blas_sys::cublasSetMathMode(*h.handle(), mode) };
+    if st == blas_sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Backend(format!("cublasSetMathMode: {st:?}").into()))
+    }
+}
+
+fn rel_diff<T: trident_core::Scalar>(x: &[T], y: &[T]) -> f64 {
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for (a, b) in x.iter().zip(y) {
+        num += (a.to_f64() - b.to_f64()).powi(2);
+        den += b.to_f64().powi(2);
+    }
+    (num / den.max(1e-300)).sqrt()
+}
+
+/// The shapes each kind compares (`Auto` first: the default choice).
+fn gemm_tiles(kind: GemmKind) -> &'static [GemmTile] {
+    use GemmTile as G;
+    match kind {
+        GemmKind::Strict => &[
+            G::Auto,
+            G::S128x128K16S4,
+            G::S128x256K16S3,
+            G::S128x256K16S4,
+            G::S128x128K16S4W4,
+            G::S256x128K16S3,
+        ],
+        GemmKind::Tf32 => &[
+            G::Auto,
+            G::Tc128x256K16S4,
+            G::Tc128x128K16S4,
+            G::Tc128x256K16S4Z,
+            G::Tc256x128K32S3Z,
+            G::Tc128x128K16S4B2,
+            G::Tc128x128K16S4B2Z,
+        ],
+        GemmKind::F64 => &[
+            G::Auto,
+            G::F64Simt,
+            G::D128x128K16S3,
+            G::D128x128K32S3,
+            G::D64x128K16S4B2,
+        ],
+    }
+}
+
+fn gemm_case(ctx: &Bench, n: usize, kind: GemmKind) -> Result<Vec<Row>> {
+    match kind {
+        GemmKind::F64 => gemm_rows::<f64>(ctx, n, kind),
+        _ => gemm_rows::<f32>(ctx, n, kind),
+    }
+}
+
+/// Our kernel shapes of one kind against cuBLAS on the same `n x n` device
+/// buffers. Strict and f64 rows check `|C - C_cublas| / |C_cublas|`; Tf32 rows
+/// check both TF32 results against strict SGEMM, in units of the contract's
+/// Tf32 tolerance.
+fn gemm_rows<T: BlasGemm>(ctx: &Bench, n: usize, kind: GemmKind) -> Result<Vec<Row>>
+where
+    CudaBackend: DenseGemm<T> + DenseGemmDevice<T>,
+{
+    let be = &ctx.be;
+    let a: Vec<T> = cases::uniform_matrix(n, n, SEED ^ 1);
+    let b: Vec<T> = cases::uniform_matrix(n, n, SEED ^ 2);
+    let mat = |buf| DeviceMat {
+        buf,
+        rows: n,
+        cols: n,
+        ld: n,
     };
-    let peer = ctx.time(&mut cublas)?;
-    let peer_out = be.download_vec(&pc)?;
-    let peer_norm = peer_out
-        .iter()
-        .map(|&v| (v as f64).powi(2))
-        .sum::<f64>()
-        .sqrt();
+    let da = mat(be.upload(&a)?);
+    let db = mat(be.upload(&b)?);
+    let mut dc = mat(be.alloc::<T>(n * n, "C")?);
+    let pc = be.alloc::<T>(n * n, "C (cuBLAS)")?;
+    let p = GemmParams::<T> {
+        precision: if kind == GemmKind::Tf32 {
+            Precision::Tf32
+        } else {
+            Precision::Strict
+        },
+        ..Default::default()
+    };
+    let flops = 2.0 * (n as f64).powi(3);
+    let tflops = |ms: f64| flops / (ms * 1e-3) / 1e12;
+    let ni = n as i32;
+    let handle = CudaBlas::new(Arc::clone(be.stream())).map_err(blas_err)?;
+    // SAFETY (both calls): three n*n buffers of T on the backend's stream.
+    let mut cublas = || unsafe { T::blas(&handle, ni, da.buf.ptr(), db.buf.ptr(), pc.ptr()) };
+    // Strict result first: the reference of the Tf32 rows.
+    cublas()?;
+    let strict_out = be.download_vec(&pc)?;
+    let (peer, peer_out, what) = if kind == GemmKind::Tf32 {
+        set_math_mode(&handle, blas_sys::cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH)?;
+        let t = ctx.time(&mut cublas);
+        set_math_mode(&handle, blas_sys::cublasMath_t::CUBLAS_DEFAULT_MATH)?;
+        let t = t?;
+        set_math_mode(&handle, blas_sys::cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH)?;
+        let r = cublas();
+        set_math_mode(&handle, blas_sys::cublasMath_t::CUBLAS_DEFAULT_MATH)?;
+        r?;
+        (t, be.download_vec(&pc)?, "cuBLAS TF32")
+    } else {
+        let t = ctx.time(&mut cublas)?;
+        (
+            t,
+            strict_out.clone(),
+            if kind == GemmKind::F64 {
+                "cuBLAS DGEMM"
+            } else {
+                "cuBLAS SGEMM"
+            },
+        )
+    };
+    let tol = trident_core::tol::GEMM_TF32;
+    let label = match kind {
+        GemmKind::Strict => "",
+        GemmKind::Tf32 => " tf32",
+        GemmKind::F64 => " f64",
+    };
 
     let mut rows = Vec::new();
-    for (tile, label) in [
-        (GemmTile::Auto, String::new()),
-        (GemmTile::T128x128, " [tile 128x128]".to_string()),
-        (GemmTile::T128x256, " [tile 128x256]".to_string()),
-        (GemmTile::T128x128K16, " [tile 128x128k16]".to_string()),
-    ] {
+    for &tile in gemm_tiles(kind) {
         be.set_gemm_tile(tile);
         let ours = ctx.time(|| be.gemm_device(&p, &da, &db, &mut dc))?;
         let out = be.download_vec(&dc.buf)?;
-        let diff = out
-            .iter()
-            .zip(&peer_out)
-            .map(|(&x, &y)| (x as f64 - y as f64).powi(2))
-            .sum::<f64>()
-            .sqrt();
+        let check = if kind == GemmKind::Tf32 {
+            format!(
+                "vs strict SGEMM: ours {:.1e}, cuBLAS TF32 {:.1e} (Tf32 tolerance {tol:e})",
+                rel_diff(&out, &strict_out),
+                rel_diff(&peer_out, &strict_out)
+            )
+        } else {
+            format!(
+                "|C-C_cublas|/|C_cublas| = {:.1e}",
+                rel_diff(&out, &peer_out)
+            )
+        };
         let h2h = if tile == GemmTile::Auto {
-            let mut c = vec![0.0f32; n * n];
+            let mut c = vec![T::ZERO; n * n];
             Some(ctx.wall(3, || {
                 be.gemm(
                     &p,
@@ -189,13 +327,22 @@ fn gemm_case(ctx: &Bench, n: usize) -> Result<Vec<Row>> {
         } else {
             None
         };
+        let shape = if tile == GemmTile::Auto {
+            String::new()
+        } else {
+            format!(" [{tile:?}]")
+        };
         rows.push(Row {
-            case: format!("gemm-{n}{label}"),
+            case: format!("gemm{label}-{n}{shape}"),
             ours_ms: ours,
             peer_ms: Some(peer),
-            figure: format!("{:.1} vs {:.1} TFLOP/s", tflops(ours), tflops(peer)),
+            figure: format!(
+                "{:.1} vs {:.1} TFLOP/s ({what})",
+                tflops(ours),
+                tflops(peer)
+            ),
             h2h_ms: h2h,
-            check: format!("|C-C_cublas|/|C_cublas| = {:.1e}", diff / peer_norm),
+            check,
         });
     }
     be.set_gemm_tile(GemmTile::Auto);
@@ -614,8 +761,12 @@ fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<Row>> {
 type CaseFn = fn(&Bench) -> Result<Vec<Row>>;
 
 const CASES: &[(&str, CaseFn)] = &[
-    ("gemm-4096", |c| gemm_case(c, 4096)),
-    ("gemm-8192", |c| gemm_case(c, 8192)),
+    ("gemm-4096", |c| gemm_case(c, 4096, GemmKind::Strict)),
+    ("gemm-8192", |c| gemm_case(c, 8192, GemmKind::Strict)),
+    ("gemm-tf32-4096", |c| gemm_case(c, 4096, GemmKind::Tf32)),
+    ("gemm-tf32-8192", |c| gemm_case(c, 8192, GemmKind::Tf32)),
+    ("gemm-f64-4096", |c| gemm_case(c, 4096, GemmKind::F64)),
+    ("gemm-f64-8192", |c| gemm_case(c, 8192, GemmKind::F64)),
     ("spgemm-poisson2d-2048", |c| {
         spgemm_case(c, "spgemm-poisson2d-2048")
     }),

@@ -1,21 +1,27 @@
 //! DenseGemm for [`CudaBackend`]: `kernels/dense_gemm.cu`.
 //!
-//! f32 runs a register-blocked SIMT kernel (see the kernel file's header); the
-//! tile shape is chosen from the problem size: 128x256 or 128x128 blocks when
-//! there are enough tiles to fill the device, 64x64 for small products. f64
-//! runs a plain shared-memory tiled kernel. `Precision::Tf32` computes `Strict`
-//! (allowed by the contract: it meets the looser bound too).
+//! Three kernel families (see the kernel file's header):
+//! - `Precision::Strict` f32: a multistage `cp.async` SIMT kernel (FFMA only,
+//!   128x128 blocks, 8x8 accumulators a thread), or the register-staged 64x64
+//!   kernel for products too small to fill the device;
+//! - `Precision::Tf32` f32: tensor cores through `mma.sync` m16n8k8 (operands
+//!   rounded to TF32, f32 sums), within the contract's Tf32 tolerance;
+//! - f64 (either precision: there is no looser f64 arithmetic): DMMA tensor
+//!   cores (`mma.sync` m8n8k4, IEEE f64 multiply-adds), or the plain tiled
+//!   kernel for small products.
 //!
-//! The host path uploads A and B as stored (with their leading dimensions),
-//! keeps C packed (`ld = n`) on the device, uploads it only when `beta != 0`,
-//! and writes back only the view's elements, never the caller's gaps between rows.
+//! [`GemmTile`] names every shape the kernel file provides; the default
+//! (`Auto`) picks from the problem size. The host path uploads A and B as
+//! stored (with their leading dimensions), keeps C packed (`ld = n`) on the
+//! device, uploads it only when `beta != 0`, and writes back only the view's
+//! elements, never the caller's gaps between rows.
 
 use std::sync::atomic::Ordering;
 
 use cudarc::driver::LaunchConfig;
 use trident_core::{
-    DenseGemm, DenseGemmDevice, DeviceMat, Error, GemmDims, GemmParams, MatMut, MatRef, Op, Result,
-    Scalar, validate,
+    DenseGemm, DenseGemmDevice, DeviceMat, Error, GemmDims, GemmParams, MatMut, MatRef, Op,
+    Precision, Result, Scalar, validate,
 };
 
 use crate::CudaBackend;
@@ -25,22 +31,12 @@ use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "dense_gemm",
     source: include_str!("../kernels/dense_gemm.cu"),
+    per_entry: true,
 };
 
-/// Entry points of `kernels/dense_gemm.cu` (the tidy test checks them).
+/// Entry points of `kernels/dense_gemm.cu` (the tidy test checks them):
+/// every shape of [`SHAPES`] for the transpose cases it provides.
 pub(crate) const ENTRY_POINTS: &[&str] = &[
-    "gemm_nn_128x128_f32",
-    "gemm_nt_128x128_f32",
-    "gemm_tn_128x128_f32",
-    "gemm_tt_128x128_f32",
-    "gemm_nn_128x256_f32",
-    "gemm_nt_128x256_f32",
-    "gemm_tn_128x256_f32",
-    "gemm_tt_128x256_f32",
-    "gemm_nn_128x128k16_f32",
-    "gemm_nt_128x128k16_f32",
-    "gemm_tn_128x128k16_f32",
-    "gemm_tt_128x128k16_f32",
     "gemm_nn_64x64_f32",
     "gemm_nt_64x64_f32",
     "gemm_tn_64x64_f32",
@@ -49,83 +45,369 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "gemm_nt_f64",
     "gemm_tn_f64",
     "gemm_tt_f64",
+    "gemm_nn_s128x128k16s4_f32",
+    "gemm_nt_s128x128k16s4_f32",
+    "gemm_tn_s128x128k16s4_f32",
+    "gemm_tt_s128x128k16s4_f32",
+    "gemm_nn_s128x256k16s3_f32",
+    "gemm_nt_s128x256k16s3_f32",
+    "gemm_tn_s128x256k16s3_f32",
+    "gemm_tt_s128x256k16s3_f32",
+    "gemm_nn_s128x256k16s4_f32",
+    "gemm_nn_s128x128k16s4w4_f32",
+    "gemm_nn_s256x128k16s3_f32",
+    "gemm_nn_t128x256k16s4_f32",
+    "gemm_nt_t128x256k16s4_f32",
+    "gemm_tn_t128x256k16s4_f32",
+    "gemm_tt_t128x256k16s4_f32",
+    "gemm_nn_t128x128k16s4_f32",
+    "gemm_nt_t128x128k16s4_f32",
+    "gemm_tn_t128x128k16s4_f32",
+    "gemm_tt_t128x128k16s4_f32",
+    "gemm_nn_t128x256k16s4z_f32",
+    "gemm_nn_t256x128k32s3z_f32",
+    "gemm_nn_t128x128k16s4b2_f32",
+    "gemm_nn_t128x128k16s4b2z_f32",
+    "gemm_nn_d128x128k16s3_f64",
+    "gemm_nt_d128x128k16s3_f64",
+    "gemm_tn_d128x128k16s3_f64",
+    "gemm_tt_d128x128k16s3_f64",
+    "gemm_nn_d128x128k32s3_f64",
+    "gemm_nn_d64x128k16s4b2_f64",
 ];
 
-/// f32 block-tile shapes the kernel file provides.
+/// GEMM kernel shapes the kernel file provides (benchmarks and tests force
+/// one with [`CudaBackend::set_gemm_tile`]). A shape serves only calls of its
+/// class (strict f32, Tf32 f32, f64) and, for the variants marked NN-only,
+/// calls without transposes; any other call keeps the automatic choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GemmTile {
     /// Pick from the problem size (the default).
     Auto,
-    /// 64 x 64 blocks (small products).
+    /// Strict f32, register-staged SIMT, 64 x 64 blocks (small products).
     T64x64,
-    /// 128 x 128 blocks, 8 x 8 per thread.
-    T128x128,
-    /// 128 x 256 blocks, 8 x 16 per thread.
-    T128x256,
-    /// 128 x 128 blocks, k-tiles 16 deep (half the barriers of `T128x128`).
-    T128x128K16,
+    /// Strict f32, `cp.async` SIMT, 128 x 128 x 16, 4 stages, 8 x 8 a thread.
+    S128x128K16S4,
+    /// Strict f32, `cp.async` SIMT, 128 x 256 x 16, 3 stages, 8 x 16 a thread.
+    S128x256K16S3,
+    /// Strict f32, `cp.async` SIMT, 128 x 256 x 16, 4 stages (NN only).
+    S128x256K16S4,
+    /// Strict f32, `cp.async` SIMT, 128 x 128 x 16, 4 stages, 32 x 64 warp
+    /// tiles (NN only).
+    S128x128K16S4W4,
+    /// Strict f32, `cp.async` SIMT, 256 x 128 x 16, 3 stages (NN only).
+    S256x128K16S3,
+    /// Tf32 tensor cores, 128 x 256 x 16, 4 stages, 8 warps of 64 x 64.
+    Tc128x256K16S4,
+    /// Tf32 tensor cores, 128 x 128 x 16, 4 stages, 4 warps of 64 x 64.
+    Tc128x128K16S4,
+    /// As `Tc128x256K16S4`, operands truncated to TF32 (NN only).
+    Tc128x256K16S4Z,
+    /// Tf32, 256 x 128 x 32, 3 stages, truncated operands (NN only).
+    Tc256x128K32S3Z,
+    /// Tf32, 128 x 128 x 16, 8 warps of 64 x 32, two blocks an SM (NN only).
+    Tc128x128K16S4B2,
+    /// As `Tc128x128K16S4B2`, truncated operands (NN only).
+    Tc128x128K16S4B2Z,
+    /// f64, plain tiled SIMT kernel, 64 x 64 blocks.
+    F64Simt,
+    /// f64 DMMA tensor cores, 128 x 128 x 16, 3 stages, 8 warps of 64 x 32.
+    D128x128K16S3,
+    /// f64 DMMA, 128 x 128 x 32, 3 stages (NN only).
+    D128x128K32S3,
+    /// f64 DMMA, 64 x 128 x 16, 4 stages, 8 warps of 32 x 32, two blocks an
+    /// SM (NN only).
+    D64x128K16S4B2,
+}
+
+/// Which calls a shape serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    Strict32,
+    Tf32,
+    F64,
+}
+
+/// How a shape's shared memory is laid out (for the dynamic size).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Smem {
+    /// Static shared memory: nothing to pass.
+    Static,
+    /// `sgemm_async`: STAGES x BK x ((BM + 4) + (BN + 4)) floats.
+    Simt,
+    /// `tc_gemm`: the operands' stored layouts, padded (see [`tc_smem`]).
+    Tensor,
+}
+
+/// One kernel shape of `kernels/dense_gemm.cu`.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    tile: GemmTile,
+    class: Class,
+    /// Entry point between `gemm_{ops}_` and `_f32`/`_f64`; empty for `F64Simt`.
+    suffix: &'static str,
+    bm: usize,
+    bn: usize,
+    bk: usize,
+    stages: usize,
+    threads: u32,
+    /// Whether all four transpose cases exist (else NN only).
+    all_ops: bool,
+    smem: Smem,
+}
+
+#[allow(clippy::too_many_arguments)]
+const fn shape(
+    tile: GemmTile,
+    class: Class,
+    suffix: &'static str,
+    (bm, bn, bk, stages): (usize, usize, usize, usize),
+    threads: u32,
+    all_ops: bool,
+    smem: Smem,
+) -> Shape {
+    Shape {
+        tile,
+        class,
+        suffix,
+        bm,
+        bn,
+        bk,
+        stages,
+        threads,
+        all_ops,
+        smem,
+    }
+}
+
+use Class::{F64, Strict32, Tf32};
+use GemmTile as G;
+
+/// Every shape, matching the entry macros of the kernel file.
+const SHAPES: &[Shape] = &[
+    shape(
+        G::T64x64,
+        Strict32,
+        "64x64",
+        (64, 64, 16, 2),
+        256,
+        true,
+        Smem::Static,
+    ),
+    shape(
+        G::S128x128K16S4,
+        Strict32,
+        "s128x128k16s4",
+        (128, 128, 16, 4),
+        256,
+        true,
+        Smem::Simt,
+    ),
+    shape(
+        G::S128x256K16S3,
+        Strict32,
+        "s128x256k16s3",
+        (128, 256, 16, 3),
+        256,
+        true,
+        Smem::Simt,
+    ),
+    shape(
+        G::S128x256K16S4,
+        Strict32,
+        "s128x256k16s4",
+        (128, 256, 16, 4),
+        256,
+        false,
+        Smem::Simt,
+    ),
+    shape(
+        G::S128x128K16S4W4,
+        Strict32,
+        "s128x128k16s4w4",
+        (128, 128, 16, 4),
+        256,
+        false,
+        Smem::Simt,
+    ),
+    shape(
+        G::S256x128K16S3,
+        Strict32,
+        "s256x128k16s3",
+        (256, 128, 16, 3),
+        256,
+        false,
+        Smem::Simt,
+    ),
+    shape(
+        G::Tc128x256K16S4,
+        Tf32,
+        "t128x256k16s4",
+        (128, 256, 16, 4),
+        256,
+        true,
+        Smem::Tensor,
+    ),
+    shape(
+        G::Tc128x128K16S4,
+        Tf32,
+        "t128x128k16s4",
+        (128, 128, 16, 4),
+        128,
+        true,
+        Smem::Tensor,
+    ),
+    shape(
+        G::Tc128x256K16S4Z,
+        Tf32,
+        "t128x256k16s4z",
+        (128, 256, 16, 4),
+        256,
+        false,
+        Smem::Tensor,
+    ),
+    shape(
+        G::Tc256x128K32S3Z,
+        Tf32,
+        "t256x128k32s3z",
+        (256, 128, 32, 3),
+        256,
+        false,
+        Smem::Tensor,
+    ),
+    shape(
+        G::Tc128x128K16S4B2,
+        Tf32,
+        "t128x128k16s4b2",
+        (128, 128, 16, 4),
+        256,
+        false,
+        Smem::Tensor,
+    ),
+    shape(
+        G::Tc128x128K16S4B2Z,
+        Tf32,
+        "t128x128k16s4b2z",
+        (128, 128, 16, 4),
+        256,
+        false,
+        Smem::Tensor,
+    ),
+    shape(G::F64Simt, F64, "", (64, 64, 8, 1), 256, true, Smem::Static),
+    shape(
+        G::D128x128K16S3,
+        F64,
+        "d128x128k16s3",
+        (128, 128, 16, 3),
+        256,
+        true,
+        Smem::Tensor,
+    ),
+    shape(
+        G::D128x128K32S3,
+        F64,
+        "d128x128k32s3",
+        (128, 128, 32, 3),
+        256,
+        false,
+        Smem::Tensor,
+    ),
+    shape(
+        G::D64x128K16S4B2,
+        F64,
+        "d64x128k16s4b2",
+        (64, 128, 16, 4),
+        256,
+        false,
+        Smem::Tensor,
+    ),
+];
+
+/// Dynamic shared memory of `tc_gemm` in bytes: per stage, A as stored
+/// (`[BM][BK + PM]`, transposed `[BK][BM + PK]`) and B as stored (`[BK][BN + PK]`,
+/// transposed `[BN][BK + PM]`), with the kernel's paddings `Mma<T>::PM`/`PK`
+/// (f32: 4 and 8 elements; f64: 4 and 4).
+fn tc_smem(s: &Shape, elem: usize, ta: bool, tb: bool) -> usize {
+    let (pm, pk) = if elem == 4 { (4, 8) } else { (4, 4) };
+    let a = if ta {
+        s.bk * (s.bm + pk)
+    } else {
+        s.bm * (s.bk + pm)
+    };
+    let b = if tb {
+        s.bn * (s.bk + pm)
+    } else {
+        s.bk * (s.bn + pk)
+    };
+    s.stages * (a + b) * elem
+}
+
+impl Shape {
+    fn smem_bytes(&self, elem: usize, ta: bool, tb: bool) -> usize {
+        match self.smem {
+            Smem::Static => 0,
+            Smem::Simt => self.stages * self.bk * (self.bm + 4 + self.bn + 4) * 4,
+            Smem::Tensor => tc_smem(self, elem, ta, tb),
+        }
+    }
+}
+
+fn find(tile: GemmTile) -> Option<&'static Shape> {
+    SHAPES.iter().find(|s| s.tile == tile)
 }
 
 impl GemmTile {
     fn code(self) -> u8 {
-        match self {
-            GemmTile::Auto => 0,
-            GemmTile::T64x64 => 1,
-            GemmTile::T128x128 => 2,
-            GemmTile::T128x256 => 3,
-            GemmTile::T128x128K16 => 4,
-        }
+        SHAPES
+            .iter()
+            .position(|s| s.tile == self)
+            .map_or(0, |i| i as u8 + 1)
     }
     fn from_code(c: u8) -> Self {
         match c {
-            1 => GemmTile::T64x64,
-            2 => GemmTile::T128x128,
-            3 => GemmTile::T128x256,
-            4 => GemmTile::T128x128K16,
-            _ => GemmTile::Auto,
-        }
-    }
-    fn dims(self) -> (usize, usize) {
-        match self {
-            GemmTile::T64x64 => (64, 64),
-            GemmTile::T128x256 => (128, 256),
-            _ => (128, 128),
-        }
-    }
-    fn suffix(self) -> &'static str {
-        match self {
-            GemmTile::T64x64 => "64x64",
-            GemmTile::T128x256 => "128x256",
-            GemmTile::T128x128K16 => "128x128k16",
-            _ => "128x128",
+            0 => GemmTile::Auto,
+            c => SHAPES
+                .get(c as usize - 1)
+                .map_or(GemmTile::Auto, |s| s.tile),
         }
     }
 }
 
 impl CudaBackend {
-    /// Forces the f32 GEMM tile shape (benchmarks and tests); `Auto` restores
-    /// the size-based choice. Results are identical bit for bit across shapes
-    /// only up to rounding order, which is fixed per shape.
+    /// Forces the GEMM kernel shape (benchmarks and tests); `Auto` restores
+    /// the size-based choice. A shape serves only the calls it fits (see
+    /// [`GemmTile`]). Results differ across shapes only by rounding order,
+    /// which is fixed per shape.
     pub fn set_gemm_tile(&self, tile: GemmTile) {
         self.gemm_tile.store(tile.code(), Ordering::Relaxed);
     }
 
-    fn pick_tile(&self, m: usize, n: usize) -> GemmTile {
-        match GemmTile::from_code(self.gemm_tile.load(Ordering::Relaxed)) {
-            GemmTile::Auto => {}
-            t => return t,
+    /// The shape forced by [`CudaBackend::set_gemm_tile`] (`Auto` when none).
+    pub fn gemm_tile(&self) -> GemmTile {
+        GemmTile::from_code(self.gemm_tile.load(Ordering::Relaxed))
+    }
+
+    fn pick_shape(&self, class: Class, nn: bool, m: usize, n: usize) -> Result<&'static Shape> {
+        if let Some(s) = find(self.gemm_tile())
+            && s.class == class
+            && (s.all_ops || nn)
+        {
+            return Ok(s);
         }
         let tiles = |bm: usize, bn: usize| m.div_ceil(bm) * n.div_ceil(bn);
         let sms = self.sm_count() as usize;
-        // 128x256 holds one block per SM, 128x128 two: each needs a few waves
-        // of blocks before its larger tile pays for the idle tail.
-        if tiles(128, 256) >= 3 * sms {
-            GemmTile::T128x256
-        } else if tiles(128, 128) >= 2 * sms {
-            GemmTile::T128x128
-        } else {
-            GemmTile::T64x64
-        }
+        // A 128x128 SIMT block needs about a wave of blocks before it beats the
+        // 64x64 one; the tensor-core shapes are fastest at any size that
+        // gives them a block per SM, and the smaller of them otherwise.
+        let tile = match class {
+            Strict32 if tiles(128, 128) >= sms => G::S128x128K16S4,
+            Strict32 => G::T64x64,
+            Tf32 if tiles(128, 256) >= sms => G::Tc128x256K16S4,
+            Tf32 => G::Tc128x128K16S4,
+            F64 if tiles(128, 128) >= sms / 4 => G::D128x128K16S3,
+            F64 => G::F64Simt,
+        };
+        find(tile).ok_or_else(|| Error::Backend(format!("no GEMM kernel shape {tile:?}").into()))
     }
 }
 
@@ -172,24 +454,38 @@ impl CudaBackend {
         let (m, n, k) = (to_i32("m", d.m)?, to_i32("n", d.n)?, to_i32("k", d.k)?);
         let (lda, ldb, ldc) = (lda as i64, ldb as i64, ldc as i64);
         let ops = format!("{}{}", op_char(p.op_a), op_char(p.op_b));
-        let (name, tiles) = if T::NAME == "f32" {
-            let tile = self.pick_tile(d.m, d.n);
-            let (bm, bn) = tile.dims();
+        let (ta, tb) = (p.op_a == Op::T, p.op_b == Op::T);
+        let class = match (T::NAME, p.precision) {
+            ("f32", Precision::Strict) => Class::Strict32,
+            ("f32", Precision::Tf32) => Class::Tf32,
+            _ => Class::F64,
+        };
+        let s = self.pick_shape(class, !ta && !tb, d.m, d.n)?;
+        let elem = std::mem::size_of::<T>();
+        let name = if s.tile == GemmTile::F64Simt {
+            format!("gemm_{ops}_f64")
+        } else {
+            format!("gemm_{ops}_{}_{}", s.suffix, T::NAME)
+        };
+        // The plain f64 kernel indexes a 2-D grid; every other one walks a
+        // 1-D grid in grouped order.
+        let grid = if s.tile == GemmTile::F64Simt {
             (
-                format!("gemm_{ops}_{}_f32", tile.suffix()),
-                (d.m.div_ceil(bm) * d.n.div_ceil(bn), 1),
+                count_u32("gemm blocks", d.n.div_ceil(64))?,
+                count_u32("gemm blocks", d.m.div_ceil(64))?,
+                1,
             )
         } else {
             (
-                format!("gemm_{ops}_f64"),
-                (d.n.div_ceil(64), d.m.div_ceil(64)),
+                count_u32("gemm blocks", d.m.div_ceil(s.bm) * d.n.div_ceil(s.bn))?,
+                1,
+                1,
             )
         };
-        let grid = (count_u32("gemm blocks", tiles.0)?, tiles.1 as u32, 1);
         let cfg = LaunchConfig {
             grid_dim: grid,
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
+            block_dim: (s.threads, 1, 1),
+            shared_mem_bytes: count_u32("gemm shared memory", s.smem_bytes(elem, ta, tb))?,
         };
         // The argument lists match the kernels' signatures (int x3, scalar,
         // ptr, i64, ptr, i64, scalar, ptr, i64); every pointer covers the
@@ -226,9 +522,16 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
         let da = self.upload_named(&a.data()[..na], "gemm A")?;
         let db = self.upload_named(&b.data()[..nb], "gemm B")?;
         let mut dc = self.alloc::<T>(d.m * d.n, "gemm C")?;
+        // A packed C (ld = n) moves as one staged copy each way, straight
+        // from and into the caller's memory; otherwise row by row.
+        let packed = c.ld() == d.n;
         if p.beta != T::ZERO {
-            let packed: Vec<T> = (0..d.m).flat_map(|i| c.as_ref().row(i).to_vec()).collect();
-            self.upload_into(&packed, &mut dc)?;
+            if packed {
+                self.upload_into(&c.data()[..d.m * d.n], &mut dc)?;
+            } else {
+                let rows: Vec<T> = (0..d.m).flat_map(|i| c.as_ref().row(i).to_vec()).collect();
+                self.upload_into(&rows, &mut dc)?;
+            }
         }
         self.launch_gemm(
             p,
@@ -240,6 +543,9 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
             dc.ptr(),
             d.n,
         )?;
+        if packed {
+            return self.download_into(&dc, &mut c.data_mut()[..d.m * d.n]);
+        }
         let out = self.download_vec(&dc)?;
         for (i, row) in out.chunks_exact(d.n).enumerate() {
             c.row_mut(i).copy_from_slice(row);

@@ -49,10 +49,11 @@ use cudarc::driver::sys::cudaError_enum;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
 };
-use cudarc::nvrtc::{CompileError, CompileOptions};
+use cudarc::nvrtc::Ptx;
 use trident_core::{DeviceMemory, Element, Error, Result};
 
 use crate::CudaBackend;
+use crate::kcache::Compiler;
 
 /// A CUDA source file of `kernels/`, embedded in the binary.
 #[derive(Debug)]
@@ -61,6 +62,48 @@ pub struct KernelSource {
     pub name: &'static str,
     /// The CUDA C++ source.
     pub source: &'static str,
+    /// Compile one entry point at a time: the source declares its entry
+    /// points one a line through `SOME_ENTRY(name, ...)` macros, and a call
+    /// compiles the source with only its own entry line kept (see
+    /// [`entry_source`]). Why: a module of many heavy template kernels (the
+    /// GEMM shapes) took 43.6 s to compile whole on the H100 machine, while
+    /// one call needs one kernel. Modules whose calls use most of their
+    /// kernels together (SpGEMM's phases) compile whole.
+    pub per_entry: bool,
+}
+
+/// `source` with every entry-point line `SOME_ENTRY(other, ...)` but
+/// `entry`'s blanked (kept as an empty line, so NVRTC's line numbers still
+/// match the file), or `None` when no such line names `entry`. Templates
+/// that only the removed lines instantiate are then never compiled.
+pub(crate) fn entry_source(source: &str, entry: &str) -> Option<String> {
+    let mut out = String::with_capacity(source.len());
+    let mut found = false;
+    for line in source.split_inclusive('\n') {
+        match entry_line(line) {
+            Some(name) if name == entry => {
+                found = true;
+                out.push_str(line);
+            }
+            Some(_) => out.push('\n'),
+            None => out.push_str(line),
+        }
+    }
+    found.then_some(out)
+}
+
+/// The entry point a line `SOME_ENTRY(name, ...)` declares (a macro use at
+/// the start of the line whose name is upper case and ends in `_ENTRY`; the
+/// `#define` of such a macro is not one).
+fn entry_line(line: &str) -> Option<&str> {
+    let (mac, rest) = line.trim_start().split_once('(')?;
+    let upper = mac
+        .bytes()
+        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if !upper || !mac.ends_with("_ENTRY") {
+        return None;
+    }
+    rest.split([',', ')']).next().map(str::trim)
 }
 
 /// `len` elements of `T` in device memory.
@@ -150,8 +193,9 @@ impl std::error::Error for DriverFailure {
 /// A kernel source NVRTC rejected, with its log.
 #[derive(Debug)]
 pub struct KernelCompileFailure {
-    /// The module (`kernels/<name>.cu`).
-    pub module: &'static str,
+    /// The module (`kernels/<name>.cu`), with the entry point when compiled
+    /// alone (`dense_gemm:gemm_nn_64x64_f32`).
+    pub module: String,
     /// The target architecture, `sm_XX`.
     pub arch: String,
     /// NVRTC's error and log.
@@ -162,13 +206,24 @@ impl fmt::Display for KernelCompileFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "NVRTC could not compile kernels/{}.cu for {}:\n{}",
-            self.module, self.arch, self.log
+            "NVRTC could not compile {} for {}:\n{}",
+            module_label(&self.module),
+            self.arch,
+            self.log
         )
     }
 }
 
 impl std::error::Error for KernelCompileFailure {}
+
+/// `kernels/<file>.cu`, naming the entry point of a one-entry module
+/// (`file:entry`).
+fn module_label(module: &str) -> String {
+    match module.split_once(':') {
+        Some((file, entry)) => format!("kernels/{file}.cu (entry point {entry} alone)"),
+        None => format!("kernels/{module}.cu"),
+    }
+}
 
 /// Maps a driver error to [`Error::Backend`] naming the operation: use as
 /// `.map_err(driver_error("launch gemm_f32"))`.
@@ -225,20 +280,21 @@ macro_rules! launch_kernel {
 }
 pub(crate) use launch_kernel;
 
-/// Loaded modules of one backend, keyed by module name.
+/// Loaded modules of one backend, keyed by module name (`name:entry` for a
+/// module compiled one entry point at a time).
 #[derive(Default)]
 pub(crate) struct ModuleCache {
     /// A module that failed to compile or load stays here as its message: the
     /// source is fixed at build time, so retrying on every call would only
     /// repeat the same NVRTC run and error.
-    modules: RwLock<HashMap<&'static str, std::result::Result<Arc<CudaModule>, String>>>,
+    modules: RwLock<HashMap<String, std::result::Result<Arc<CudaModule>, String>>>,
 }
 
 impl fmt::Debug for ModuleCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = match self.modules.read() {
-            Ok(m) => m.keys().copied().collect(),
-            Err(_) => vec!["<poisoned>"],
+        let names: Vec<String> = match self.modules.read() {
+            Ok(m) => m.keys().cloned().collect(),
+            Err(_) => vec!["<poisoned>".into()],
         };
         write!(f, "ModuleCache{names:?}")
     }
@@ -335,15 +391,26 @@ impl CudaBackend {
             .map_err(driver_error("memset"))
     }
 
-    /// Copies `host` into a new buffer; `what` names it in errors.
+    /// Copies `host` into a new buffer; `what` names it in errors. Copies of
+    /// [`crate::staging::STAGED_MIN`] bytes or more go through the pinned
+    /// staging pool (see [`crate::staging`]).
     pub fn upload_named<T: Element>(&self, host: &[T], what: &str) -> Result<CudaBuffer<T>> {
         let mut b = self.alloc::<T>(host.len(), what)?;
-        if !host.is_empty() {
-            let bytes: &[u8] = bytemuck::cast_slice(host);
-            self.stream
-                .memcpy_htod(bytes, &mut b.slice)
-                .map_err(driver_error("upload (host -> device copy)"))?;
-        }
+        self.upload_into(host, &mut b)?;
+        Ok(b)
+    }
+
+    /// A new buffer of `bytes.len() / size_of::<T>()` elements holding
+    /// `bytes` (host data of another `Pod` type of the same layout, e.g.
+    /// `usize` offsets as `u64` on 64-bit targets).
+    pub(crate) fn upload_bytes_as<T: Element>(
+        &self,
+        bytes: &[u8],
+        what: &str,
+    ) -> Result<CudaBuffer<T>> {
+        let mut b = self.alloc::<T>(bytes.len() / std::mem::size_of::<T>(), what)?;
+        let ptr = b.ptr();
+        self.upload_bytes(&bytes[..b.num_bytes()], ptr, &mut b.slice)?;
         Ok(b)
     }
 
@@ -355,12 +422,25 @@ impl CudaBackend {
                 format!("{} elements do not fit a buffer of {}", host.len(), buf.len),
             ));
         }
-        if host.is_empty() {
+        self.upload_bytes(bytemuck::cast_slice(host), buf.ptr(), &mut buf.slice)
+    }
+
+    /// Copies `bytes` to the start of `slice` (whose address is `ptr`):
+    /// staged when large, the driver's pageable path when small.
+    pub(crate) fn upload_bytes(
+        &self,
+        bytes: &[u8],
+        ptr: u64,
+        slice: &mut CudaSlice<u8>,
+    ) -> Result<()> {
+        if bytes.is_empty() {
             return Ok(());
         }
-        let bytes: &[u8] = bytemuck::cast_slice(host);
+        if bytes.len() >= crate::staging::STAGED_MIN {
+            return crate::staging::htod(&self.staging, &self.stream, bytes, ptr);
+        }
         self.stream
-            .memcpy_htod(bytes, &mut buf.slice)
+            .memcpy_htod(bytes, slice)
             .map_err(driver_error("upload (host -> device copy)"))
     }
 
@@ -378,8 +458,19 @@ impl CudaBackend {
                 ),
             ));
         }
-        if !host.is_empty() {
-            let n = std::mem::size_of_val(host);
+        let n = std::mem::size_of_val(host);
+        if n >= crate::staging::STAGED_MIN {
+            // SAFETY: `host` is `n` writable bytes, exclusively ours here.
+            unsafe {
+                crate::staging::dtoh(
+                    &self.staging,
+                    &self.stream,
+                    buf.ptr(),
+                    host.as_mut_ptr().cast(),
+                    n,
+                )
+            }?;
+        } else if n > 0 {
             let bytes: &mut [u8] = bytemuck::cast_slice_mut(host);
             let src = buf.slice.slice(0..n);
             self.stream
@@ -393,9 +484,72 @@ impl CudaBackend {
 
     /// Downloads a whole buffer into a new `Vec`.
     pub fn download_vec<T: Element>(&self, buf: &CudaBuffer<T>) -> Result<Vec<T>> {
-        let mut v = vec![T::zeroed(); buf.len];
-        self.download_into(buf, &mut v)?;
+        // SAFETY: the device buffer holds `buf.len` elements of `T`.
+        unsafe { self.download_new(buf.ptr(), buf.len) }
+    }
+
+    /// `len` elements of `T` read from device address `src` into a new `Vec`.
+    /// A large one is written straight into the `Vec`'s fresh (never
+    /// zero-filled) memory by the staging workers, so its page faults are
+    /// taken once, in parallel, instead of by a zero fill and then a copy.
+    ///
+    /// # Safety
+    /// `src` must hold at least `len` elements of `T` (any bit pattern is a
+    /// valid `T`: it is `Pod`).
+    pub(crate) unsafe fn download_new<T: bytemuck::Pod>(
+        &self,
+        src: u64,
+        len: usize,
+    ) -> Result<Vec<T>> {
+        let n = len * std::mem::size_of::<T>();
+        let mut v: Vec<T> = Vec::new();
+        v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+            bytes: n as u64,
+            detail: "host copy of a device buffer".into(),
+        })?;
+        if n >= crate::staging::STAGED_MIN {
+            // SAFETY: the spare capacity is `n` writable bytes, ours alone.
+            unsafe {
+                crate::staging::dtoh(
+                    &self.staging,
+                    &self.stream,
+                    src,
+                    v.spare_capacity_mut().as_mut_ptr().cast(),
+                    n,
+                )
+            }?;
+            self.stream
+                .synchronize()
+                .map_err(driver_error("synchronize after download"))?;
+            // SAFETY: the staged copy wrote all `len` elements.
+            unsafe { v.set_len(len) };
+        } else {
+            v.resize(len, T::zeroed());
+            if n > 0 {
+                let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut v);
+                // SAFETY: `src` holds `n` bytes (the caller's contract); the
+                // copy is waited for before `v` is used.
+                unsafe {
+                    cudarc::driver::result::memcpy_dtoh_async(bytes, src, self.stream.cu_stream())
+                }
+                .map_err(driver_error("download (device -> host copy)"))?;
+            }
+            self.stream
+                .synchronize()
+                .map_err(driver_error("synchronize after download"))?;
+        }
         Ok(v)
+    }
+
+    /// Frees the idle page-locked staging buffers (they are otherwise kept
+    /// for the next large copy, up to 64 MiB); returns how many were freed.
+    pub fn release_staging(&self) -> Result<usize> {
+        self.staging.release_idle()
+    }
+
+    /// What the staging pool holds now.
+    pub fn staging_stats(&self) -> Result<crate::staging::PoolStats> {
+        self.staging.stats()
     }
 
     /// Copies all of `src` into the start of `dst` (`src.len() <= dst.len()`),
@@ -424,12 +578,14 @@ impl CudaBackend {
             .map_err(driver_error("device -> device copy"))
     }
 
-    /// The entry point `function` of `src`, compiling the module with NVRTC for
+    /// The entry point `function` of `src`, compiling the module (or, for a
+    /// [`KernelSource::per_entry`] module, that entry alone) with NVRTC for
     /// this device's `sm_XX` on first use. The module is cached per backend
-    /// (one compile per module and device); the cache is re-checked after
-    /// taking the write lock so two threads never compile the same module twice.
+    /// (one compile per module and device) and on disk (see
+    /// [`crate::kcache`]); the cache is re-checked after taking the write lock
+    /// so two threads never compile the same module twice.
     pub fn function(&self, src: &KernelSource, function: &str) -> Result<CudaFunction> {
-        let module = self.module(src)?;
+        let module = self.module(src, function)?;
         module.load_function(function).map_err(|err| {
             Error::Backend(Box::new(DriverFailure {
                 op: format!("loading kernel `{function}` from kernels/{}.cu", src.name),
@@ -438,56 +594,61 @@ impl CudaBackend {
         })
     }
 
-    fn module(&self, src: &KernelSource) -> Result<Arc<CudaModule>> {
+    fn module(&self, src: &KernelSource, function: &str) -> Result<Arc<CudaModule>> {
+        let single = if src.per_entry {
+            entry_source(src.source, function)
+        } else {
+            None
+        };
+        let (key, source) = match &single {
+            Some(s) => (format!("{}:{function}", src.name), s.as_str()),
+            None => (src.name.to_string(), src.source),
+        };
         let poisoned = || Error::Backend("kernel cache lock poisoned by a panic".into());
         if let Some(m) = self
             .modules
             .modules
             .read()
             .map_err(|_| poisoned())?
-            .get(src.name)
+            .get(&key)
         {
             return m.clone().map_err(|e| Error::Backend(e.into()));
         }
         let mut w = self.modules.modules.write().map_err(|_| poisoned())?;
-        if let Some(m) = w.get(src.name) {
+        if let Some(m) = w.get(&key) {
             return m.clone().map_err(|e| Error::Backend(e.into()));
         }
-        let loaded = self.compile_and_load(src);
+        let loaded = self.compile_and_load(&key, source);
         w.insert(
-            src.name,
+            key,
             loaded.as_ref().map(Arc::clone).map_err(|e| e.to_string()),
         );
         loaded
     }
 
-    fn compile_and_load(&self, src: &KernelSource) -> Result<Arc<CudaModule>> {
+    /// Loads module `src` from the on-disk cache of cubins, compiling it with
+    /// NVRTC on a miss (see [`crate::kcache`]). A cached image the driver
+    /// refuses is recompiled once.
+    fn compile_and_load(&self, name: &str, source: &str) -> Result<Arc<CudaModule>> {
         let arch = format!("sm_{}{}", self.cc.0, self.cc.1);
-        let opts = CompileOptions {
-            options: vec![format!("--gpu-architecture={arch}"), "-std=c++17".into()],
-            name: Some(format!("{}.cu", src.name)),
-            ..Default::default()
+        let cache = crate::kcache::process_cache();
+        let (image, outcome) = cache.get_or_compile(&Nvrtc, name, source, &arch)?;
+        let load = |image: Vec<u8>| {
+            self.ctx
+                .load_module(Ptx::from_binary(image))
+                .map_err(|err| {
+                    Error::Backend(Box::new(DriverFailure {
+                        op: format!("loading module {} ({arch})", module_label(name)),
+                        err,
+                    }))
+                })
         };
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(src.source, opts).map_err(|e| {
-            let log = match e {
-                CompileError::CompileError { nvrtc, log, .. } => {
-                    format!("{nvrtc:?}\n{}", log.to_string_lossy())
-                }
-                other => format!("{other:?}"),
-            };
-            Error::Backend(Box::new(KernelCompileFailure {
-                module: src.name,
-                arch: arch.clone(),
-                log,
-            }))
-        })?;
-        let m = self.ctx.load_module(ptx).map_err(|err| {
-            Error::Backend(Box::new(DriverFailure {
-                op: format!("loading module kernels/{}.cu ({arch})", src.name),
-                err,
-            }))
-        })?;
-        Ok(m)
+        match load(image) {
+            Err(_) if outcome == crate::kcache::Outcome::Hit => {
+                load(cache.recompile(&Nvrtc, name, source, &arch)?)
+            }
+            other => other,
+        }
     }
 
     /// Lets `f` use up to `bytes` of dynamic shared memory (needed above 48 KiB).
@@ -542,5 +703,104 @@ impl DeviceMemory for CudaBackend {
         self.stream
             .synchronize()
             .map_err(driver_error("stream synchronize"))
+    }
+}
+
+/// NVRTC compiling a module straight to a cubin for one `sm_XX`.
+struct Nvrtc;
+
+impl Compiler for Nvrtc {
+    fn version(&self) -> String {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: out-pointers to locals.
+        let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+        match r.result() {
+            Ok(()) => format!("nvrtc-{major}.{minor}"),
+            Err(_) => "nvrtc-unknown".into(),
+        }
+    }
+
+    fn options(&self, arch: &str) -> Vec<String> {
+        vec![format!("--gpu-architecture={arch}"), "-std=c++17".into()]
+    }
+
+    fn compile(&self, name: &str, source: &str, arch: &str) -> Result<Vec<u8>> {
+        use cudarc::nvrtc::{result, sys};
+        let fail = |log: String| {
+            Error::Backend(Box::new(KernelCompileFailure {
+                module: name.to_string(),
+                arch: arch.to_string(),
+                log,
+            }))
+        };
+        let csrc = std::ffi::CString::new(source)
+            .map_err(|_| fail("the source holds a NUL byte".into()))?;
+        let file = name.split(':').next().unwrap_or(name);
+        let cname = std::ffi::CString::new(format!("{file}.cu"))
+            .map_err(|_| fail("the module name holds a NUL byte".into()))?;
+        let prog = result::create_program(&csrc, Some(cname.as_c_str()))
+            .map_err(|e| fail(format!("{e:?}")))?;
+        let opts = self.options(arch);
+        // SAFETY: `prog` was just created and is destroyed once, below; the
+        // cubin buffer is sized by NVRTC's own answer.
+        unsafe {
+            let r = match result::compile_program(prog, &opts) {
+                Err(e) => {
+                    let log = result::get_program_log(prog)
+                        .map(|l| {
+                            std::ffi::CStr::from_ptr(l.as_ptr())
+                                .to_string_lossy()
+                                .into_owned()
+                        })
+                        .unwrap_or_default();
+                    Err(fail(format!("{e:?}\n{log}")))
+                }
+                Ok(()) => {
+                    let mut size = 0usize;
+                    match sys::nvrtcGetCUBINSize(prog, &mut size).result() {
+                        Err(e) => Err(fail(format!("nvrtcGetCUBINSize: {e:?}"))),
+                        Ok(()) => {
+                            let mut cubin = vec![0u8; size];
+                            sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast())
+                                .result()
+                                .map(|()| cubin)
+                                .map_err(|e| fail(format!("nvrtcGetCUBIN: {e:?}")))
+                        }
+                    }
+                }
+            };
+            let _ = result::destroy_program(prog);
+            r
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_gemm_entry_point_compiles_alone() {
+        let k = &crate::dense_gemm::KERNEL;
+        let lines = |s: &str| s.lines().filter_map(entry_line).count();
+        assert_eq!(lines(k.source), crate::dense_gemm::ENTRY_POINTS.len());
+        for &e in crate::dense_gemm::ENTRY_POINTS {
+            let one = entry_source(k.source, e).unwrap();
+            let kept: Vec<&str> = one.lines().filter_map(entry_line).collect();
+            assert_eq!(kept, [e]);
+            // Line numbers in NVRTC's messages still match the file.
+            assert_eq!(one.lines().count(), k.source.lines().count());
+        }
+        assert!(entry_source(k.source, "gemm_nn_64x64").is_none());
+    }
+
+    #[test]
+    fn entry_lines_are_macro_uses_only() {
+        assert_eq!(entry_line("SGEMM_ENTRY(gemm_a, 64, 1)\n"), Some("gemm_a"));
+        assert_eq!(entry_line("  X2_ENTRY(k)"), Some("k"));
+        assert_eq!(entry_line("#define SGEMM_ENTRY(NAME, BM) \\"), None);
+        assert_eq!(entry_line("sgemm_entry(x)"), None);
+        assert_eq!(entry_line("SGEMM_ENTRIES(x)"), None);
+        assert_eq!(entry_line("// SGEMM_ENTRY(x)"), None);
     }
 }

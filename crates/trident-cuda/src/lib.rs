@@ -3,6 +3,10 @@
 //! The CUDA backend of Trident: kernels from the workspace's `kernels/*.cu`,
 //! embedded in the binary and compiled at run time by NVRTC for the device's
 //! own `sm_XX`, launched through `cudarc` (driver API, loaded dynamically).
+//! Compiled cubins are kept on disk ([`kcache`]: `$TRIDENT_CACHE_DIR`, else
+//! the user's cache directory), so only a process on a fresh machine pays
+//! the compile; large host copies go through a pool of pinned buffers
+//! ([`staging`]).
 //!
 //! What it is: [`CudaBackend`], a handle on one GPU implementing the host
 //! traits of `trident-core` (upload, compute, download) and the device traits
@@ -19,7 +23,7 @@
 //! ## Primitives
 //! | primitive | kernel file | notes |
 //! | --- | --- | --- |
-//! | DenseGemm f32/f64 | `kernels/dense_gemm.cu` | tiled SGEMM (128x128 block, 8x8 per thread, double-buffered); simpler f64 |
+//! | DenseGemm f32/f64 | `kernels/dense_gemm.cu` | strict f32: multistage `cp.async` SIMT (FFMA only); `Precision::Tf32`: `mma.sync` m16n8k8 tensor cores; f64: DMMA `mma.sync` m8n8k4; register-staged / plain kernels for small products; compiled one entry point at a time |
 //! | NearestPairs | `kernels/nearest_pairs.cu` | uniform grid on B built on the device, exact ring search per query, device top-k |
 //! | MaxFlow | `kernels/max_flow.cu` | push-relabel over an active list (grids: implicit 4/6 neighbours; networks: CSR), global relabel by device BFS from the sink, canonical cut by device BFS; `i32` counters when the capacity sum fits, else `i64` |
 //! | SparseCoder f32/f64 | `kernels/sparse_coder.cu` | Batch-OMP: `G = D^T D` and `alpha0 = D^T X` by one f64 tiled kernel, then one warp per signal (correlations from G's rows in L2, Cholesky grown one row per step, f64 throughout) |
@@ -34,10 +38,12 @@
 
 mod dense_gemm;
 pub mod device;
+pub mod kcache;
 mod max_flow;
 mod nearest_pairs;
 mod sparse_coder;
 mod sparse_gemm;
+pub mod staging;
 
 use std::sync::Arc;
 
@@ -70,6 +76,7 @@ pub struct CudaBackend {
     max_smem_optin: u32,
     l2_bytes: u32,
     modules: device::ModuleCache,
+    staging: staging::Staging,
     gemm_tile: std::sync::atomic::AtomicU8,
     cell_target: std::sync::atomic::AtomicU32,
     spgemm_window: std::sync::atomic::AtomicU64,
@@ -167,6 +174,13 @@ impl CudaBackend {
             .name()
             .map_err(driver_error("reading the device name"))?;
         keep_pool_memory(&ctx)?;
+        let staging = staging::Pool::new(
+            staging::PinnedAlloc {
+                ctx: Arc::clone(&ctx),
+            },
+            staging::CHUNK,
+            staging::POOL_BUFFERS,
+        );
         Ok(Self {
             ctx,
             stream,
@@ -176,6 +190,7 @@ impl CudaBackend {
             max_smem_optin,
             l2_bytes,
             modules: Default::default(),
+            staging,
             gemm_tile: Default::default(),
             cell_target: nearest_pairs::DEFAULT_CELL_TARGET.to_bits().into(),
             spgemm_window: sparse_gemm::DENSE_WIN_MAX.into(),

@@ -48,6 +48,7 @@ use crate::device::{CudaBuffer, KernelSource, driver_error};
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "max_flow",
     source: include_str!("../kernels/max_flow.cu"),
+    per_entry: false,
 };
 
 /// Entry points of `kernels/max_flow.cu` (the tidy test checks them).

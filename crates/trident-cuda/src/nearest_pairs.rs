@@ -27,6 +27,7 @@ use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "nearest_pairs",
     source: include_str!("../kernels/nearest_pairs.cu"),
+    per_entry: false,
 };
 
 /// Entry points of `kernels/nearest_pairs.cu` (the tidy test checks them).

@@ -32,6 +32,7 @@ use crate::device::{CudaBuffer, KernelSource, driver_error};
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "sparse_coder",
     source: include_str!("../kernels/sparse_coder.cu"),
+    per_entry: false,
 };
 
 /// Entry points of `kernels/sparse_coder.cu` (the tidy test checks them).

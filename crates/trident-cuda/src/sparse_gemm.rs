@@ -25,6 +25,7 @@ use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "sparse_gemm",
     source: include_str!("../kernels/sparse_gemm.cu"),
+    per_entry: false,
 };
 
 /// Entry points of `kernels/sparse_gemm.cu` (the tidy test checks them).
@@ -738,14 +739,60 @@ impl CudaBackend {
     }
 }
 
+impl CudaBackend {
+    /// Host CSR offsets as a `u64` device buffer: copied as they are where
+    /// `usize` is 64 bits (no host conversion pass), converted elsewhere.
+    fn upload_offsets(&self, offsets: &[usize]) -> Result<CudaBuffer<u64>> {
+        if std::mem::size_of::<usize>() == 8 {
+            return self.upload_bytes_as(bytemuck::cast_slice(offsets), "csr offsets");
+        }
+        let wide: Vec<u64> = offsets.iter().map(|&o| o as u64).collect();
+        self.upload_named(&wide, "csr offsets")
+    }
+
+    /// Device `u64` offsets (`n` of them) as host `usize`: read straight into
+    /// the result where `usize` is 64 bits.
+    fn download_offsets(&self, offsets: &CudaBuffer<u64>, n: usize) -> Result<Vec<u64>> {
+        // SAFETY: the buffer holds `n` u64 offsets (the caller's matrix says so).
+        unsafe { self.download_new::<u64>(offsets.ptr(), n) }
+    }
+
+    /// C of [`CudaBackend::product`] on the host, without the O(nnz) structure
+    /// check: rows are written sorted by the kernels and each row's count was
+    /// checked against the symbolic pass (the error flags), as the rayon
+    /// backend's own results are trusted. `verify` re-checks every result.
+    fn download_product<T: Scalar>(&self, c: &DeviceCsr<Self, T>) -> Result<CsrMatrix<T>> {
+        let n = c.rows() + 1;
+        let offsets: Vec<usize> = if std::mem::size_of::<usize>() == 8 {
+            // SAFETY: the product's offsets buffer holds rows + 1 u64 values,
+            // read here as the same-sized usize.
+            unsafe { self.download_new::<usize>(c.offsets.ptr(), n) }?
+        } else {
+            self.download_offsets(&c.offsets, n)?
+                .into_iter()
+                .map(|o| o as usize)
+                .collect()
+        };
+        // SAFETY: the product's index and value buffers hold nnz elements.
+        let indices = unsafe { self.download_new::<u32>(c.indices.ptr(), c.nnz()) }?;
+        let values = unsafe { self.download_new::<T>(c.values.ptr(), c.nnz()) }?;
+        Ok(CsrMatrix::from_parts_unchecked(
+            c.rows(),
+            c.cols(),
+            offsets,
+            indices,
+            values,
+        ))
+    }
+}
+
 impl<T: Scalar> SparseGemmDevice<T> for CudaBackend {
     fn upload_csr(&self, m: &CsrMatrix<T>) -> Result<DeviceCsr<Self, T>> {
-        let offsets: Vec<u64> = m.offsets().iter().map(|&o| o as u64).collect();
         Ok(DeviceCsr::from_parts(
             m.rows(),
             m.cols(),
             m.nnz(),
-            self.upload_named(&offsets, "csr offsets")?,
+            self.upload_offsets(m.offsets())?,
             self.upload_named(m.indices(), "csr indices")?,
             self.upload_named(m.values(), "csr values")?,
         ))
@@ -753,12 +800,10 @@ impl<T: Scalar> SparseGemmDevice<T> for CudaBackend {
 
     fn download_csr(&self, m: &DeviceCsr<Self, T>) -> Result<CsrMatrix<T>> {
         trident_core::validate::device_csr(self, "m", m)?;
-        let mut offsets = vec![0u64; m.rows() + 1];
-        self.download_into(&m.offsets, &mut offsets)?;
-        let mut indices = vec![0u32; m.nnz()];
-        self.download_into(&m.indices, &mut indices)?;
-        let mut values = vec![T::ZERO; m.nnz()];
-        self.download_into(&m.values, &mut values)?;
+        let offsets = self.download_offsets(&m.offsets, m.rows() + 1)?;
+        // SAFETY: `device_csr` checked that both buffers hold nnz elements.
+        let indices = unsafe { self.download_new::<u32>(m.indices.ptr(), m.nnz()) }?;
+        let values = unsafe { self.download_new::<T>(m.values.ptr(), m.nnz()) }?;
         CsrMatrix::from_device_parts(m.rows(), m.cols(), offsets, indices, values)
     }
 
@@ -780,7 +825,7 @@ impl<T: Scalar> SparseGemm<T> for CudaBackend {
         }
         let da = self.upload_csr(a)?;
         let db = self.upload_csr(b)?;
-        let dc = self.spgemm_device(&da, &db)?;
-        self.download_csr(&dc)
+        let dc = self.product(&da, &db)?;
+        self.download_product(&dc)
     }
 }

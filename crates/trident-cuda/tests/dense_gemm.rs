@@ -7,7 +7,7 @@ mod common;
 
 use trident_core::{
     DenseGemm, DenseGemmDevice, DeviceMat, DeviceMemory, Error, GemmParams, MatMut, MatRef, Op,
-    Precision, Scalar,
+    Precision, Scalar, tol,
 };
 use trident_cuda::{CudaBackend, GemmTile};
 
@@ -158,7 +158,7 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (300, 4, 129),
 ];
 
-fn sweep<T: Scalar>(be: &CudaBackend, rng: &mut Rng, tol: f64) {
+fn sweep<T: Scalar>(be: &CudaBackend, rng: &mut Rng, precision: Precision, tol: f64) {
     for &(m, n, k) in SHAPES {
         for op_a in [Op::N, Op::T] {
             for op_b in [Op::N, Op::T] {
@@ -170,11 +170,12 @@ fn sweep<T: Scalar>(be: &CudaBackend, rng: &mut Rng, tol: f64) {
                             beta: T::from_f64(beta),
                             op_a,
                             op_b,
-                            precision: Precision::Strict,
+                            precision,
                         };
                         let label = format!(
-                            "{} {m}x{n}x{k} {op_a:?}{op_b:?} pad {pad} alpha {alpha} beta {beta}",
-                            T::NAME
+                            "{} {precision:?} {:?} {m}x{n}x{k} {op_a:?}{op_b:?} pad {pad} alpha {alpha} beta {beta}",
+                            T::NAME,
+                            be.gemm_tile(),
                         );
                         run_case(be, &p, &cs, tol, &label);
                     }
@@ -190,15 +191,72 @@ fn f32_matches_naive_f64_for_every_tile_shape() {
         return;
     };
     let mut rng = Rng::new(seed("dense_gemm f32"));
+    // NN-only shapes serve the NN cases and leave the rest to the default.
     for tile in [
         GemmTile::T64x64,
-        GemmTile::T128x128,
-        GemmTile::T128x256,
-        GemmTile::T128x128K16,
+        GemmTile::S128x128K16S4,
+        GemmTile::S128x256K16S3,
+        GemmTile::S128x256K16S4,
+        GemmTile::S128x128K16S4W4,
+        GemmTile::S256x128K16S3,
         GemmTile::Auto,
     ] {
         be.set_gemm_tile(tile);
-        sweep::<f32>(&be, &mut rng, 1e-5);
+        sweep::<f32>(&be, &mut rng, Precision::Strict, tol::GEMM_STRICT_F32);
+    }
+}
+
+#[test]
+fn tf32_matches_naive_f64_within_the_tf32_tolerance() {
+    let Some(be) = backend("tf32_matches_naive_f64_within_the_tf32_tolerance") else {
+        return;
+    };
+    let mut rng = Rng::new(seed("dense_gemm tf32"));
+    for tile in [
+        GemmTile::Tc128x256K16S4,
+        GemmTile::Tc128x128K16S4,
+        GemmTile::Tc128x256K16S4Z,
+        GemmTile::Tc256x128K32S3Z,
+        GemmTile::Tc128x128K16S4B2,
+        GemmTile::Tc128x128K16S4B2Z,
+        GemmTile::Auto,
+    ] {
+        be.set_gemm_tile(tile);
+        sweep::<f32>(&be, &mut rng, Precision::Tf32, tol::GEMM_TF32);
+    }
+    be.set_gemm_tile(GemmTile::Auto);
+    sweep::<f64>(&be, &mut rng, Precision::Tf32, tol::GEMM_F64);
+}
+
+#[test]
+fn tf32_rounds_operands_on_tensor_cores() {
+    // 1 + 2^-12 is not a TF32 number (10 mantissa bits): a tensor-core product
+    // of it with 1 gives 1 exactly, a strict one does not. Proves the Tf32
+    // request really reached the tensor-core kernel (and Strict did not).
+    let Some(be) = backend("tf32_rounds_operands_on_tensor_cores") else {
+        return;
+    };
+    let x = 1.0f32 + f32::powi(2.0, -12);
+    let a = vec![x; 64];
+    let b = vec![1.0f32; 64];
+    for (precision, want) in [(Precision::Tf32, 1.0f32), (Precision::Strict, x)] {
+        let mut c = vec![0.0f32; 64 * 64];
+        let p = GemmParams {
+            precision,
+            ..Default::default()
+        };
+        be.gemm(
+            &p,
+            MatRef::dense(&a, 64, 1).unwrap(),
+            MatRef::dense(&b, 1, 64).unwrap(),
+            MatMut::dense(&mut c, 64, 64).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            c.iter().all(|&v| v == want),
+            "{precision:?}: {} != {want}",
+            c[0]
+        );
     }
 }
 
@@ -208,7 +266,16 @@ fn f64_matches_naive_f64() {
         return;
     };
     let mut rng = Rng::new(seed("dense_gemm f64"));
-    sweep::<f64>(&be, &mut rng, 1e-12);
+    for tile in [
+        GemmTile::F64Simt,
+        GemmTile::D128x128K16S3,
+        GemmTile::D128x128K32S3,
+        GemmTile::D64x128K16S4B2,
+        GemmTile::Auto,
+    ] {
+        be.set_gemm_tile(tile);
+        sweep::<f64>(&be, &mut rng, Precision::Strict, tol::GEMM_F64);
+    }
 }
 
 #[test]

@@ -34,6 +34,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod cost;
 mod pick;
 mod serving;
 
@@ -42,7 +43,8 @@ mod serving;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
-pub use pick::{BACKEND_ENV, Candidate, PREFERENCE, Serving, Trident};
+pub use cost::WORK_UNITS;
+pub use pick::{BACKEND_ENV, Candidate, Choice, CostModel, PREFERENCE, Serving, Trident};
 pub use trident_core::*;
 #[cfg(feature = "reference")]
 pub use trident_reference::ReferenceBackend;

@@ -7,13 +7,15 @@
 //! first one found. Backends are `Send + Sync` handles, safe to share.
 
 use std::fmt::Write;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use trident_core::{
     Backend, BackendKind, CsrMatrix, DenseGemm, Dictionary, Error, FlowNetwork, GemmParams,
     GridCut, GridGraph, MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, Pair, Point,
-    Primitives, Result, SparseCoder, SparseCodes, SparseGemm, StopRule,
+    Primitive, Primitives, Result, SparseCoder, SparseCodes, SparseGemm, StopRule,
 };
+
+pub use crate::cost::{Choice, CostModel};
 
 /// The environment variable that overrides the pick: `TRIDENT_BACKEND=rayon`.
 pub const BACKEND_ENV: &str = "TRIDENT_BACKEND";
@@ -49,6 +51,10 @@ pub struct Trident {
     forced: bool,
     /// Which backend serves each primitive, found on the first `report`.
     serving: OnceLock<Vec<Serving>>,
+    /// When the GPU is worth its transfers, per primitive.
+    model: CostModel,
+    /// Who served the last call, and why.
+    last: Mutex<Option<Choice>>,
 }
 
 /// Which backend of a [`Trident`] serves one primitive in one precision.
@@ -131,6 +137,8 @@ impl Trident {
             candidates,
             forced: true,
             serving: OnceLock::new(),
+            model: CostModel::default(),
+            last: Mutex::new(None),
         })
     }
 
@@ -158,6 +166,8 @@ impl Trident {
             candidates,
             forced: false,
             serving: OnceLock::new(),
+            model: CostModel::default(),
+            last: Mutex::new(None),
         }
     }
 
@@ -181,7 +191,27 @@ impl Trident {
             candidates,
             forced: false,
             serving: OnceLock::new(),
+            model: CostModel::default(),
+            last: Mutex::new(None),
         })
+    }
+
+    /// The same handle with another cost model (e.g. constants measured on
+    /// this machine; [`CostModel::preference_only`] restores the fixed order).
+    pub fn with_cost_model(mut self, model: CostModel) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// The cost model that orders backends per call.
+    pub fn cost_model(&self) -> &CostModel {
+        &self.model
+    }
+
+    /// Which backend served the last call made through this handle, and why
+    /// (`None` before the first call).
+    pub fn last_choice(&self) -> Option<Choice> {
+        self.last.lock().ok().and_then(|l| l.clone())
     }
 
     /// Name of the backend that calls are offered to first (it may still hand
@@ -234,6 +264,10 @@ impl Trident {
             }
             let _ = writeln!(s);
         }
+        let _ = writeln!(s, "  per call: {}", self.model.describe());
+        if let Some(c) = self.last_choice() {
+            let _ = writeln!(s, "  last call: {c}");
+        }
         for c in &self.candidates {
             match &c.outcome {
                 Ok(d) => {
@@ -247,15 +281,50 @@ impl Trident {
         s
     }
 
-    /// Runs `f` on the first backend that does not answer `Unsupported`.
-    fn serve<R>(&self, mut f: impl FnMut(&dyn Primitives) -> Result<R>) -> Result<R> {
+    /// Runs `f` on the backend the cost model expects to be fastest for a
+    /// call of `primitive` with `work` (its size, [`CostModel`]'s unit), then
+    /// on the others in chain order while they answer `Unsupported`; records
+    /// the choice for [`Trident::last_choice`].
+    fn serve<R>(
+        &self,
+        primitive: Primitive,
+        work: f64,
+        mut f: impl FnMut(&dyn Primitives) -> Result<R>,
+    ) -> Result<R> {
+        if self.chain.is_empty() {
+            return Err(Error::BackendUnavailable("no backend runs here".into()));
+        }
+        let names: Vec<&'static str> = self.chain.iter().map(|b| b.name()).collect();
+        let first = if self.forced {
+            0
+        } else {
+            self.model.first(primitive, work, &names)
+        };
+        let order = std::iter::once(first).chain((0..self.chain.len()).filter(|&i| i != first));
+        let mut skipped = Vec::new();
         let mut last = None;
-        for b in &self.chain {
+        for i in order {
+            let b = &self.chain[i];
             match f(b.as_ref()) {
                 Err(Error::Unsupported(why)) => {
-                    last = Some(Error::Unsupported(format!("{}: {why}", b.name())))
+                    last = Some(Error::Unsupported(format!("{}: {why}", b.name())));
+                    skipped.push((b.name(), why));
                 }
-                other => return other,
+                other => {
+                    let choice = Choice {
+                        primitive,
+                        backend: b.name(),
+                        work,
+                        preferred: names[first],
+                        crossover: self.model.crossover(primitive),
+                        forced: self.forced,
+                        skipped,
+                    };
+                    if let Ok(mut l) = self.last.lock() {
+                        *l = Some(choice);
+                    }
+                    return other;
+                }
             }
         }
         Err(last.unwrap_or_else(|| Error::BackendUnavailable("no backend".into())))
@@ -281,13 +350,17 @@ macro_rules! scalar_impls {
                 b: MatRef<'_, $t>,
                 mut c: MatMut<'_, $t>,
             ) -> Result<()> {
-                self.serve(|be| be.gemm(p, a, b, c.rb()))
+                // In f64: the product of three dimensions may overflow usize.
+                let (m, k) = a.op_shape(p.op_a);
+                let work = m as f64 * k as f64 * b.op_shape(p.op_b).1 as f64;
+                self.serve(Primitive::DenseGemm, work, |be| be.gemm(p, a, b, c.rb()))
             }
         }
 
         impl SparseGemm<$t> for Trident {
             fn spgemm(&self, a: &CsrMatrix<$t>, b: &CsrMatrix<$t>) -> Result<CsrMatrix<$t>> {
-                self.serve(|be| be.spgemm(a, b))
+                let work = (a.nnz() + b.nnz()) as f64;
+                self.serve(Primitive::SparseGemm, work, |be| be.spgemm(a, b))
             }
         }
 
@@ -298,7 +371,10 @@ macro_rules! scalar_impls {
                 signals: MatRef<'_, $t>,
                 rule: StopRule,
             ) -> Result<SparseCodes<$t>> {
-                self.serve(|be| be.encode(dict, signals, rule))
+                let work = dict.n() as f64 * dict.atoms() as f64 * signals.rows() as f64;
+                self.serve(Primitive::SparseCoder, work, |be| {
+                    be.encode(dict, signals, rule)
+                })
             }
         }
     };
@@ -308,21 +384,29 @@ scalar_impls!(f64);
 
 impl NearestPairs for Trident {
     fn nearest(&self, a: &[Point], b: &[Point], out: &mut [Neighbor]) -> Result<()> {
-        self.serve(|be| be.nearest(a, b, out))
+        self.serve(Primitive::NearestPairs, (a.len() + b.len()) as f64, |be| {
+            be.nearest(a, b, out)
+        })
     }
     fn knn(&self, a: &[Point], b: &[Point], k: usize, out: &mut [Neighbor]) -> Result<()> {
-        self.serve(|be| be.knn(a, b, k, out))
+        self.serve(Primitive::NearestPairs, (a.len() + b.len()) as f64, |be| {
+            be.knn(a, b, k, out)
+        })
     }
     fn closest_pairs(&self, a: &[Point], b: &[Point], k: usize) -> Result<Vec<Pair>> {
-        self.serve(|be| be.closest_pairs(a, b, k))
+        self.serve(Primitive::NearestPairs, (a.len() + b.len()) as f64, |be| {
+            be.closest_pairs(a, b, k)
+        })
     }
 }
 
 impl MaxFlow for Trident {
     fn grid_cut(&self, g: &GridGraph) -> Result<GridCut> {
-        self.serve(|be| be.grid_cut(g))
+        self.serve(Primitive::MaxFlow, g.nodes() as f64, |be| be.grid_cut(g))
     }
     fn network_flow(&self, g: &FlowNetwork) -> Result<NetworkFlow> {
-        self.serve(|be| be.network_flow(g))
+        self.serve(Primitive::MaxFlow, g.nodes() as f64, |be| {
+            be.network_flow(g)
+        })
     }
 }

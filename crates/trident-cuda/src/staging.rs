@@ -1,0 +1,550 @@
+//! Host <-> device copies through a bounded pool of page-locked staging
+//! buffers, reused across calls.
+//!
+//! Why: a copy from pageable memory makes the driver stage it through its own
+//! small pinned buffers one piece at a time, and a download into a fresh `Vec`
+//! page-faults on every 4 KiB page inside the copy. Measured on the H100
+//! machine (issue 11) that made host-to-host SpGEMM slower than the CPU. Here
+//! a large copy is split into [`CHUNK`]-byte pieces and shared among a few
+//! worker threads; each worker owns two pinned buffers and alternates them, so
+//! its `memcpy` into (or out of) one buffer overlaps the DMA of the other, and
+//! the page faults of a fresh output are taken by several threads at once.
+//! All DMAs go to the backend's one stream, so they stay ordered after the
+//! kernels queued before them.
+//!
+//! The pool itself ([`Pool`]) knows nothing of CUDA: it takes its buffers from
+//! a [`HostAlloc`], so its reuse, bound and release are tested here with a
+//! fake allocator.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Condvar, Mutex};
+
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream, PinnedHostSlice};
+use trident_core::{Error, Result};
+
+use crate::device::driver_error;
+
+/// Bytes per staging buffer and per DMA: large enough that the per-copy
+/// overhead (a few microseconds) is lost in the transfer, small enough that
+/// the first chunks reach the device while later ones are being copied.
+pub(crate) const CHUNK: usize = 4 << 20;
+/// Copies smaller than this go through the driver's own pageable path: at
+/// that size the copy is dominated by latency, not bandwidth.
+pub(crate) const STAGED_MIN: usize = 1 << 20;
+/// Most worker threads one copy uses (each holds two buffers).
+const MAX_WORKERS: usize = 8;
+/// Buffers the pool may hold: every worker of one copy at once.
+pub(crate) const POOL_BUFFERS: usize = 2 * MAX_WORKERS;
+
+/// Where a [`Pool`] gets its buffers: page-locked memory on the GPU
+/// machine, plain vectors in tests.
+pub(crate) trait HostAlloc: Send + Sync {
+    /// One buffer.
+    type Buf: Send;
+    /// A new buffer of `bytes` bytes.
+    fn alloc(&self, bytes: usize) -> Result<Self::Buf>;
+}
+
+/// What a pool holds now (for tests and reports).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Buffers that exist (idle or lent out).
+    pub live: usize,
+    /// Buffers waiting in the pool.
+    pub idle: usize,
+    /// Allocations made since the pool was created.
+    pub allocations: usize,
+}
+
+struct State<B> {
+    idle: Vec<B>,
+    live: usize,
+    allocations: usize,
+}
+
+/// A bounded pool of equal-sized host buffers: at most `max` exist at once;
+/// a returned buffer is reused by the next taker; [`Pool::release_idle`]
+/// frees those not lent out.
+pub(crate) struct Pool<A: HostAlloc> {
+    alloc: A,
+    bytes: usize,
+    max: usize,
+    state: Mutex<State<A::Buf>>,
+    returned: Condvar,
+}
+
+/// Buffers lent by a [`Pool`]; they go back to it when this is dropped.
+pub(crate) struct Lease<'a, A: HostAlloc> {
+    pool: &'a Pool<A>,
+    bufs: Vec<A::Buf>,
+}
+
+impl<A: HostAlloc> Deref for Lease<'_, A> {
+    type Target = [A::Buf];
+    fn deref(&self) -> &[A::Buf] {
+        &self.bufs
+    }
+}
+
+impl<A: HostAlloc> DerefMut for Lease<'_, A> {
+    fn deref_mut(&mut self) -> &mut [A::Buf] {
+        &mut self.bufs
+    }
+}
+
+impl<A: HostAlloc> Drop for Lease<'_, A> {
+    fn drop(&mut self) {
+        // The pool's state stays consistent under a panic of another taker
+        // (every update is one statement), so a poisoned lock is still used.
+        let mut s = self
+            .pool
+            .state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        s.idle.append(&mut self.bufs);
+        drop(s);
+        self.pool.returned.notify_all();
+    }
+}
+
+fn poisoned() -> Error {
+    Error::Backend("staging pool lock poisoned by a panic".into())
+}
+
+impl<A: HostAlloc> Pool<A> {
+    /// A pool of buffers of `bytes` bytes, at most `max` of them.
+    pub(crate) fn new(alloc: A, bytes: usize, max: usize) -> Self {
+        Self {
+            alloc,
+            bytes,
+            max: max.max(1),
+            state: Mutex::new(State {
+                idle: Vec::new(),
+                live: 0,
+                allocations: 0,
+            }),
+            returned: Condvar::new(),
+        }
+    }
+
+    /// `n` buffers at once (`n` is clipped to the bound), reusing idle ones
+    /// first and allocating only what is missing. Waits while other callers
+    /// hold too many: all `n` are taken together, so two callers can never
+    /// each hold part of what the other waits for.
+    pub(crate) fn take(&self, n: usize) -> Result<Lease<'_, A>> {
+        let n = n.clamp(1, self.max);
+        let mut s = self.state.lock().map_err(|_| poisoned())?;
+        while s.idle.len() + (self.max - s.live) < n {
+            s = self.returned.wait(s).map_err(|_| poisoned())?;
+        }
+        self.take_locked(s, n)
+    }
+
+    /// [`Pool::take`] without waiting: `None` when the bound leaves too few
+    /// (tests check the bound with it).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn try_take(&self, n: usize) -> Result<Option<Lease<'_, A>>> {
+        let n = n.clamp(1, self.max);
+        let s = self.state.lock().map_err(|_| poisoned())?;
+        if s.idle.len() + (self.max - s.live) < n {
+            return Ok(None);
+        }
+        self.take_locked(s, n).map(Some)
+    }
+
+    fn take_locked(
+        &self,
+        mut s: std::sync::MutexGuard<'_, State<A::Buf>>,
+        n: usize,
+    ) -> Result<Lease<'_, A>> {
+        let reuse = n.min(s.idle.len());
+        let at = s.idle.len() - reuse;
+        let mut bufs: Vec<A::Buf> = s.idle.split_off(at);
+        let missing = n - reuse;
+        s.live += missing;
+        s.allocations += missing;
+        drop(s);
+        // Allocate outside the lock (pinning memory takes milliseconds).
+        let mut lease = Lease {
+            pool: self,
+            bufs: Vec::new(),
+        };
+        for i in 0..missing {
+            match self.alloc.alloc(self.bytes) {
+                Ok(b) => bufs.push(b),
+                Err(e) => {
+                    // Give back what this call reserved but did not get.
+                    if let Ok(mut s) = self.state.lock() {
+                        s.live -= missing - i;
+                    }
+                    lease.bufs = bufs;
+                    return Err(e);
+                }
+            }
+        }
+        lease.bufs = bufs;
+        Ok(lease)
+    }
+
+    /// Frees every idle buffer; returns how many.
+    pub(crate) fn release_idle(&self) -> Result<usize> {
+        let idle = {
+            let mut s = self.state.lock().map_err(|_| poisoned())?;
+            let idle = std::mem::take(&mut s.idle);
+            s.live -= idle.len();
+            idle
+        };
+        let n = idle.len();
+        drop(idle);
+        self.returned.notify_all();
+        Ok(n)
+    }
+
+    /// What the pool holds now.
+    pub(crate) fn stats(&self) -> Result<PoolStats> {
+        let s = self.state.lock().map_err(|_| poisoned())?;
+        Ok(PoolStats {
+            live: s.live,
+            idle: s.idle.len(),
+            allocations: s.allocations,
+        })
+    }
+}
+
+/// Page-locked host memory of one context, with the event that marks the
+/// last DMA queued on it.
+pub(crate) struct PinnedBuf {
+    mem: PinnedHostSlice<u8>,
+    ptr: *mut u8,
+    event: CudaEvent,
+}
+
+// SAFETY: `ptr` points into `mem`, which is `Send`; a buffer is used by one
+// thread at a time (it is moved, never shared).
+unsafe impl Send for PinnedBuf {}
+
+impl PinnedBuf {
+    fn bytes(&mut self, n: usize) -> &mut [u8] {
+        let n = n.min(self.mem.len());
+        // SAFETY: `ptr` is the start of `mem` (len bytes), exclusively ours
+        // through `&mut self`; the caller has waited for `event`, so no DMA
+        // touches it now.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, n) }
+    }
+}
+
+/// [`HostAlloc`] of page-locked memory (`cuMemHostAlloc`, without the
+/// write-combined flag: downloads are read back by the CPU).
+pub(crate) struct PinnedAlloc {
+    pub(crate) ctx: Arc<CudaContext>,
+}
+
+impl HostAlloc for PinnedAlloc {
+    type Buf = PinnedBuf;
+    fn alloc(&self, bytes: usize) -> Result<PinnedBuf> {
+        // SAFETY: the memory is uninitialised; it is only ever written (by a
+        // memcpy or a DMA) before being read.
+        let mut mem = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(bytes, 0) }.map_err(|e| {
+            if e.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {
+                Error::OutOfMemory {
+                    bytes: bytes as u64,
+                    detail: "page-locked staging buffer".into(),
+                }
+            } else {
+                driver_error("allocating a page-locked staging buffer")(e)
+            }
+        })?;
+        let ptr = mem
+            .as_mut_ptr()
+            .map_err(driver_error("page-locked staging buffer"))?;
+        let event = self
+            .ctx
+            .new_event(None)
+            .map_err(driver_error("creating a staging event"))?;
+        Ok(PinnedBuf { mem, ptr, event })
+    }
+}
+
+/// The staging pool of a backend.
+pub(crate) type Staging = Pool<PinnedAlloc>;
+
+/// A host range workers write into (each its own part).
+#[derive(Clone, Copy)]
+struct RawOut(*mut u8);
+// SAFETY: the workers write disjoint ranges of memory the caller holds
+// exclusively for the duration of the copy.
+unsafe impl Send for RawOut {}
+unsafe impl Sync for RawOut {}
+
+impl RawOut {
+    /// The address (a method, so closures capture the whole `Sync` wrapper
+    /// rather than its raw-pointer field).
+    fn at(self, offset: usize) -> *mut u8 {
+        self.0.wrapping_add(offset)
+    }
+}
+
+/// Worker count for `bytes` and the chunk range `[lo, hi)` of worker `w`.
+fn plan(bytes: usize, workers: usize, w: usize) -> (usize, usize) {
+    let chunks = bytes.div_ceil(CHUNK);
+    let per = chunks.div_ceil(workers);
+    ((w * per).min(chunks), ((w + 1) * per).min(chunks))
+}
+
+fn workers_for(bytes: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    bytes.div_ceil(CHUNK).min(cores).clamp(1, MAX_WORKERS)
+}
+
+/// Runs `f(worker, its two buffers)` on one thread per pair of leased
+/// buffers, each bound to the context; returns the first error.
+fn on_workers(
+    ctx: &Arc<CudaContext>,
+    bufs: &mut [PinnedBuf],
+    f: impl Fn(usize, &mut [PinnedBuf]) -> Result<()> + Sync,
+) -> Result<()> {
+    let results: Vec<Result<()>> = std::thread::scope(|s| {
+        let handles: Vec<_> = bufs
+            .chunks_mut(2)
+            .enumerate()
+            .map(|(w, pair)| {
+                let f = &f;
+                s.spawn(move || {
+                    ctx.bind_to_thread()
+                        .map_err(driver_error("binding the context"))?;
+                    let r = f(w, pair);
+                    // Whatever happened, no DMA may still use a buffer that
+                    // goes back to the pool.
+                    for b in pair.iter() {
+                        b.event
+                            .synchronize()
+                            .map_err(driver_error("waiting for a staged copy"))?;
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Backend("a staging thread panicked".into())))
+            })
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+/// Copies `src` to device address `dst` through the pool, on `stream`.
+/// Returns once every DMA has completed (each worker waits for its buffers'
+/// events before they go back to the pool), so `src` may be reused at once.
+pub(crate) fn htod(pool: &Staging, stream: &Arc<CudaStream>, src: &[u8], dst: u64) -> Result<()> {
+    let workers = workers_for(src.len());
+    let mut lease = pool.take(2 * workers)?;
+    let workers = lease.len() / 2;
+    let ctx = stream.context();
+    on_workers(ctx, &mut lease[..2 * workers], |w, pair| {
+        let (lo, hi) = plan(src.len(), workers, w);
+        for (k, c) in (lo..hi).enumerate() {
+            let buf = &mut pair[k % 2];
+            if k >= 2 {
+                buf.event
+                    .synchronize()
+                    .map_err(driver_error("waiting for a staged upload"))?;
+            }
+            let (a, b) = (c * CHUNK, ((c + 1) * CHUNK).min(src.len()));
+            let stage = buf.bytes(b - a);
+            stage.copy_from_slice(&src[a..b]);
+            // SAFETY: `dst + a .. dst + b` lies inside the caller's device
+            // buffer; the staging bytes stay untouched until `event` (recorded
+            // right after) completes.
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(dst + a as u64, stage, stream.cu_stream())
+            }
+            .map_err(driver_error("staged upload (host -> device copy)"))?;
+            buf.event
+                .record(stream)
+                .map_err(driver_error("recording a staging event"))?;
+        }
+        Ok(())
+    })
+}
+
+/// Copies `len` bytes from device address `src` to `dst` through the pool
+/// and waits for them. Errors of kernels queued before surface here.
+///
+/// # Safety
+/// `dst` must be valid for writes of `len` bytes, exclusively the caller's
+/// during the call (it may be uninitialised memory).
+pub(crate) unsafe fn dtoh(
+    pool: &Staging,
+    stream: &Arc<CudaStream>,
+    src: u64,
+    dst: *mut u8,
+    len: usize,
+) -> Result<()> {
+    let workers = workers_for(len);
+    let mut lease = pool.take(2 * workers)?;
+    let workers = lease.len() / 2;
+    let out = RawOut(dst);
+    let ctx = stream.context();
+    let queue = |buf: &mut PinnedBuf, c: usize| -> Result<()> {
+        let (a, b) = (c * CHUNK, ((c + 1) * CHUNK).min(len));
+        let stage = buf.bytes(b - a);
+        // SAFETY: `src + a .. src + b` lies inside the caller's device buffer;
+        // the staging bytes are read only after `event` completes.
+        unsafe {
+            cudarc::driver::result::memcpy_dtoh_async(stage, src + a as u64, stream.cu_stream())
+        }
+        .map_err(driver_error("staged download (device -> host copy)"))?;
+        buf.event
+            .record(stream)
+            .map_err(driver_error("recording a staging event"))
+    };
+    on_workers(ctx, &mut lease[..2 * workers], |w, pair| {
+        let (lo, hi) = plan(len, workers, w);
+        if lo < hi {
+            queue(&mut pair[0], lo)?;
+        }
+        for (k, c) in (lo..hi).enumerate() {
+            if c + 1 < hi {
+                queue(&mut pair[(k + 1) % 2], c + 1)?;
+            }
+            let buf = &mut pair[k % 2];
+            buf.event
+                .synchronize()
+                .map_err(driver_error("staged download (device -> host copy)"))?;
+            let (a, b) = (c * CHUNK, ((c + 1) * CHUNK).min(len));
+            let stage = buf.bytes(b - a);
+            // SAFETY: `a..b` is this worker's own part of the caller's
+            // `len`-byte destination (see the function's contract).
+            unsafe { std::ptr::copy_nonoverlapping(stage.as_ptr(), out.at(a), b - a) };
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts live buffers; each buffer remembers its serial number.
+    #[derive(Default)]
+    struct Fake {
+        made: AtomicUsize,
+        dropped: Arc<AtomicUsize>,
+        fail_after: Option<usize>,
+    }
+
+    struct FakeBuf {
+        id: usize,
+        dropped: Arc<AtomicUsize>,
+    }
+
+    impl Drop for FakeBuf {
+        fn drop(&mut self) {
+            self.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    impl HostAlloc for Fake {
+        type Buf = FakeBuf;
+        fn alloc(&self, _bytes: usize) -> Result<FakeBuf> {
+            let id = self.made.fetch_add(1, Ordering::SeqCst);
+            if self.fail_after.is_some_and(|n| id >= n) {
+                return Err(Error::OutOfMemory {
+                    bytes: 0,
+                    detail: "fake".into(),
+                });
+            }
+            Ok(FakeBuf {
+                id,
+                dropped: Arc::clone(&self.dropped),
+            })
+        }
+    }
+
+    #[test]
+    fn returned_buffers_are_reused() {
+        let pool = Pool::new(Fake::default(), 64, 4);
+        let ids: Vec<usize> = pool.take(2).unwrap().iter().map(|b| b.id).collect();
+        let again: Vec<usize> = pool.take(2).unwrap().iter().map(|b| b.id).collect();
+        assert_eq!(ids.len(), 2);
+        let (mut x, mut y) = (ids.clone(), again);
+        x.sort();
+        y.sort();
+        assert_eq!(x, y, "the second take reuses the first's buffers");
+        let s = pool.stats().unwrap();
+        assert_eq!((s.live, s.idle, s.allocations), (2, 2, 2));
+        // A larger take reuses both and allocates only the difference.
+        assert_eq!(pool.take(3).unwrap().len(), 3);
+        assert_eq!(pool.stats().unwrap().allocations, 3);
+    }
+
+    #[test]
+    fn the_bound_holds_and_waiters_resume_on_return() {
+        let pool = Arc::new(Pool::new(Fake::default(), 64, 3));
+        let held = pool.take(2).unwrap();
+        assert!(pool.try_take(2).unwrap().is_none(), "2 + 2 exceeds 3");
+        assert_eq!(pool.try_take(1).unwrap().map(|l| l.len()), Some(1));
+        // Asking beyond the bound is clipped to it, never an endless wait.
+        drop(held);
+        assert_eq!(pool.take(10).unwrap().len(), 3);
+        let held = pool.take(3).unwrap();
+        let p = Arc::clone(&pool);
+        let waiter = std::thread::spawn(move || p.take(2).map(|l| l.len()).unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(held);
+        assert_eq!(waiter.join().unwrap(), 2);
+        assert!(pool.stats().unwrap().live <= 3);
+        assert_eq!(pool.stats().unwrap().allocations, 3);
+    }
+
+    #[test]
+    fn release_frees_idle_buffers_only() {
+        let fake = Fake::default();
+        let dropped = Arc::clone(&fake.dropped);
+        let pool = Pool::new(fake, 64, 4);
+        drop(pool.take(3).unwrap());
+        let held = pool.take(1).unwrap();
+        assert_eq!(pool.release_idle().unwrap(), 2);
+        assert_eq!(dropped.load(Ordering::SeqCst), 2);
+        let s = pool.stats().unwrap();
+        assert_eq!((s.live, s.idle), (1, 0));
+        drop(held);
+        assert_eq!(pool.stats().unwrap().idle, 1);
+        // After a release the pool allocates again as needed.
+        assert_eq!(pool.take(4).unwrap().len(), 4);
+        assert_eq!(pool.stats().unwrap().allocations, 6);
+    }
+
+    #[test]
+    fn a_failed_allocation_gives_its_reservation_back() {
+        let fake = Fake {
+            fail_after: Some(2),
+            ..Default::default()
+        };
+        let pool = Pool::new(fake, 64, 4);
+        assert!(matches!(pool.take(3), Err(Error::OutOfMemory { .. })));
+        // The two buffers that were made went back to the pool.
+        let s = pool.stats().unwrap();
+        assert_eq!((s.live, s.idle), (2, 2));
+        assert_eq!(pool.take(2).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn chunks_are_split_among_workers_without_gaps() {
+        for bytes in [1, CHUNK, CHUNK + 1, 7 * CHUNK + 5, 100 * CHUNK] {
+            let w = workers_for(bytes);
+            let mut next = 0;
+            for i in 0..w {
+                let (lo, hi) = plan(bytes, w, i);
+                assert_eq!(lo, next);
+                assert!(lo <= hi);
+                next = hi;
+            }
+            assert_eq!(next, bytes.div_ceil(CHUNK));
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! The on-disk kernel cache with the real compiler (issue 11): a first GEMM
+//! call stores the cubin of the one entry point it needs (not the whole
+//! module) under `TRIDENT_CACHE_DIR`; a second backend, whose in-memory
+//! module cache is empty, loads that entry from disk without rewriting it,
+//! and a corrupt entry is recompiled and replaced. The cache's logic alone is
+//! unit-tested with a fake compiler in `src/kcache.rs`. One test in its own
+//! binary: the cache directory is read from the environment once per process.
+//! Skipped (with a SKIPPED line) where there is no CUDA device.
+
+mod common;
+
+use trident_core::{DenseGemm, GemmParams, MatMut, MatRef};
+use trident_cuda::CudaBackend;
+
+fn gemm_ok(be: &CudaBackend) {
+    let a = vec![1.0f32; 64 * 64];
+    let mut c = vec![0.0f32; 64 * 64];
+    be.gemm(
+        &GemmParams::default(),
+        MatRef::dense(&a, 64, 64).unwrap(),
+        MatRef::dense(&a, 64, 64).unwrap(),
+        MatMut::dense(&mut c, 64, 64).unwrap(),
+    )
+    .unwrap();
+    assert!(c.iter().all(|&v| v == 64.0));
+}
+
+fn entries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn gemm_entry_points_are_cached_on_disk_one_by_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cache");
+    // SAFETY: set before any thread of this binary reads the environment
+    // (this binary has one test).
+    unsafe { std::env::set_var(trident_cuda::kcache::CACHE_ENV, &dir) };
+    let Some(be) = common::backend("gemm_entry_points_are_cached_on_disk_one_by_one") else {
+        return;
+    };
+    gemm_ok(&be);
+    let files = entries(&dir);
+    assert_eq!(files.len(), 1, "one entry point, one file: {files:?}");
+    let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with("dense_gemm.gemm_nn_64x64_f32-sm_"),
+        "{name}"
+    );
+    let stored = std::fs::read(&files[0]).unwrap();
+    let mtime = std::fs::metadata(&files[0]).unwrap().modified().unwrap();
+    // A fresh backend (empty module cache) hits the disk entry.
+    let again = CudaBackend::new(0).unwrap();
+    gemm_ok(&again);
+    assert_eq!(entries(&dir), files);
+    assert_eq!(
+        std::fs::metadata(&files[0]).unwrap().modified().unwrap(),
+        mtime
+    );
+    // A corrupt entry is recompiled and replaced by a good one.
+    std::fs::write(&files[0], b"not a cubin").unwrap();
+    let third = CudaBackend::new(0).unwrap();
+    gemm_ok(&third);
+    let redone = std::fs::read(&files[0]).unwrap();
+    assert!(redone.starts_with(b"TRIDENT-KERNEL-CACHE"));
+    assert_eq!(redone.len(), stored.len());
+}

@@ -1,0 +1,181 @@
+//! Per-call choice between the GPU and the CPU: below a crossover size a
+//! call is faster on rayon (the GPU's launches, synchronisations and bus
+//! transfers cost more than the work), above it on CUDA.
+//!
+//! The model is one crossover size per primitive, in a unit that is cheap to
+//! compute from the call's arguments (no pass over the data): `m*n*k` for
+//! GEMM, `nnz(A) + nnz(B)` for SpGEMM, `|A| + |B|` points for nearest pairs,
+//! `n * atoms * signals` for OMP, nodes for max-flow. A primitive without a
+//! constant keeps the preference order.
+//!
+//! The constants are the crossovers `host_bench` measured on the H100
+//! machine (NVIDIA H100 80GB HBM3, 16 CPU cores for rayon; issue 11, run 1
+//! of helper cuda-next; BENCHMARKS.md): its sweep times rayon against CUDA
+//! host-to-host over growing sizes of each primitive. Another machine has
+//! other crossovers: [`CostModel::with_crossover`] sets them, and
+//! `host_bench` prints them.
+
+use std::fmt;
+
+use trident_core::Primitive;
+
+/// What a call's size is measured in, per primitive.
+pub const WORK_UNITS: [(Primitive, &str); 5] = [
+    (Primitive::DenseGemm, "m*n*k"),
+    (Primitive::SparseGemm, "nnz(A)+nnz(B)"),
+    (Primitive::NearestPairs, "|A|+|B|"),
+    (Primitive::SparseCoder, "n*atoms*signals"),
+    (Primitive::MaxFlow, "nodes"),
+];
+
+fn unit(p: Primitive) -> &'static str {
+    WORK_UNITS
+        .iter()
+        .find(|(q, _)| *q == p)
+        .map_or("work", |(_, u)| u)
+}
+
+/// Crossover sizes between a GPU backend and rayon: a call of a primitive
+/// whose work is below the crossover of the backend first in the chain goes
+/// to rayon first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostModel {
+    /// `(backend, primitive, crossover work)`.
+    crossovers: Vec<(&'static str, Primitive, f64)>,
+}
+
+/// Crossovers measured on the H100 machine (see the module docs), each the
+/// geometric midpoint of the last size rayon won and the first CUDA won:
+/// GEMM 192^3 (rayon 0.19 ms, CUDA 0.22) to 256^3 (0.42, 0.35); SpGEMM of
+/// 2D Laplacians 2.4e3 (0.12, 0.25) to 1.0e4 (0.51, 0.29) nnz, CUDA faster
+/// up to 2.5e5 nnz, above that within 35% either way depending on the
+/// structure (the host path's copies dominate, BENCHMARKS.md); nearest
+/// pairs 2K (1.0, 1.95) to 8K points (2.3, 0.89).
+const MEASURED: [(&str, Primitive, f64); 3] = [
+    ("cuda", Primitive::DenseGemm, 1.09e7),
+    ("cuda", Primitive::SparseGemm, 4.9e3),
+    ("cuda", Primitive::NearestPairs, 4.0e3),
+];
+
+impl Default for CostModel {
+    /// The built-in crossovers (measured on the H100 machine, see the module docs).
+    fn default() -> Self {
+        Self {
+            crossovers: MEASURED.to_vec(),
+        }
+    }
+}
+
+impl CostModel {
+    /// No crossover at all: every call follows the chain's preference order.
+    pub fn preference_only() -> Self {
+        Self {
+            crossovers: Vec::new(),
+        }
+    }
+
+    /// The same model with `backend`'s crossover for `primitive` set to `work`.
+    pub fn with_crossover(
+        mut self,
+        backend: &'static str,
+        primitive: Primitive,
+        work: f64,
+    ) -> Self {
+        self.crossovers
+            .retain(|(b, p, _)| !(*b == backend && *p == primitive));
+        self.crossovers.push((backend, primitive, work));
+        self
+    }
+
+    /// `(backend, crossover)` for `primitive`, if one is set.
+    pub fn crossover(&self, primitive: Primitive) -> Option<(&'static str, f64)> {
+        self.crossovers
+            .iter()
+            .find(|(_, p, _)| *p == primitive)
+            .map(|&(b, _, w)| (b, w))
+    }
+
+    /// Index in `chain` (backend names in preference order) of the backend
+    /// to offer a call of `primitive` with `work` to first.
+    pub fn first(&self, primitive: Primitive, work: f64, chain: &[&str]) -> usize {
+        let Some(&head) = chain.first() else {
+            return 0;
+        };
+        let below = self
+            .crossovers
+            .iter()
+            .any(|&(b, p, w)| b == head && p == primitive && work < w);
+        match chain.iter().position(|&n| n == "rayon") {
+            Some(r) if below => r,
+            _ => 0,
+        }
+    }
+
+    /// One line listing the crossovers.
+    pub fn describe(&self) -> String {
+        if self.crossovers.is_empty() {
+            return "preference order (no crossover set)".into();
+        }
+        let parts: Vec<String> = self
+            .crossovers
+            .iter()
+            .map(|&(b, p, w)| format!("{p} on {b} from {} = {w:.2e}", unit(p)))
+            .collect();
+        format!("rayon below the crossover: {}", parts.join(", "))
+    }
+}
+
+/// Which backend served a call of a [`crate::Trident`], and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Choice {
+    /// The primitive called.
+    pub primitive: Primitive,
+    /// The backend that served it.
+    pub backend: &'static str,
+    /// The call's size in the model's unit for the primitive.
+    pub work: f64,
+    /// The backend the model offered the call to first.
+    pub preferred: &'static str,
+    /// The crossover that applied, if any: `(GPU backend, work)`.
+    pub crossover: Option<(&'static str, f64)>,
+    /// `true` when `TRIDENT_BACKEND` chose.
+    pub forced: bool,
+    /// Backends that answered `Unsupported` before it, with their reasons.
+    pub skipped: Vec<(&'static str, String)>,
+}
+
+impl Choice {
+    /// Why this backend served the call, in words.
+    pub fn reason(&self) -> String {
+        let u = unit(self.primitive);
+        let mut s = if self.forced {
+            format!("forced by {}", crate::BACKEND_ENV)
+        } else {
+            match self.crossover {
+                Some((gpu, c)) if self.preferred == "rayon" => {
+                    format!("{u} = {:.2e} < {gpu} crossover {c:.2e}", self.work)
+                }
+                Some((gpu, c)) if self.preferred == gpu => {
+                    format!("{u} = {:.2e} >= {gpu} crossover {c:.2e}", self.work)
+                }
+                _ => "preference order (no crossover for this primitive)".into(),
+            }
+        };
+        for (b, why) in &self.skipped {
+            s.push_str(&format!("; {b} unsupported: {why}"));
+        }
+        s
+    }
+}
+
+impl fmt::Display for Choice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} served by {} ({})",
+            self.primitive,
+            self.backend,
+            self.reason()
+        )
+    }
+}

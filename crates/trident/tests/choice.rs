@@ -1,0 +1,214 @@
+//! The facade's per-call choice (issue 11): the cost model's crossover
+//! sends small calls to rayon and large ones to the GPU, `TRIDENT_BACKEND`
+//! overrides it, a backend answering `Unsupported` hands the call on, and
+//! `last_choice` / `report` say who served the last call and why. Fake
+//! backends stand in for CUDA, so this runs on any machine.
+
+use trident::{
+    Backend, CostModel, CsrMatrix, DenseGemm, Dictionary, Error, FlowNetwork, GemmParams, GridCut,
+    GridGraph, MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, Pair, Point,
+    Primitive, Primitives, Result, SparseCoder, SparseCodes, SparseGemm, StopRule, Trident,
+};
+
+/// A backend called `name` that serves SpGEMM and GEMM (doing nothing) unless
+/// `refuses`, and answers `Unsupported` to everything else.
+struct Fake {
+    name: &'static str,
+    refuses: bool,
+}
+
+impl Fake {
+    fn ok(&self) -> Result<()> {
+        if self.refuses {
+            Err(Error::Unsupported(format!("{} refuses", self.name)))
+        } else {
+            Ok(())
+        }
+    }
+    fn no<R>(&self) -> Result<R> {
+        Err(Error::Unsupported("not in this fake".into()))
+    }
+}
+
+impl Backend for Fake {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn describe(&self) -> String {
+        format!("fake {}", self.name)
+    }
+}
+
+macro_rules! fake_scalar {
+    ($t:ty) => {
+        impl DenseGemm<$t> for Fake {
+            fn gemm(
+                &self,
+                _: &GemmParams<$t>,
+                _: MatRef<'_, $t>,
+                _: MatRef<'_, $t>,
+                _: MatMut<'_, $t>,
+            ) -> Result<()> {
+                self.ok()
+            }
+        }
+        impl SparseGemm<$t> for Fake {
+            fn spgemm(&self, a: &CsrMatrix<$t>, b: &CsrMatrix<$t>) -> Result<CsrMatrix<$t>> {
+                self.ok()?;
+                CsrMatrix::zeros(a.rows(), b.cols())
+            }
+        }
+        impl SparseCoder<$t> for Fake {
+            fn encode(
+                &self,
+                _: &Dictionary<$t>,
+                _: MatRef<'_, $t>,
+                _: StopRule,
+            ) -> Result<SparseCodes<$t>> {
+                self.no()
+            }
+        }
+    };
+}
+fake_scalar!(f32);
+fake_scalar!(f64);
+
+impl NearestPairs for Fake {
+    fn nearest(&self, _: &[Point], _: &[Point], _: &mut [Neighbor]) -> Result<()> {
+        self.no()
+    }
+    fn knn(&self, _: &[Point], _: &[Point], _: usize, _: &mut [Neighbor]) -> Result<()> {
+        self.no()
+    }
+    fn closest_pairs(&self, _: &[Point], _: &[Point], _: usize) -> Result<Vec<Pair>> {
+        self.no()
+    }
+}
+
+impl MaxFlow for Fake {
+    fn grid_cut(&self, _: &GridGraph) -> Result<GridCut> {
+        self.no()
+    }
+    fn network_flow(&self, _: &FlowNetwork) -> Result<NetworkFlow> {
+        self.no()
+    }
+}
+
+fn fakes(rayon_refuses: bool) -> Vec<Box<dyn Primitives>> {
+    vec![
+        Box::new(Fake {
+            name: "cuda",
+            refuses: false,
+        }),
+        Box::new(Fake {
+            name: "rayon",
+            refuses: rayon_refuses,
+        }),
+    ]
+}
+
+/// A diagonal `n x n` matrix: nnz = n.
+fn diag(n: usize) -> CsrMatrix<f32> {
+    let t: Vec<(u32, u32, f32)> = (0..n as u32).map(|i| (i, i, 1.0)).collect();
+    CsrMatrix::from_triplets(n, n, &t).unwrap()
+}
+
+fn model() -> CostModel {
+    // SpGEMM of two diagonals: work = 2n, so n < 50 goes to rayon.
+    CostModel::preference_only().with_crossover("cuda", Primitive::SparseGemm, 100.0)
+}
+
+#[test]
+fn small_calls_go_to_rayon_and_large_ones_to_the_gpu() {
+    let t = Trident::with_backends(fakes(false))
+        .unwrap()
+        .with_cost_model(model());
+    assert!(t.last_choice().is_none());
+    t.spgemm(&diag(10), &diag(10)).unwrap();
+    let c = t.last_choice().unwrap();
+    assert_eq!(
+        (c.primitive, c.backend, c.work),
+        (Primitive::SparseGemm, "rayon", 20.0)
+    );
+    assert!(c.reason().contains("< cuda crossover"), "{}", c.reason());
+    t.spgemm(&diag(60), &diag(60)).unwrap();
+    let c = t.last_choice().unwrap();
+    assert_eq!(c.backend, "cuda");
+    assert!(c.reason().contains(">= cuda crossover"), "{}", c.reason());
+    // A primitive without a crossover keeps the preference order.
+    let one = [1.0f32];
+    let mut out = [0.0f32];
+    t.gemm(
+        &GemmParams::default(),
+        MatRef::dense(&one, 1, 1).unwrap(),
+        MatRef::dense(&one, 1, 1).unwrap(),
+        MatMut::dense(&mut out, 1, 1).unwrap(),
+    )
+    .unwrap();
+    let c = t.last_choice().unwrap();
+    assert_eq!((c.primitive, c.backend), (Primitive::DenseGemm, "cuda"));
+    assert!(c.reason().contains("preference order"), "{}", c.reason());
+    // The report says who served the last call and lists the model.
+    let r = t.report();
+    assert!(r.contains("last call: dense_gemm served by cuda"), "{r}");
+    assert!(r.contains("sparse_gemm on cuda"), "{r}");
+}
+
+#[test]
+fn unsupported_on_the_preferred_backend_falls_back() {
+    let t = Trident::with_backends(fakes(true))
+        .unwrap()
+        .with_cost_model(model());
+    t.spgemm(&diag(10), &diag(10)).unwrap();
+    let c = t.last_choice().unwrap();
+    assert_eq!((c.preferred, c.backend), ("rayon", "cuda"));
+    assert_eq!(c.skipped.len(), 1);
+    assert_eq!(c.skipped[0].0, "rayon");
+    assert!(
+        c.reason().contains("rayon unsupported: rayon refuses"),
+        "{}",
+        c.reason()
+    );
+}
+
+#[test]
+fn unsupported_everywhere_is_an_unsupported_error() {
+    let t = Trident::with_backends(fakes(false))
+        .unwrap()
+        .with_cost_model(model());
+    let e = t.nearest(&[], &[], &mut []);
+    assert!(matches!(e, Err(Error::Unsupported(_))), "{e:?}");
+}
+
+#[test]
+fn the_environment_forces_one_backend() {
+    let t = Trident::from_env_value(Some(std::ffi::OsStr::new("rayon"))).unwrap();
+    t.spgemm(&diag(1000), &diag(1000)).unwrap();
+    let c = t.last_choice().unwrap();
+    assert_eq!(c.backend, "rayon");
+    assert!(c.forced);
+    assert_eq!(c.reason(), "forced by TRIDENT_BACKEND");
+    assert!(t.report().contains("forced by TRIDENT_BACKEND"));
+}
+
+#[test]
+fn the_default_model_has_crossovers_for_the_benchmarked_primitives() {
+    let m = CostModel::default();
+    for p in [
+        Primitive::DenseGemm,
+        Primitive::SparseGemm,
+        Primitive::NearestPairs,
+    ] {
+        let (gpu, w) = m.crossover(p).unwrap();
+        assert_eq!(gpu, "cuda");
+        assert!(w > 0.0);
+        assert_eq!(m.first(p, w / 2.0, &["cuda", "rayon"]), 1);
+        assert_eq!(m.first(p, w * 2.0, &["cuda", "rayon"]), 0);
+        // Without rayon in the chain there is nothing to prefer.
+        assert_eq!(m.first(p, w / 2.0, &["cuda", "reference"]), 0);
+    }
+    assert_eq!(
+        CostModel::preference_only().first(Primitive::DenseGemm, 1.0, &["cuda", "rayon"]),
+        0
+    );
+}
