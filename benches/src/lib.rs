@@ -14,6 +14,7 @@
 pub mod kiddo_peer;
 pub mod npy;
 pub mod peers;
+pub mod timing;
 
 use trident::{CsrMatrix, Error, GridCut, NetworkFlow, Pair, Primitives, Result, SparseCodes};
 use trident_testkit::cases::{self, Case, GemmCase, Input, OmpCase, PairsCase, SpgemmCase};

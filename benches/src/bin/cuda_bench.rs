@@ -21,13 +21,12 @@ use std::time::Instant;
 
 use cudarc::cublas::{CudaBlas, result as blas, sys as blas_sys};
 use cudarc::cusparse::{result as sparse, sys as sp};
-use cudarc::driver::sys::CUevent_flags;
 use trident_core::{
     CsrMatrix, DenseGemm, DenseGemmDevice, DeviceMat, DeviceMemory, Error, GemmParams, MatMut,
     MatRef, NearestPairs, NearestPairsDevice, Neighbor, Precision, Result, SparseGemm,
     SparseGemmDevice, dist2,
 };
-use trident_cuda::{CudaBackend, CudaBuffer, DEFAULT_CELL_TARGET, GemmTile, driver_error};
+use trident_cuda::{CudaBackend, CudaBuffer, DEFAULT_CELL_TARGET, GemmTile};
 use trident_testkit::cases;
 
 const SEED: u64 = 0x7121_d3a7;
@@ -54,46 +53,15 @@ struct Bench {
 
 impl Bench {
     /// Median device time of `f` in ms over `reps` runs after 2 warm-ups.
-    fn time(&self, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-        let ctx = self.be.context();
-        let stream = self.be.stream();
-        for _ in 0..2 {
-            f()?;
-        }
-        self.be.synchronize()?;
-        let mut t = Vec::with_capacity(self.reps);
-        for _ in 0..self.reps {
-            let e0 = ctx
-                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(driver_error("event"))?;
-            let e1 = ctx
-                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(driver_error("event"))?;
-            e0.record(stream).map_err(driver_error("event record"))?;
-            f()?;
-            e1.record(stream).map_err(driver_error("event record"))?;
-            t.push(e0.elapsed_ms(&e1).map_err(driver_error("event elapsed"))? as f64);
-        }
-        Ok(median(t))
+    fn time(&self, f: impl FnMut() -> Result<()>) -> Result<f64> {
+        trident_benches::timing::device(&self.be, self.reps, 2, f)
     }
 
     /// Median wall time in ms of `f` (which synchronizes itself) over `n` runs
     /// after one warm-up.
-    fn wall(&self, n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-        f()?;
-        let mut t = Vec::with_capacity(n);
-        for _ in 0..n {
-            let s = Instant::now();
-            f()?;
-            t.push(s.elapsed().as_secs_f64() * 1e3);
-        }
-        Ok(median(t))
+    fn wall(&self, n: usize, f: impl FnMut() -> Result<()>) -> Result<f64> {
+        trident_benches::timing::wall(n, f)
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn blas_err(e: blas::CublasError) -> Error {

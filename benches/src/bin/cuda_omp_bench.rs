@@ -18,54 +18,15 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use cudarc::driver::sys::CUevent_flags;
+use trident_benches::timing::{device, wall};
 use trident_core::{
     Backend, DeviceMat, DeviceMemory, Error, Result, SparseCoder, SparseCoderDevice, SparseCodes,
 };
-use trident_cuda::{CudaBackend, driver_error};
+use trident_cuda::CudaBackend;
 use trident_rayon::RayonBackend;
 use trident_testkit::cases::{self, OmpCase};
 
 const SEED: u64 = 0x7121_d3a7;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// Median wall time in ms of `f` over `n` runs after one warm-up.
-fn wall(n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    f()?;
-    let mut t = Vec::with_capacity(n);
-    for _ in 0..n {
-        let s = Instant::now();
-        f()?;
-        t.push(s.elapsed().as_secs_f64() * 1e3);
-    }
-    Ok(median(t))
-}
-
-/// Median device time in ms of `f` over `reps` runs after one warm-up.
-fn device_time(be: &CudaBackend, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    f()?;
-    be.synchronize()?;
-    let ctx = be.context();
-    let mut t = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let ev = || {
-            ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(driver_error("event"))
-        };
-        let (e0, e1) = (ev()?, ev()?);
-        e0.record(be.stream())
-            .map_err(driver_error("event record"))?;
-        f()?;
-        e1.record(be.stream())
-            .map_err(driver_error("event record"))?;
-        t.push(e0.elapsed_ms(&e1).map_err(driver_error("event elapsed"))? as f64);
-    }
-    Ok(median(t))
-}
 
 /// Signals whose atoms agree exactly, and the worst relative coefficient
 /// error over those (`||g - g_ref|| / ||g_ref||`).
@@ -114,7 +75,7 @@ fn run_case(
         cols: n,
         ld: n,
     };
-    let dev_ms = device_time(be, reps, || {
+    let dev_ms = device(be, reps, 1, || {
         be.encode_device(&c.dict, &x, c.rule).map(|_| ())
     })?;
     let mut ours = None;

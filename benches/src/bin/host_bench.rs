@@ -25,8 +25,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::sys::CUevent_flags;
 use trident::{CostModel, Trident};
+use trident_benches::timing::{device, wall};
 use trident_core::{
     CsrMatrix, DenseGemm, DeviceMemory, GemmParams, MatMut, MatRef, NearestPairs, Neighbor,
     Primitives, Result, SparseCoder, SparseGemm, SparseGemmDevice, StopRule,
@@ -36,45 +36,6 @@ use trident_rayon::RayonBackend;
 use trident_testkit::cases;
 
 const SEED: u64 = 0x7121_d3a7;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// Median wall time in ms of `f` over `n` runs after one warm-up.
-fn wall(n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    f()?;
-    let mut t = Vec::with_capacity(n);
-    for _ in 0..n {
-        let s = Instant::now();
-        f()?;
-        t.push(s.elapsed().as_secs_f64() * 1e3);
-    }
-    Ok(median(t))
-}
-
-/// Median device time in ms (CUDA events) of `f` over `n` runs after 2 warm-ups.
-fn device(be: &CudaBackend, n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    let ctx = be.context();
-    for _ in 0..2 {
-        f()?;
-    }
-    be.synchronize()?;
-    let mut t = Vec::with_capacity(n);
-    for _ in 0..n {
-        let ev = || {
-            ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(driver_error("event"))
-        };
-        let (e0, e1) = (ev()?, ev()?);
-        e0.record(be.stream()).map_err(driver_error("record"))?;
-        f()?;
-        e1.record(be.stream()).map_err(driver_error("record"))?;
-        t.push(e0.elapsed_ms(&e1).map_err(driver_error("elapsed"))? as f64);
-    }
-    Ok(median(t))
-}
 
 /// Pinned H2D and D2H bandwidth in bytes/s.
 fn bandwidth(be: &CudaBackend) -> Result<(f64, f64)> {
@@ -86,11 +47,11 @@ fn bandwidth(be: &CudaBackend) -> Result<(f64, f64)> {
     let s = be.stream();
     // SAFETY: as above, a copy target only.
     let mut slice = unsafe { s.alloc::<u8>(n) }.map_err(driver_error("alloc"))?;
-    let h2d = device(be, 5, || {
+    let h2d = device(be, 5, 2, || {
         s.memcpy_htod(&host, &mut slice)
             .map_err(driver_error("htod"))
     })?;
-    let d2h = device(be, 5, || {
+    let d2h = device(be, 5, 2, || {
         s.memcpy_dtoh(&slice, &mut host)
             .map_err(driver_error("dtoh"))
     })?;
@@ -143,7 +104,7 @@ fn gemm_case(n: usize) -> Case {
             };
             let (da, db) = (mk(&a2)?, mk(&b2)?);
             let mut dc = mk(&a2)?;
-            device(be, 10, || {
+            device(be, 10, 2, || {
                 be.gemm_device(&GemmParams::default(), &da, &db, &mut dc)
             })
         }),
@@ -171,7 +132,7 @@ fn spgemm_case(name: &str, a: CsrMatrix<f32>, b: CsrMatrix<f32>) -> Case {
         }),
         device_ms: Box::new(move |be| {
             let (da, db) = (be.upload_csr(&a2)?, be.upload_csr(&b2)?);
-            device(be, 10, || be.spgemm_device(&da, &db).map(drop))
+            device(be, 10, 2, || be.spgemm_device(&da, &db).map(drop))
         }),
         up,
         down: Box::new(move || (rows + 1) * 8 + n2.load(std::sync::atomic::Ordering::Relaxed) * 8),
@@ -196,7 +157,9 @@ fn pairs_case(na: usize, nb: usize) -> Case {
         device_ms: Box::new(move |be| {
             use trident_core::NearestPairsDevice;
             let (da, db) = (be.upload(&c2.a)?, be.upload(&c2.b)?);
-            device(be, 10, || be.closest_pairs_device(&da, &db, 1000).map(drop))
+            device(be, 10, 2, || {
+                be.closest_pairs_device(&da, &db, 1000).map(drop)
+            })
         }),
         up: (na + nb) * 12,
         down: Box::new(|| 1000 * 12),
