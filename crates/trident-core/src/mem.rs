@@ -97,9 +97,56 @@ pub fn reserve<T>(v: &mut Vec<T>, extra: usize, what: impl Fn() -> String) -> Re
     })
 }
 
+/// Asks the kernel to back the spare capacity of `v` with transparent huge
+/// pages, before anything is written to it.
+///
+/// A large fresh buffer (a 134 MB max-flow node array, a 400 MB SpGEMM
+/// output, a download from a GPU) is faulted in one page at a time when it is
+/// first written; on 4 KiB pages the faults cost about as much as the writes
+/// themselves (a download into fresh memory ran at 5 GB/s against 32 GB/s
+/// into touched memory on the H100 machine), and on 2 MiB pages they almost
+/// vanish. Buffers under 8 MiB, systems other than Linux, THP switched off or
+/// `TRIDENT_NO_HUGE_PAGES` set: nothing changes but speed.
+pub fn advise_huge<T>(v: &mut Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = v.capacity() * size_of::<T>();
+        if bytes < 4 * HUGE || std::env::var_os("TRIDENT_NO_HUGE_PAGES").is_some() {
+            return;
+        }
+        let start = v.as_mut_ptr() as usize;
+        let lo = start.next_multiple_of(HUGE);
+        let hi = (start + bytes) / HUGE * HUGE;
+        if hi > lo {
+            // SAFETY: [lo, hi) lies inside the allocation owned by `v`;
+            // MADV_HUGEPAGE changes no contents, only how pages are backed.
+            unsafe {
+                libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The advice is only a hint: length, capacity and contents are
+    /// untouched, for small, large and empty buffers.
+    #[test]
+    fn huge_page_advice_changes_nothing_visible() {
+        for cap in [0usize, 10, 3 << 20] {
+            let mut v: Vec<u32> = Vec::with_capacity(cap);
+            v.extend((0..cap.min(1000)).map(|i| i as u32));
+            let (len, c) = (v.len(), v.capacity());
+            advise_huge(&mut v);
+            assert_eq!((v.len(), v.capacity()), (len, c));
+            assert!(v.iter().enumerate().all(|(i, &x)| x == i as u32));
+        }
+    }
 
     #[test]
     fn requests_beyond_the_machine_are_errors_naming_the_buffer() {

@@ -14,7 +14,6 @@
 //! run was the fastest we measured); the rayon pool builds the grid's node
 //! array, its labels, and the networks' per-arc flows.
 
-pub(crate) mod alloc;
 mod cap;
 mod grid;
 mod network;

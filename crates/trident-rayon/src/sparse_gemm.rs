@@ -54,8 +54,8 @@ use rayon::prelude::*;
 use trident_core::{CsrMatrix, Error, Result, Scalar, SparseGemm, validate};
 
 use crate::RayonBackend;
-use crate::max_flow::alloc::advise_huge;
 use accum::{AHEAD, Workspace, prefetch_offsets, prefetch_rows};
+use trident_core::mem::advise_huge;
 
 /// Rows per block of the parallel prefix sum over row counts.
 const SCAN_BLOCK: usize = 1 << 14;

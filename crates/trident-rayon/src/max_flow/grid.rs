@@ -43,7 +43,6 @@ use std::collections::VecDeque;
 use rayon::prelude::*;
 use trident_core::{GridCut, GridGraph};
 
-use super::alloc;
 use super::cap::Cap;
 
 /// `parent` of a node in no tree.
@@ -183,7 +182,7 @@ impl<C: Cap, const D: usize> Built<C, D> {
         let planes: [&[i64]; D] = std::array::from_fn(|d| &caps[d * n..(d + 1) * n]);
         let limit = C::MAX.to_i64();
         let mut nodes: Vec<Node<C, D>> = Vec::with_capacity(n);
-        alloc::advise_huge(&mut nodes);
+        trident_core::mem::advise_huge(&mut nodes);
         // Row by row, so that every neighbour's plane entry is a slice read
         // (a missing neighbour row reads zeros). Per chunk: the flow pushed
         // straight from s to t, and whether some residual might not fit C.

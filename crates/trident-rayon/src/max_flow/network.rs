@@ -43,7 +43,6 @@ use std::collections::VecDeque;
 use rayon::prelude::*;
 use trident_core::{Error, FlowNetwork, NetworkFlow, Result};
 
-use super::alloc;
 use super::cap::Cap;
 
 /// "No node" in the bucket lists and "dropped" in the arc map.
@@ -198,7 +197,7 @@ impl<C: Cap> Solver<C> {
         }
         debug_assert_eq!(sum as usize, slots);
         let mut arcs: Vec<ResArc<C>> = Vec::with_capacity(slots);
-        alloc::advise_huge(&mut arcs);
+        trident_core::mem::advise_huge(&mut arcs);
         arcs.resize(
             slots,
             ResArc {
