@@ -56,19 +56,23 @@ static GRAM: Kernel = Kernel {
     bindings: &[Bind::Uniform, Bind::Read, Bind::ReadWrite],
 };
 
+/// A uniform, three read-only buffers, four outputs: the binding layout of
+/// the encode and unpack kernels (each one's doc says what is bound).
+const PARAMS_3_IN_4_OUT: &[Bind] = &[
+    Bind::Uniform,
+    Bind::Read,
+    Bind::Read,
+    Bind::Read,
+    Bind::ReadWrite,
+    Bind::ReadWrite,
+    Bind::ReadWrite,
+    Bind::ReadWrite,
+];
+
 static ENCODE: Kernel = Kernel {
     shader: &SHADER,
     entry: "encode_main",
-    bindings: &[
-        Bind::Uniform,
-        Bind::Read,
-        Bind::Read,
-        Bind::Read,
-        Bind::ReadWrite,
-        Bind::ReadWrite,
-        Bind::ReadWrite,
-        Bind::ReadWrite,
-    ],
+    bindings: PARAMS_3_IN_4_OUT,
 };
 
 /// Params, D, G, signals, then the four outputs (counts, atoms, coefficients,
@@ -76,16 +80,7 @@ static ENCODE: Kernel = Kernel {
 static ENCODE_WG: Kernel = Kernel {
     shader: &SHADER,
     entry: "encode_wg",
-    bindings: &[
-        Bind::Uniform,
-        Bind::Read,
-        Bind::Read,
-        Bind::Read,
-        Bind::ReadWrite,
-        Bind::ReadWrite,
-        Bind::ReadWrite,
-        Bind::ReadWrite,
-    ],
+    bindings: PARAMS_3_IN_4_OUT,
 };
 
 /// Params, `encode_main`'s two slot buffers, an unused binding, then the four
@@ -93,16 +88,7 @@ static ENCODE_WG: Kernel = Kernel {
 static UNPACK: Kernel = Kernel {
     shader: &SHADER,
     entry: "unpack_main",
-    bindings: &[
-        Bind::Uniform,
-        Bind::Read,
-        Bind::Read,
-        Bind::Read,
-        Bind::ReadWrite,
-        Bind::ReadWrite,
-        Bind::ReadWrite,
-        Bind::ReadWrite,
-    ],
+    bindings: PARAMS_3_IN_4_OUT,
 };
 
 /// The kernels of this primitive (for [`WgpuBackend::warm_up`]).

@@ -95,10 +95,12 @@ fn bits(mut m: u8) -> impl Iterator<Item = usize> {
 }
 
 /// Solves `g` with `D` directions (4 or 6): `i32` residuals when they provably
-/// fit, else `i64`. Runs on the current rayon pool, with one or two strips per
-/// thread.
+/// fit, else `i64`. Runs on the current rayon pool, with two strips per
+/// thread; a one-thread pool runs the plain serial BK, since strips there
+/// would only add phase 2's work.
 pub(crate) fn solve<const D: usize>(g: &GridGraph) -> GridCut {
-    solve_in_strips::<D>(g, 2 * rayon::current_num_threads())
+    let threads = rayon::current_num_threads();
+    solve_in_strips::<D>(g, if threads > 1 { 2 * threads } else { 1 })
 }
 
 /// [`solve`] with at most `strips` strips in phase 1 (1: serial BK).
