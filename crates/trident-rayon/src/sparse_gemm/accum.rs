@@ -35,6 +35,13 @@ const DENSE_WINDOW: usize = 1 << 16;
 /// outputs hash such rows, whose table is bounded by the row's products.
 const DENSE_MAX_COLS: usize = 1 << 22;
 
+/// Rows of at most this many products whose columns fall in a
+/// [`DENSE_WINDOW`] go to the short-row accumulator ([`Short`]): stencil rows
+/// (25 products into 13 columns for the 5-point Laplacian squared) and the
+/// light rows of R-MAT. Its slot numbers are a byte, so this must stay below 256.
+const SHORT_MAX_FLOPS: usize = 64;
+const _: () = assert!(SHORT_MAX_FLOPS.is_power_of_two() && SHORT_MAX_FLOPS <= 256);
+
 /// Fibonacci hashing of a column into a table of `2^(64 - shift)` slots: spreads
 /// strided column patterns that `col & mask` would pile into one slot.
 #[inline(always)]
@@ -194,6 +201,131 @@ impl<T: Scalar> Dense<T> {
     }
 }
 
+/// The accumulator of short rows, over a window of columns counted from the
+/// row's first one (like [`Dense`]): a tag per column saying whether the
+/// current row has met it (the row's generation), the column's running sum
+/// (`-0.0` between rows, the exact additive identity), and the row's
+/// distinct columns in order of first appearance, sorted by insertion at
+/// the end. A product is a tag load and store and an add at an address its
+/// column gives, with no branch and no chain through a shared word (the
+/// bitmap's summary word serialised every product of a row, and scanning it
+/// cost more than the row); for banded rows (B rows met in ascending order)
+/// the sort moves a handful of columns.
+///
+/// Every row of either pass takes a new generation, so tags of earlier rows
+/// never match and no tag is cleared between rows; when the generations run
+/// out the tags are zeroed and numbering starts again at 1 (0 is what a fresh
+/// tag holds).
+struct Short<T> {
+    tags: Vec<u32>,
+    generation: u32,
+    sums: Vec<T>,
+    /// The row's distinct columns, in order of first appearance, then sorted.
+    cols: Vec<u32>,
+}
+
+impl<T: Scalar> Short<T> {
+    fn new() -> Self {
+        Self {
+            tags: vec![0; DENSE_WINDOW],
+            generation: 0,
+            sums: vec![T::from_f64(-0.0); DENSE_WINDOW],
+            cols: vec![0; SHORT_MAX_FLOPS],
+        }
+    }
+
+    /// A generation no tag holds.
+    #[inline]
+    fn next_generation(&mut self) -> u32 {
+        if self.generation == u32::MAX {
+            self.tags.fill(0);
+            self.generation = 0;
+        }
+        self.generation += 1;
+        self.generation
+    }
+
+    /// Distinct columns of the products of `acols` with `b`, all of which lie
+    /// in `base..base + DENSE_WINDOW`.
+    #[inline]
+    fn count(&mut self, acols: &[u32], b: &CsrMatrix<T>, base: usize) -> usize {
+        let g = self.next_generation();
+        let tags = &mut self.tags[..DENSE_WINDOW];
+        let mut count = 0;
+        for &p in acols {
+            for &j in brow(b, p).0 {
+                // The mask is a no-op (the row fits the window) that lets the
+                // compiler drop the bounds check.
+                let r = (j as usize - base) & (DENSE_WINDOW - 1);
+                count += usize::from(tags[r] != g);
+                tags[r] = g;
+            }
+        }
+        count
+    }
+
+    /// Writes the row `(acols, avals)` times `b` (columns in
+    /// `base..base + DENSE_WINDOW`, at most [`SHORT_MAX_FLOPS`] products)
+    /// into `idx`/`val`, columns ascending, when it has exactly their
+    /// length of columns, and returns how many it has (the caller checks).
+    #[inline]
+    fn fill(
+        &mut self,
+        acols: &[u32],
+        avals: &[T],
+        b: &CsrMatrix<T>,
+        base: usize,
+        idx: &mut [MaybeUninit<u32>],
+        val: &mut [MaybeUninit<T>],
+    ) -> usize {
+        const M: usize = SHORT_MAX_FLOPS - 1;
+        let g = self.next_generation();
+        let tags = &mut self.tags[..DENSE_WINDOW];
+        let sums = &mut self.sums[..DENSE_WINDOW];
+        let cols = &mut self.cols[..SHORT_MAX_FLOPS];
+        // `count` stays below the row's products so far, so below
+        // SHORT_MAX_FLOPS; the masks only drop bounds checks.
+        let mut count = 0usize;
+        for (&p, &av) in acols.iter().zip(avals) {
+            let (bc, bv) = brow(b, p);
+            for (&j, &bj) in bc.iter().zip(bv) {
+                let r = (j as usize - base) & (DENSE_WINDOW - 1);
+                let seen = tags[r] == g;
+                tags[r] = g;
+                // Written every time, kept only for a new column: no branch
+                // (`seen` is a coin toss for stencil rows).
+                cols[count & M] = j;
+                count += usize::from(!seen);
+                sums[r] += av * bj;
+            }
+        }
+        let cols = &mut cols[..count.min(SHORT_MAX_FLOPS)];
+        for h in 1..cols.len() {
+            let c = cols[h];
+            let mut q = h;
+            while q > 0 && cols[q - 1] > c {
+                cols[q] = cols[q - 1];
+                q -= 1;
+            }
+            cols[q] = c;
+        }
+        let neg_zero = T::from_f64(-0.0);
+        if count == idx.len() && count == val.len() {
+            for ((&c, i), v) in cols.iter().zip(idx).zip(val) {
+                let r = (c as usize - base) & (DENSE_WINDOW - 1);
+                i.write(c);
+                v.write(std::mem::replace(&mut sums[r], neg_zero));
+            }
+        } else {
+            // The caller fails; leave the sums at the identity all the same.
+            for &c in cols.iter() {
+                sums[(c as usize - base) & (DENSE_WINDOW - 1)] = neg_zero;
+            }
+        }
+        count
+    }
+}
+
 /// One worker's scratch space, reused across the rows of its chunks.
 pub(super) struct Workspace<T> {
     /// Columns of C.
@@ -210,6 +342,8 @@ pub(super) struct Workspace<T> {
     /// The `n`-wide accumulator, allocated on the first heavy row wider than
     /// the window.
     wide: Option<Dense<T>>,
+    /// The short-row accumulator, allocated on the first short row.
+    short: Option<Short<T>>,
 }
 
 impl<T: Scalar> Workspace<T> {
@@ -222,7 +356,15 @@ impl<T: Scalar> Workspace<T> {
             cols: Vec::new(),
             window: None,
             wide: None,
+            short: None,
         }
+    }
+
+    /// The short-row accumulator and the column its tag 0 stands for, when
+    /// the row is short enough for it.
+    fn short(&mut self, r: &RowShape) -> Option<(&mut Short<T>, usize)> {
+        (r.flops <= SHORT_MAX_FLOPS && r.hi - r.lo < DENSE_WINDOW)
+            .then(|| (self.short.get_or_insert_with(Short::new), r.lo))
     }
 
     /// The dense accumulator for a row of this shape and the column its
@@ -262,6 +404,9 @@ impl<T: Scalar> Workspace<T> {
         let shape = row_shape(acols, b);
         if shape.flops == 0 {
             return 0;
+        }
+        if let Some((sh, base)) = self.short(&shape) {
+            return sh.count(acols, b, base);
         }
         if let Some((d, base)) = self.dense(&shape) {
             let (bits, summary) = (&mut d.bits, &mut d.summary);
@@ -330,6 +475,11 @@ impl<T: Scalar> Workspace<T> {
             return;
         }
         let shape = row_shape(acols, b);
+        if let Some((sh, base)) = self.short(&shape) {
+            let count = sh.fill(acols, avals, b, base, idx, val);
+            assert_eq!(count, len, "spgemm: symbolic and numeric passes disagree");
+            return;
+        }
         if let Some((d, base)) = self.dense(&shape) {
             d.ready(shape.lo - base, shape.hi - base);
             // Locals, so the loop keeps the three base pointers in registers.
@@ -402,5 +552,38 @@ impl<T: Scalar> Workspace<T> {
             keys.fill(EMPTY);
             cols.clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod short_tests {
+    use super::*;
+
+    /// When the generations run out, the tags are cleared and counting and
+    /// sums stay right across the wrap.
+    #[test]
+    fn generations_wrap() {
+        let b = CsrMatrix::new(
+            2,
+            4,
+            vec![0, 2, 4],
+            vec![0, 2, 1, 2],
+            vec![1.0f32, 2.0, 3.0, 4.0],
+        )
+        .unwrap();
+        let mut sh = Short::<f32>::new();
+        sh.generation = u32::MAX - 2;
+        for _ in 0..6 {
+            assert_eq!(sh.count(&[0, 1], &b, 0), 3);
+            let mut idx = [MaybeUninit::uninit(); 3];
+            let mut val = [MaybeUninit::uninit(); 3];
+            assert_eq!(sh.fill(&[0, 1], &[1.0, 1.0], &b, 0, &mut idx, &mut val), 3);
+            // SAFETY: `fill` wrote all three, as it returned their count.
+            let (idx, val) =
+                unsafe { (idx.map(|x| x.assume_init()), val.map(|x| x.assume_init())) };
+            assert_eq!((idx, val), ([0, 1, 2], [1.0, 3.0, 6.0]));
+        }
+        // Two rows before the wrap, ten after it.
+        assert_eq!(sh.generation, 10);
     }
 }

@@ -143,3 +143,61 @@ fn empty_shapes() {
         assert_eq!((c.rows(), c.cols(), c.nnz()), (m, n, 0));
     }
 }
+
+#[test]
+fn short_rows_merge_duplicates_keep_empty_rows_and_cancellations() {
+    // Stencil rows (25 products, 13 columns) at both precisions and on a
+    // grid whose width is a power of two.
+    let p = cases::poisson2d::<f32>(64);
+    check("poisson2d-64 f32", &p, &p);
+    let p = cases::poisson2d::<f64>(33);
+    check("poisson2d-33 f64", &p, &p);
+    // Short rows with many duplicates: every B row names columns 0..4, so
+    // each product column repeats once per A entry; row 1 of A is empty,
+    // row 2 names an empty B row only; row 3's sums cancel to zero.
+    let a = CsrMatrix::new(
+        4,
+        4,
+        vec![0, 3, 3, 4, 6],
+        vec![0, 1, 2, 3, 0, 1],
+        vec![1.0f64, 2.0, -1.0, 5.0, 1.0, -1.0],
+    )
+    .unwrap();
+    let b = CsrMatrix::new(
+        4,
+        6,
+        vec![0, 4, 8, 12, 12],
+        vec![0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3],
+        vec![1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0, 0.5, -1.0, 0.0, 2.0],
+    )
+    .unwrap();
+    let c = RayonBackend::new().unwrap().spgemm(&a, &b).unwrap();
+    assert_eq!(c.offsets(), &[0, 4, 4, 4, 8]);
+    assert_eq!(c.indices(), &[0, 1, 2, 3, 0, 1, 2, 3]);
+    assert_eq!(
+        c.values(),
+        &[2.5, 7.0, 9.0, 10.0, 0.0, 0.0, 0.0, 0.0],
+        "duplicates summed in ascending p, cancellations kept as zeros"
+    );
+    check("short rows with duplicates", &a, &b);
+    // Short rows whose columns arrive out of order (B rows met in
+    // descending column order) and sit at the window's far edge.
+    let far = (1u32 << 16) + 7;
+    let b = CsrMatrix::new(
+        3,
+        far as usize + 1,
+        vec![0, 2, 4, 6],
+        vec![far - 1, far, 5, 9, 0, 3],
+        vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0],
+    )
+    .unwrap();
+    let a = CsrMatrix::new(
+        2,
+        3,
+        vec![0, 3, 5],
+        vec![0, 1, 2, 1, 2],
+        vec![1.0f32, -1.0, 0.5, 2.0, 2.0],
+    )
+    .unwrap();
+    check("short rows, unsorted arrival, wide span", &a, &b);
+}
