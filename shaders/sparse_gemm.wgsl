@@ -16,19 +16,20 @@
 //     order. The output comes out sorted: nothing to hash, nothing to sort.
 //  3. General bin (`spg_*_general`), one workgroup per row, rows drawn from a
 //     queue (a global atomic counter) by a fixed number of workgroups: the
-//     row's column span is cut into windows of up to WG * SLICE_MAX columns
-//     and each thread owns a contiguous slice of SLICE_MAX or fewer columns
-//     of the window (a bitmap of its slice in workgroup memory; numeric: the
-//     values of its slice in a global scratch row of its workgroup). A
-//     thread walks A's row in order and, in each B row, binary-searches its
-//     slice and accumulates the products that fall in it. A column has one
-//     owner, so no atomics and no barriers are needed while accumulating,
-//     and each value is summed in A's order. The window's entries are then
-//     emitted in column order: per-thread counts, a workgroup scan, each
-//     thread writes its slice. Windows skip column ranges with no entry (the
-//     last thread sees where the next entry after the window is), so a row
-//     costs windows * (its A entries) binary searches, windows <= min(span /
-//     window width, nnz of the row) + 1.
+//     row's column span is cut into windows of up to WG * SLICE_MAX columns,
+//     each a bitmap in workgroup memory (numeric: the values in a global
+//     scratch row of the workgroup). The workgroup walks A's row in order
+//     and splits each B row among its threads (entry f to thread f mod WG):
+//     a B row holds a column once, so the threads of one step never share a
+//     column; bits are set with atomicOr. The numeric pass puts a barrier
+//     between B rows, so each value is accumulated in A's order. A column
+//     is then owned by thread (column - window) / slice: per-thread counts,
+//     a workgroup scan, each thread writes its slice in column order.
+//     Windows skip column ranges with no entry (an atomicMin finds the next
+//     entry past the window), so a row costs windows * (its products) steps,
+//     windows <= min(span / window width, nnz of the row) + 1. (Before: each
+//     thread binary-searched every B row for its slice, 256 searches per
+//     B row, far more work than the products on R-MAT.)
 //  4. Between the phases the host reads back nnz(C) (and the general bin's
 //     row count) once to allocate C exactly; the numeric kernels write C's
 //     offsets as u64 and the rows in place.
@@ -158,60 +159,81 @@ fn add_total_global(n: u32, carry: u32) {
 
 // ---------------------------------------------------------------- merge bin
 
+// One list of the merge: head column (NONE when done), position and end in
+// B, A's value.
+struct Lst {
+    h: u32,
+    p: u32,
+    e: u32,
+    a: f32,
+}
+
+// List `q` of A's row starting at `s` with `n` entries (empty past n).
+fn lst_open(s: u32, n: u32, q: u32, numeric: bool) -> Lst {
+    var l = Lst(NONE, 0u, 0u, 0.0);
+    if (q < n) {
+        let p = a_idx[s + q];
+        l.p = b_off[2u * p];
+        l.e = b_off[2u * p + 2u];
+        if (l.p < l.e) {
+            l.h = b_idx[l.p];
+        }
+        if (numeric) {
+            l.a = a_val[s + q];
+        }
+    }
+    return l;
+}
+
+// When the list's head is `m`: adds its product to `acc` and advances it.
+fn lst_step(l: ptr<function, Lst>, m: u32, acc: ptr<function, f32>, numeric: bool) {
+    if ((*l).h == m) {
+        let f = (*l).p;
+        if (numeric) {
+            *acc = fma((*l).a, b_val[f], *acc);
+        }
+        let g = f + 1u;
+        (*l).p = g;
+        var h = NONE;
+        if (g < (*l).e) {
+            h = b_idx[g];
+        }
+        (*l).h = h;
+    }
+}
+
 // Merges the B rows of A's row `row`; numeric: writes the entries from `out`.
-// Returns the row's nnz.
+// Returns the row's nnz. The MERGE_K = 8 lists are eight named variables,
+// not an array: an array indexed in a loop lands in local memory on GPUs,
+// and every step of the merge would wait on it.
 fn merge_row(row: u32, out: u32, numeric: bool) -> u32 {
     let s = a_off[2u * row];
     let n = a_off[2u * row + 2u] - s;
-    var pos: array<u32, 8>;
-    var end: array<u32, 8>;
-    var head: array<u32, 8>;
-    var av: array<f32, 8>;
-    for (var q = 0u; q < MERGE_K; q = q + 1u) {
-        var h = NONE;
-        var ps = 0u;
-        var pe = 0u;
-        var a = 0.0;
-        if (q < n) {
-            let p = a_idx[s + q];
-            ps = b_off[2u * p];
-            pe = b_off[2u * p + 2u];
-            if (ps < pe) {
-                h = b_idx[ps];
-            }
-            if (numeric) {
-                a = a_val[s + q];
-            }
-        }
-        pos[q] = ps;
-        end[q] = pe;
-        head[q] = h;
-        av[q] = a;
-    }
+    var l0 = lst_open(s, n, 0u, numeric);
+    var l1 = lst_open(s, n, 1u, numeric);
+    var l2 = lst_open(s, n, 2u, numeric);
+    var l3 = lst_open(s, n, 3u, numeric);
+    var l4 = lst_open(s, n, 4u, numeric);
+    var l5 = lst_open(s, n, 5u, numeric);
+    var l6 = lst_open(s, n, 6u, numeric);
+    var l7 = lst_open(s, n, 7u, numeric);
     var w = out;
+    // At most MERGE_W iterations (one per output entry).
     loop {
-        var m = NONE;
-        for (var q = 0u; q < MERGE_K; q = q + 1u) {
-            m = min(m, head[q]);
-        }
+        let m = min(min(min(l0.h, l1.h), min(l2.h, l3.h)), min(min(l4.h, l5.h), min(l6.h, l7.h)));
         if (m == NONE) {
             break;
         }
+        // Lists in A's order: the chain of fma in p order.
         var acc = 0.0;
-        for (var q = 0u; q < MERGE_K; q = q + 1u) {
-            if (head[q] == m) {
-                let f = pos[q];
-                if (numeric) {
-                    acc = fma(av[q], b_val[f], acc);
-                }
-                pos[q] = f + 1u;
-                var h = NONE;
-                if (f + 1u < end[q]) {
-                    h = b_idx[f + 1u];
-                }
-                head[q] = h;
-            }
-        }
+        lst_step(&l0, m, &acc, numeric);
+        lst_step(&l1, m, &acc, numeric);
+        lst_step(&l2, m, &acc, numeric);
+        lst_step(&l3, m, &acc, numeric);
+        lst_step(&l4, m, &acc, numeric);
+        lst_step(&l5, m, &acc, numeric);
+        lst_step(&l6, m, &acc, numeric);
+        lst_step(&l7, m, &acc, numeric);
         if (numeric) {
             c_idx[w] = m;
             c_val[w] = acc;
@@ -261,7 +283,7 @@ fn spg_offsets(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
 // -------------------------------------------------------------- general bin
 
 // Thread t's bitmap word k is g_bits[k * WG + t] (no bank conflicts).
-var<workgroup> g_bits: array<u32, 2048>;
+var<workgroup> g_bits: array<atomic<u32>, 2048>;
 // One batch of A's row: B row bounds and A's values.
 var<workgroup> g_bs: array<u32, 256>;
 var<workgroup> g_be: array<u32, 256>;
@@ -273,6 +295,7 @@ var<workgroup> g_lo: atomic<u32>;
 var<workgroup> g_hi: atomic<u32>;
 var<workgroup> g_span: vec2<u32>;
 var<workgroup> g_next: u32;
+var<workgroup> g_nx: atomic<u32>;
 
 // Exclusive workgroup scan of `v` and the total, as (exclusive, total).
 // Called from uniform control flow by all WG threads.
@@ -291,21 +314,6 @@ fn wg_scan(lid: u32, v: u32) -> vec2<u32> {
     let r = vec2<u32>(g_scan[lid] - v, g_scan[WG - 1u]);
     workgroupBarrier();
     return r;
-}
-
-// First index in [lo, hi) of B whose column is >= c (hi when none).
-fn lower_bound(lo0: u32, hi0: u32, c: u32) -> u32 {
-    var lo = lo0;
-    var hi = hi0;
-    while (lo < hi) {
-        let mid = lo + (hi - lo) / 2u;
-        if (b_idx[mid] < c) {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
 }
 
 // `win + off`, saturated at NONE (columns are below NONE).
@@ -365,11 +373,15 @@ fn general(lid: u32, group: u32, numeric: bool) {
             var win = span.x;
             loop {
                 let my_lo = sat_add(win, lid * slice);
-                let my_hi = sat_add(win, lid * slice + slice);
                 for (var k = 0u; k < WORDS; k = k + 1u) {
-                    g_bits[k * WG + lid] = 0u;
+                    atomicStore(&g_bits[k * WG + lid], 0u);
                 }
-                var next = NONE;
+                if (lid == 0u) {
+                    atomicStore(&g_nx, NONE);
+                }
+                // Window [win, whi): column c = j - win is owned (for the
+                // emission) by thread c / slice, at bit c % slice of its slice.
+                let whi = sat_add(win, WG * slice);
                 for (var base = s; base < e; base = base + WG) {
                     workgroupBarrier();
                     if (base + lid < e) {
@@ -384,43 +396,54 @@ fn general(lid: u32, group: u32, numeric: bool) {
                     let n = min(WG, e - base);
                     for (var q = 0u; q < n; q = q + 1u) {
                         let fe = g_be[q];
-                        var f = lower_bound(g_bs[q], fe, my_lo);
                         let a = g_av[q];
-                        loop {
-                            if (f >= fe) {
-                                break;
-                            }
+                        // The workgroup splits B row q: its entries have
+                        // distinct columns, so no two threads touch a column
+                        // in one step.
+                        for (var f = g_bs[q] + lid; f < fe; f = f + WG) {
                             let j = b_idx[f];
-                            if (j >= my_hi) {
-                                next = min(next, j);
+                            if (j < win) {
+                                continue;
+                            }
+                            if (j >= whi) {
+                                // Columns ascend: the rest of this thread's
+                                // share of the row lies past the window too.
+                                atomicMin(&g_nx, j);
                                 break;
                             }
-                            let b = j - my_lo;
-                            let wi = (b >> 5u) * WG + lid;
+                            let c = j - win;
+                            let owner = c / slice;
+                            let b = c - owner * slice;
                             let bit = 1u << (b & 31u);
-                            let old = g_bits[wi];
-                            g_bits[wi] = old | bit;
+                            let old = atomicOr(&g_bits[(b >> 5u) * WG + owner], bit);
                             if (numeric) {
-                                let at = sbase + lid * slice + b;
+                                let at = sbase + c;
                                 var acc = 0.0;
                                 if ((old & bit) != 0u) {
                                     acc = scratch[at];
                                 }
                                 scratch[at] = fma(a, b_val[f], acc);
                             }
-                            f = f + 1u;
+                        }
+                        // Numeric: B row q + 1 starts after every product of
+                        // row q is in, so each column's chain runs in A's order.
+                        if (numeric) {
+                            storageBarrier();
+                            workgroupBarrier();
                         }
                     }
                 }
+                storageBarrier();
+                workgroupBarrier();
                 var mine = 0u;
                 for (var k = 0u; k < WORDS; k = k + 1u) {
-                    mine = mine + countOneBits(g_bits[k * WG + lid]);
+                    mine = mine + countOneBits(atomicLoad(&g_bits[k * WG + lid]));
                 }
                 let sc = wg_scan(lid, mine);
                 if (numeric) {
                     var o = out0 + total + sc.x;
                     for (var k = 0u; k < WORDS; k = k + 1u) {
-                        var x = g_bits[k * WG + lid];
+                        var x = atomicLoad(&g_bits[k * WG + lid]);
                         while (x != 0u) {
                             let b = k * 32u + firstTrailingBit(x);
                             x = x & (x - 1u);
@@ -431,9 +454,10 @@ fn general(lid: u32, group: u32, numeric: bool) {
                     }
                 }
                 total = total + sc.y;
-                // The last thread's `next` is the first column after the window.
-                if (lid == WG - 1u) {
-                    g_next = next;
+                // The first column after the window (wg_scan's barriers made
+                // every thread's atomicMin visible).
+                if (lid == 0u) {
+                    g_next = atomicLoad(&g_nx);
                 }
                 let nw = workgroupUniformLoad(&g_next);
                 if (nw == NONE || nw > span.y) {

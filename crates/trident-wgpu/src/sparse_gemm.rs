@@ -3,7 +3,9 @@
 //! Two phases, rows binned by work on the device (the shader's header has
 //! the bins and the determinism argument): a merge bin (one thread per short
 //! row, a k-way merge of B rows in registers) and a general bin (one
-//! workgroup per row, column windows owned slice by slice by its threads).
+//! workgroup per row, each B row split among its threads, a column-window
+//! bitmap in workgroup memory). All buffers of a call come from the
+//! backend's buffer pool (`buffer.rs`), so a repeated product creates none.
 //! The host waits on the device once per product, to read nnz(C) and the
 //! general bin's row count and allocate C exactly; everything else is
 //! queued.
@@ -160,11 +162,13 @@ impl WgpuBackend {
         });
         let (a_off, b_off) = (a.offsets.cast_ref::<u32>()?, b.offsets.cast_ref::<u32>()?);
         let (a_val, b_val) = (a.values.cast_ref::<f32>()?, b.values.cast_ref::<f32>()?);
-        let mpos = self.alloc::<u32>(rows + 1, "spgemm merge positions")?;
-        let list = self.alloc::<u32>(rows.max(1), "spgemm row list")?;
-        let cnt = self.alloc::<u32>(rows + 1, "spgemm row nnz")?;
-        let meta = self.alloc::<u32>(4, "spgemm queues and total")?;
-        let info = self.alloc::<u32>(4, "spgemm totals")?;
+        // Pooled buffers (alloc_uninit): the kernels write every element of
+        // mpos and list before reading it; cnt and meta are zeroed below.
+        let mpos = self.alloc_uninit::<u32>(rows + 1, "spgemm merge positions")?;
+        let list = self.alloc_uninit::<u32>(rows.max(1), "spgemm row list")?;
+        let cnt = self.alloc_uninit::<u32>(rows + 1, "spgemm row nnz")?;
+        let meta = self.alloc_uninit::<u32>(4, "spgemm queues and total")?;
+        let info = self.alloc_uninit::<u32>(4, "spgemm totals")?;
         let row_groups = self.grid((rows as u64 + 1).div_ceil(256))?;
         let args = [
             Arg::raw(&params),
@@ -182,7 +186,7 @@ impl WgpuBackend {
 
         // The symbolic kernels share functions with the numeric ones, so they
         // bind C and the scratch too (unused there): small stand-ins.
-        let dummy = self.alloc::<u32>(1, "spgemm symbolic stand-in")?;
+        let dummy = self.alloc_uninit::<u32>(1, "spgemm symbolic stand-in")?;
         let mut args_sym = args.to_vec();
         args_sym.extend([Arg::buf(&dummy); 4]);
         // Bins, row list, symbolic pass, C's offsets.
@@ -193,6 +197,8 @@ impl WgpuBackend {
             enc,
             &format!("start: {rows} rows, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz()),
         )?;
+        enc.zero(&cnt);
+        enc.zero(&meta);
         enc.dispatch(&ANALYZE, &args[..8], row_groups)?;
         self.scan_exclusive_u32(&mut enc, &mpos, rows + 1)?;
         enc.dispatch(&SCATTER, &args[..9], row_groups)?;
@@ -238,15 +244,19 @@ impl WgpuBackend {
             ),
         )?;
 
-        // Numeric pass: rows written sorted into C.
-        let c_idx = self.alloc::<u32>(nnz, "spgemm C indices")?;
-        let c_val = self.alloc::<f32>(nnz, "spgemm C values")?;
-        let c_off = self.alloc::<u64>(rows + 1, "spgemm C offsets")?;
+        // Numeric pass: rows written sorted into C. C's buffers and the
+        // scratch come from the pool: every element of C is written (offsets
+        // by spg_offsets, each row by its bin), and the scratch is read only
+        // where this row's bitmap says it was written.
+        let c_idx = self.alloc_uninit::<u32>(nnz, "spgemm C indices")?;
+        let c_val = self.alloc_uninit::<f32>(nnz, "spgemm C values")?;
+        let c_off = self.alloc_uninit::<u64>(rows + 1, "spgemm C offsets")?;
         let c_off32 = c_off.cast_ref::<u32>()?;
         let max_groups =
             (self.ctx.limits.max_storage_buffer_binding_size / (4 * WINDOW as u64)).max(1) as usize;
         let num_groups = general_rows.min(GENERAL_GROUPS).min(max_groups);
-        let scratch = self.alloc::<f32>(num_groups.max(1) * WINDOW, "spgemm window scratch")?;
+        let scratch =
+            self.alloc_uninit::<f32>(num_groups.max(1) * WINDOW, "spgemm window scratch")?;
         let mut args_num = args.to_vec();
         args_num.extend([
             Arg::buf(&c_idx),
