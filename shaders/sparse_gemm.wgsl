@@ -203,7 +203,8 @@ fn lst_step(l: ptr<function, Lst>, m: u32, acc: ptr<function, f32>, numeric: boo
 }
 
 // Merges the B rows of A's row `row`; numeric: writes the entries from `out`.
-// Returns the row's nnz. The MERGE_K = 8 lists are eight named variables,
+// Returns the row's nnz, or NONE for a row of at most TEAM_W products, which
+// the team kernels (`spg_*_team`) compute instead. The MERGE_K = 8 lists are eight named variables,
 // not an array: an array indexed in a loop lands in local memory on GPUs,
 // and every step of the merge would wait on it.
 fn merge_row(row: u32, out: u32, numeric: bool) -> u32 {
@@ -217,6 +218,11 @@ fn merge_row(row: u32, out: u32, numeric: bool) -> u32 {
     var l5 = lst_open(s, n, 5u, numeric);
     var l6 = lst_open(s, n, 6u, numeric);
     var l7 = lst_open(s, n, 7u, numeric);
+    let prods = (l0.e - l0.p) + (l1.e - l1.p) + (l2.e - l2.p) + (l3.e - l3.p)
+        + (l4.e - l4.p) + (l5.e - l5.p) + (l6.e - l6.p) + (l7.e - l7.p);
+    if (prods <= TEAM_W) {
+        return NONE;
+    }
     var w = out;
     // At most MERGE_W iterations (one per output entry).
     loop {
@@ -254,7 +260,11 @@ fn spg_sym_merge(
     if (k < mpos[sp.rows]) {
         let row = list[k];
         n = merge_row(row, 0u, false);
-        cnt[row] = n;
+        if (n == NONE) {
+            n = 0u;
+        } else {
+            cnt[row] = n;
+        }
     }
     add_total(lid, n);
 }
@@ -267,6 +277,169 @@ fn spg_num_merge(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     }
     let row = list[k];
     merge_row(row, cnt[row], true);
+}
+
+// ----------------------------------------------------------------- team bin
+
+// Merge-bin rows of at most TEAM_W products (poisson's 25, uniform's 64): a
+// team of TEAM_T threads per row, TEAMS rows per workgroup. Lane l holds
+// products t = l and l + TEAM_T (t: position in the concatenation of the B
+// rows of A's row, p in order) in workgroup memory. Then, per product, in
+// one pass over the row's products in t order: it is its column's first
+// product iff no earlier one has the column, and (numeric) the first one
+// sums the column's products in t order, i.e. the fma chain in A's order.
+// Symbolic: the row's nnz is its number of first products. Numeric: a first
+// product's place in the row is the number of first products of smaller
+// column. All loops run at most TEAM_W times; loads and stores of a row are
+// made by neighbouring lanes (a thread per row scatters them across rows).
+const TEAM_T: u32 = 32u;
+const TEAMS: u32 = 8u;
+const TEAM_W: u32 = 64u;
+var<workgroup> t_col: array<u32, 512>;
+var<workgroup> t_a: array<f32, 512>;
+var<workgroup> t_b: array<f32, 512>;
+var<workgroup> t_first: array<u32, 512>;
+var<workgroup> t_cnt: array<atomic<u32>, 8>;
+
+// Product `t - pre` of B row `p` (of `len` entries from `bs`, A value `av`)
+// as (column, A value, B value) when t falls in it, else `cur`.
+fn team_pick(cur: vec3<u32>, t: u32, pre: u32, len: u32, bs: u32, av: u32, numeric: bool) -> vec3<u32> {
+    var r = cur;
+    if (t >= pre && t - pre < len) {
+        let f = bs + t - pre;
+        r.x = b_idx[f];
+        if (numeric) {
+            r.y = av;
+            r.z = bitcast<u32>(b_val[f]);
+        }
+    }
+    return r;
+}
+
+// The team kernels; `k` runs over the merge list, TEAMS rows per workgroup.
+// Returns (in the symbolic pass) the nnz this thread adds to the total.
+fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
+    let tm = lid / TEAM_T;
+    let lane = lid % TEAM_T;
+    let k = wflat * TEAMS + tm;
+    let base = tm * TEAM_W;
+    var row = NONE;
+    var s = 0u;
+    var n = 0u;
+    if (k < mpos[sp.rows]) {
+        row = list[k];
+        s = a_off[2u * row];
+        n = a_off[2u * row + 2u] - s;
+    }
+    if (lane == 0u) {
+        atomicStore(&t_cnt[tm], 0u);
+    }
+    // Each lane's two products, and the row's product count, in one walk
+    // of A's row (n <= MERGE_K).
+    var w = 0u;
+    var k0 = vec3<u32>(NONE, 0u, 0u);
+    var k1 = vec3<u32>(NONE, 0u, 0u);
+    for (var q = 0u; q < n; q = q + 1u) {
+        let p = a_idx[s + q];
+        let bs = b_off[2u * p];
+        let len = b_off[2u * p + 2u] - bs;
+        var av = 0u;
+        if (numeric) {
+            av = bitcast<u32>(a_val[s + q]);
+        }
+        k0 = team_pick(k0, lane, w, len, bs, av, numeric);
+        k1 = team_pick(k1, lane + TEAM_T, w, len, bs, av, numeric);
+        w = w + len;
+    }
+    let mine = w <= TEAM_W && row != NONE;
+    if (!mine) {
+        k0.x = NONE;
+        k1.x = NONE;
+    }
+    t_col[base + lane] = k0.x;
+    t_col[base + lane + TEAM_T] = k1.x;
+    t_a[base + lane] = bitcast<f32>(k0.y);
+    t_a[base + lane + TEAM_T] = bitcast<f32>(k1.y);
+    t_b[base + lane] = bitcast<f32>(k0.z);
+    t_b[base + lane + TEAM_T] = bitcast<f32>(k1.z);
+    workgroupBarrier();
+    var f0 = 0u;
+    var f1 = 0u;
+    var v0 = 0.0;
+    var v1 = 0.0;
+    if (mine) {
+        f0 = select(0u, 1u, lane < w);
+        f1 = select(0u, 1u, lane + TEAM_T < w);
+        for (var i = 0u; i < w; i = i + 1u) {
+            let c = t_col[base + i];
+            if (c == k0.x) {
+                if (i < lane) {
+                    f0 = 0u;
+                }
+                if (numeric) {
+                    v0 = fma(t_a[base + i], t_b[base + i], v0);
+                }
+            }
+            if (c == k1.x) {
+                if (i < lane + TEAM_T) {
+                    f1 = 0u;
+                }
+                if (numeric) {
+                    v1 = fma(t_a[base + i], t_b[base + i], v1);
+                }
+            }
+        }
+    }
+    t_first[base + lane] = f0;
+    t_first[base + lane + TEAM_T] = f1;
+    if (!numeric && f0 + f1 != 0u) {
+        atomicAdd(&t_cnt[tm], f0 + f1);
+    }
+    workgroupBarrier();
+    var total = 0u;
+    if (!numeric && mine && lane == 0u) {
+        total = atomicLoad(&t_cnt[tm]);
+        cnt[row] = total;
+    }
+    if (numeric && f0 + f1 != 0u) {
+        var r0 = 0u;
+        var r1 = 0u;
+        for (var i = 0u; i < w; i = i + 1u) {
+            let c = t_col[base + i];
+            let fi = t_first[base + i];
+            r0 = r0 + select(0u, fi, c < k0.x);
+            r1 = r1 + select(0u, fi, c < k1.x);
+        }
+        let out = cnt[row];
+        if (f0 != 0u) {
+            c_idx[out + r0] = k0.x;
+            c_val[out + r0] = v0;
+        }
+        if (f1 != 0u) {
+            c_idx[out + r1] = k1.x;
+            c_val[out + r1] = v1;
+        }
+    }
+    return total;
+}
+
+@compute @workgroup_size(256)
+fn spg_sym_team(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let n = team(lid, wid.x + wid.y * nwg.x, false);
+    add_total(lid, n);
+}
+
+@compute @workgroup_size(256)
+fn spg_num_team(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    team(lid, wid.x + wid.y * nwg.x, true);
 }
 
 // Writes C's offsets as u64 from the scanned counts (rows + 1 threads).

@@ -53,6 +53,8 @@ const fn kernel(entry: &'static str, bindings: usize) -> Kernel {
 static ANALYZE: Kernel = kernel("spg_analyze", 8);
 static SCATTER: Kernel = kernel("spg_scatter", 9);
 static SYM_MERGE: Kernel = kernel("spg_sym_merge", 15);
+static SYM_TEAM: Kernel = kernel("spg_sym_team", 15);
+static NUM_TEAM: Kernel = kernel("spg_num_team", 15);
 static SYM_GENERAL: Kernel = kernel("spg_sym_general", 15);
 static OFFSETS: Kernel = kernel("spg_offsets", 15);
 static NUM_MERGE: Kernel = kernel("spg_num_merge", 15);
@@ -63,11 +65,16 @@ pub(crate) const KERNELS: &[&Kernel] = &[
     &ANALYZE,
     &SCATTER,
     &SYM_MERGE,
+    &SYM_TEAM,
     &SYM_GENERAL,
     &OFFSETS,
     &NUM_MERGE,
+    &NUM_TEAM,
     &NUM_GENERAL,
 ];
+
+/// Rows one team-kernel workgroup computes (`TEAMS` in the shader).
+const TEAMS: u64 = 8;
 
 /// Values of one general-bin window (`WG * SLICE_MAX` in the shader): the
 /// numeric pass gives each of its workgroups a scratch row of this many f32.
@@ -204,7 +211,9 @@ impl WgpuBackend {
         enc.dispatch(&SCATTER, &args[..9], row_groups)?;
         enc = tr.lap(self, enc, "analyze, scan, scatter")?;
         enc.dispatch(&SYM_MERGE, &args_sym, row_groups)?;
-        enc = tr.lap(self, enc, "symbolic merge bin")?;
+        let team_groups = self.grid((rows as u64).div_ceil(TEAMS))?;
+        enc.dispatch(&SYM_TEAM, &args_sym, team_groups)?;
+        enc = tr.lap(self, enc, "symbolic merge bin (thread and team kernels)")?;
         let sym_groups = rows.clamp(1, GENERAL_GROUPS) as u32;
         enc.dispatch(&SYM_GENERAL, &args_sym, [sym_groups, 1, 1])?;
         enc = tr.lap(self, enc, "symbolic general bin")?;
@@ -269,6 +278,8 @@ impl WgpuBackend {
         enc.dispatch(&OFFSETS, &args_num, row_groups)?;
         let merge_groups = self.grid((got[1] as u64).div_ceil(256))?;
         enc.dispatch(&NUM_MERGE, &args_num, merge_groups)?;
+        let team_groups = self.grid((got[1] as u64).div_ceil(TEAMS))?;
+        enc.dispatch(&NUM_TEAM, &args_num, team_groups)?;
         enc = tr.lap(self, enc, "offsets, numeric merge bin")?;
         if num_groups > 0 {
             enc.dispatch(&NUM_GENERAL, &args_num, [num_groups as u32, 1, 1])?;
@@ -424,6 +435,14 @@ mod tests {
         for (n, d) in [(300, 0.01), (300, 0.05), (70, 0.3)] {
             let a = random_csr::<f32>(n, n, d, true, n as u64);
             check(&be, &a, &a, &format!("random {n} {d}"));
+        }
+        // Short A rows over B rows of ~30 entries: products from a few to
+        // a few hundred, so the team kernels (<= 64 products), the thread
+        // merge (<= 256) and the general bin all get rows.
+        for (n, d) in [(100, 0.02), (100, 0.04)] {
+            let a = random_csr::<f32>(n, 200, d, true, 7 + n as u64);
+            let b = random_csr::<f32>(200, 500, 0.06, true, 11);
+            check(&be, &a, &b, &format!("short rows {d}"));
         }
         // One B row longer than the merge bin takes, A rows of one entry.
         let long: Vec<(u32, u32, f32)> = (0..1000).map(|j| (0, 3 * j, 0.5 + j as f32)).collect();
