@@ -17,14 +17,15 @@
 //  3. General bin (`spg_*_general`), one workgroup per row, rows drawn from a
 //     queue (a global atomic counter) by a fixed number of workgroups: the
 //     row's column span is cut into windows of up to WG * SLICE_MAX columns,
-//     each a bitmap in workgroup memory (numeric: the values in a global
-//     scratch row of the workgroup). The workgroup walks A's row in order
-//     and splits each B row among its threads (entry f to thread f mod WG):
-//     a B row holds a column once, so the threads of one step never share a
-//     column; bits are set with atomicOr. The numeric pass puts a barrier
-//     between B rows, so each value is accumulated in A's order. A column
-//     is then owned by thread (column - window) / slice: per-thread counts,
-//     a workgroup scan, each thread writes its slice in column order.
+//     each a bitmap in workgroup memory. The workgroup walks A's row and
+//     splits each B row among its threads (entry f to thread f mod WG); bits
+//     are set with atomicOr. A column is owned by thread (column - window) /
+//     slice: per-thread counts, a workgroup scan (symbolic: the nnz). The
+//     numeric pass then writes the window's columns into C in order with
+//     zero values and walks the products again, adding each into C at its
+//     column's rank (from the bitmap), with a barrier between B rows: a B
+//     row holds a column once, so the threads of one step never share a
+//     column, and each value is accumulated in A's order.
 //     Windows skip column ranges with no entry (an atomicMin finds the next
 //     entry past the window), so a row costs windows * (its products) steps,
 //     windows <= min(span / window width, nnz of the row) + 1. (Before: each
@@ -80,7 +81,6 @@ struct SpgParams {
 @group(0) @binding(11) var<storage, read_write> c_idx: array<u32>;
 @group(0) @binding(12) var<storage, read_write> c_val: array<f32>;
 @group(0) @binding(13) var<storage, read_write> c_off: array<u32>;
-@group(0) @binding(14) var<storage, read_write> scratch: array<f32>;
 
 fn row_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * WG;
@@ -462,6 +462,8 @@ var<workgroup> g_bs: array<u32, 256>;
 var<workgroup> g_be: array<u32, 256>;
 var<workgroup> g_av: array<f32, 256>;
 var<workgroup> g_scan: array<u32, 256>;
+// Numeric: rank in the window of each bitmap word's first column.
+var<workgroup> g_wpre: array<u32, 2048>;
 // Row broadcast: (row, A start, A end, unused).
 var<workgroup> g_row: vec4<u32>;
 var<workgroup> g_lo: atomic<u32>;
@@ -489,6 +491,21 @@ fn wg_scan(lid: u32, v: u32) -> vec2<u32> {
     return r;
 }
 
+// Loads B's row bounds (and, numeric, A's values) of A's entries
+// base..min(base + WG, e) into g_bs, g_be, g_av. Uniform control flow.
+fn load_batch(lid: u32, base: u32, e: u32, numeric: bool) {
+    workgroupBarrier();
+    if (base + lid < e) {
+        let p = a_idx[base + lid];
+        g_bs[lid] = b_off[2u * p];
+        g_be[lid] = b_off[2u * p + 2u];
+        if (numeric) {
+            g_av[lid] = a_val[base + lid];
+        }
+    }
+    workgroupBarrier();
+}
+
 // `win + off`, saturated at NONE (columns are below NONE).
 fn sat_add(win: u32, off: u32) -> u32 {
     return select(NONE, win + off, off < NONE - win);
@@ -496,9 +513,8 @@ fn sat_add(win: u32, off: u32) -> u32 {
 
 // The general bin: workgroups draw rows from queue `qi` until the list ends.
 // Symbolic: writes each row's nnz; numeric: writes the row into C.
-fn general(lid: u32, group: u32, numeric: bool) {
+fn general(lid: u32, numeric: bool) {
     let qi = select(0u, 1u, numeric);
-    let sbase = group * (WG * SLICE_MAX);
     loop {
         if (lid == 0u) {
             let m = mpos[sp.rows];
@@ -555,24 +571,14 @@ fn general(lid: u32, group: u32, numeric: bool) {
                 // Window [win, whi): column c = j - win is owned (for the
                 // emission) by thread c / slice, at bit c % slice of its slice.
                 let whi = sat_add(win, WG * slice);
+                // Pass 1: the window's columns. The workgroup splits each B
+                // row among its threads; bits are set with atomicOr, so the
+                // order does not matter and no barrier is needed per B row.
                 for (var base = s; base < e; base = base + WG) {
-                    workgroupBarrier();
-                    if (base + lid < e) {
-                        let p = a_idx[base + lid];
-                        g_bs[lid] = b_off[2u * p];
-                        g_be[lid] = b_off[2u * p + 2u];
-                        if (numeric) {
-                            g_av[lid] = a_val[base + lid];
-                        }
-                    }
-                    workgroupBarrier();
+                    load_batch(lid, base, e, false);
                     let n = min(WG, e - base);
                     for (var q = 0u; q < n; q = q + 1u) {
                         let fe = g_be[q];
-                        let a = g_av[q];
-                        // The workgroup splits B row q: its entries have
-                        // distinct columns, so no two threads touch a column
-                        // in one step.
                         for (var f = g_bs[q] + lid; f < fe; f = f + WG) {
                             let j = b_idx[f];
                             if (j < win) {
@@ -587,26 +593,10 @@ fn general(lid: u32, group: u32, numeric: bool) {
                             let c = j - win;
                             let owner = c / slice;
                             let b = c - owner * slice;
-                            let bit = 1u << (b & 31u);
-                            let old = atomicOr(&g_bits[(b >> 5u) * WG + owner], bit);
-                            if (numeric) {
-                                let at = sbase + c;
-                                var acc = 0.0;
-                                if ((old & bit) != 0u) {
-                                    acc = scratch[at];
-                                }
-                                scratch[at] = fma(a, b_val[f], acc);
-                            }
-                        }
-                        // Numeric: B row q + 1 starts after every product of
-                        // row q is in, so each column's chain runs in A's order.
-                        if (numeric) {
-                            storageBarrier();
-                            workgroupBarrier();
+                            atomicOr(&g_bits[(b >> 5u) * WG + owner], 1u << (b & 31u));
                         }
                     }
                 }
-                storageBarrier();
                 workgroupBarrier();
                 var mine = 0u;
                 for (var k = 0u; k < WORDS; k = k + 1u) {
@@ -614,15 +604,50 @@ fn general(lid: u32, group: u32, numeric: bool) {
                 }
                 let sc = wg_scan(lid, mine);
                 if (numeric) {
-                    var o = out0 + total + sc.x;
+                    // The window's columns into C in order with zero values,
+                    // and each bitmap word's first rank in g_wpre.
+                    let o0 = out0 + total;
+                    var o = o0 + sc.x;
                     for (var k = 0u; k < WORDS; k = k + 1u) {
                         var x = atomicLoad(&g_bits[k * WG + lid]);
+                        g_wpre[k * WG + lid] = o - o0;
                         while (x != 0u) {
                             let b = k * 32u + firstTrailingBit(x);
                             x = x & (x - 1u);
                             c_idx[o] = my_lo + b;
-                            c_val[o] = scratch[sbase + lid * slice + b];
+                            c_val[o] = 0.0;
                             o = o + 1u;
+                        }
+                    }
+                    storageBarrier();
+                    // Pass 2: values, summed in place in C (the row's own
+                    // segment, small and cached) at the column's rank. B row
+                    // q + 1 starts after every product of row q is in (the
+                    // barriers), so each chain runs in A's order; within a
+                    // B row the columns are distinct.
+                    for (var base = s; base < e; base = base + WG) {
+                        load_batch(lid, base, e, true);
+                        let n = min(WG, e - base);
+                        for (var q = 0u; q < n; q = q + 1u) {
+                            let fe = g_be[q];
+                            let a = g_av[q];
+                            for (var f = g_bs[q] + lid; f < fe; f = f + WG) {
+                                let j = b_idx[f];
+                                if (j < win) {
+                                    continue;
+                                }
+                                if (j >= whi) {
+                                    break;
+                                }
+                                let c = j - win;
+                                let owner = c / slice;
+                                let b = c - owner * slice;
+                                let wi = (b >> 5u) * WG + owner;
+                                let below = atomicLoad(&g_bits[wi]) & ((1u << (b & 31u)) - 1u);
+                                let at = o0 + g_wpre[wi] + countOneBits(below);
+                                c_val[at] = fma(a, b_val[f], c_val[at]);
+                            }
+                            storageBarrier();
                         }
                     }
                 }
@@ -647,11 +672,11 @@ fn general(lid: u32, group: u32, numeric: bool) {
 }
 
 @compute @workgroup_size(256)
-fn spg_sym_general(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    general(lid, wid.x, false);
+fn spg_sym_general(@builtin(local_invocation_index) lid: u32) {
+    general(lid, false);
 }
 
 @compute @workgroup_size(256)
-fn spg_num_general(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    general(lid, wid.x, true);
+fn spg_num_general(@builtin(local_invocation_index) lid: u32) {
+    general(lid, true);
 }

@@ -39,7 +39,6 @@ const BINDS: &[Bind] = &[
     Bind::ReadWrite, // 11 c_idx
     Bind::ReadWrite, // 12 c_val
     Bind::ReadWrite, // 13 c_off
-    Bind::ReadWrite, // 14 scratch
 ];
 
 const fn kernel(entry: &'static str, bindings: usize) -> Kernel {
@@ -52,13 +51,13 @@ const fn kernel(entry: &'static str, bindings: usize) -> Kernel {
 
 static ANALYZE: Kernel = kernel("spg_analyze", 8);
 static SCATTER: Kernel = kernel("spg_scatter", 9);
-static SYM_MERGE: Kernel = kernel("spg_sym_merge", 15);
-static SYM_TEAM: Kernel = kernel("spg_sym_team", 15);
-static NUM_TEAM: Kernel = kernel("spg_num_team", 15);
-static SYM_GENERAL: Kernel = kernel("spg_sym_general", 15);
-static OFFSETS: Kernel = kernel("spg_offsets", 15);
-static NUM_MERGE: Kernel = kernel("spg_num_merge", 15);
-static NUM_GENERAL: Kernel = kernel("spg_num_general", 15);
+static SYM_MERGE: Kernel = kernel("spg_sym_merge", 14);
+static SYM_TEAM: Kernel = kernel("spg_sym_team", 14);
+static NUM_TEAM: Kernel = kernel("spg_num_team", 14);
+static SYM_GENERAL: Kernel = kernel("spg_sym_general", 14);
+static OFFSETS: Kernel = kernel("spg_offsets", 14);
+static NUM_MERGE: Kernel = kernel("spg_num_merge", 14);
+static NUM_GENERAL: Kernel = kernel("spg_num_general", 14);
 
 /// Kernels of this primitive (built by `warm_up`).
 pub(crate) const KERNELS: &[&Kernel] = &[
@@ -76,12 +75,8 @@ pub(crate) const KERNELS: &[&Kernel] = &[
 /// Rows one team-kernel workgroup computes (`TEAMS` in the shader).
 const TEAMS: u64 = 8;
 
-/// Values of one general-bin window (`WG * SLICE_MAX` in the shader): the
-/// numeric pass gives each of its workgroups a scratch row of this many f32.
-const WINDOW: usize = 256 * 256;
-
 /// Most workgroups the general bin runs (rows are drawn from a queue, so
-/// this bounds the scratch, 256 KiB each, not the rows).
+/// this bounds the parallelism, not the rows).
 const GENERAL_GROUPS: usize = 1024;
 
 /// Phase timings on stderr when `TRIDENT_SPGEMM_TRACE` is set (development:
@@ -192,10 +187,10 @@ impl WgpuBackend {
         ];
 
         // The symbolic kernels share functions with the numeric ones, so they
-        // bind C and the scratch too (unused there): small stand-ins.
+        // bind C too (unused there): small stand-ins.
         let dummy = self.alloc_uninit::<u32>(1, "spgemm symbolic stand-in")?;
         let mut args_sym = args.to_vec();
-        args_sym.extend([Arg::buf(&dummy); 4]);
+        args_sym.extend([Arg::buf(&dummy); 3]);
         // Bins, row list, symbolic pass, C's offsets.
         let mut tr = Trace::new();
         let mut enc = self.encoder("spgemm symbolic");
@@ -254,24 +249,18 @@ impl WgpuBackend {
         )?;
 
         // Numeric pass: rows written sorted into C. C's buffers and the
-        // scratch come from the pool: every element of C is written (offsets
-        // by spg_offsets, each row by its bin), and the scratch is read only
-        // where this row's bitmap says it was written.
+        // come from the pool: every element of C is written (offsets by
+        // spg_offsets, each row by its bin) before it is read.
         let c_idx = self.alloc_uninit::<u32>(nnz, "spgemm C indices")?;
         let c_val = self.alloc_uninit::<f32>(nnz, "spgemm C values")?;
         let c_off = self.alloc_uninit::<u64>(rows + 1, "spgemm C offsets")?;
         let c_off32 = c_off.cast_ref::<u32>()?;
-        let max_groups =
-            (self.ctx.limits.max_storage_buffer_binding_size / (4 * WINDOW as u64)).max(1) as usize;
-        let num_groups = general_rows.min(GENERAL_GROUPS).min(max_groups);
-        let scratch =
-            self.alloc_uninit::<f32>(num_groups.max(1) * WINDOW, "spgemm window scratch")?;
+        let num_groups = general_rows.min(GENERAL_GROUPS);
         let mut args_num = args.to_vec();
         args_num.extend([
             Arg::buf(&c_idx),
             Arg::buf(&c_val),
             Arg::buf(&c_off32),
-            Arg::buf(&scratch),
         ]);
         let mut enc = self.encoder("spgemm numeric");
         enc = tr.lap(self, enc, "allocate C")?;
