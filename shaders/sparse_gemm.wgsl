@@ -14,6 +14,10 @@
 //     (sorted) B rows of A's row with the heads in registers. Each output
 //     column is the minimum head; the lists holding it are summed in A's
 //     order. The output comes out sorted: nothing to hash, nothing to sort.
+//     Merge rows of TEAM_MIN + 1 to TEAM_W products go instead to the team
+//     kernels (`spg_*_team`, 32 threads per row, products in workgroup
+//     memory): both kernels run over the whole merge list and each takes
+//     its rows by their product count.
 //  3. General bin (`spg_*_general`), one workgroup per row, rows drawn from a
 //     queue (a global atomic counter) by a fixed number of workgroups: the
 //     row's column span is cut into windows of up to WG * SLICE_MAX columns,
@@ -203,8 +207,8 @@ fn lst_step(l: ptr<function, Lst>, m: u32, acc: ptr<function, f32>, numeric: boo
 }
 
 // Merges the B rows of A's row `row`; numeric: writes the entries from `out`.
-// Returns the row's nnz, or NONE for a row of at most TEAM_W products, which
-// the team kernels (`spg_*_team`) compute instead. The MERGE_K = 8 lists are eight named variables,
+// Returns the row's nnz, or NONE for a row of TEAM_MIN + 1 to TEAM_W
+// products, which the team kernels (`spg_*_team`) compute instead. The MERGE_K = 8 lists are eight named variables,
 // not an array: an array indexed in a loop lands in local memory on GPUs,
 // and every step of the merge would wait on it.
 fn merge_row(row: u32, out: u32, numeric: bool) -> u32 {
@@ -220,7 +224,7 @@ fn merge_row(row: u32, out: u32, numeric: bool) -> u32 {
     var l7 = lst_open(s, n, 7u, numeric);
     let prods = (l0.e - l0.p) + (l1.e - l1.p) + (l2.e - l2.p) + (l3.e - l3.p)
         + (l4.e - l4.p) + (l5.e - l5.p) + (l6.e - l6.p) + (l7.e - l7.p);
-    if (prods <= TEAM_W) {
+    if (prods > TEAM_MIN && prods <= TEAM_W) {
         return NONE;
     }
     var w = out;
@@ -281,7 +285,7 @@ fn spg_num_merge(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 
 // ----------------------------------------------------------------- team bin
 
-// Merge-bin rows of at most TEAM_W products (poisson's 25, uniform's 64): a
+// Merge-bin rows of TEAM_MIN + 1 to TEAM_W products (uniform's 64): a
 // team of TEAM_T threads per row, TEAMS rows per workgroup. Lane l holds
 // products t = l and l + TEAM_T (t: position in the concatenation of the B
 // rows of A's row, p in order) in workgroup memory. Then, per product, in
@@ -295,6 +299,13 @@ fn spg_num_merge(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 const TEAM_T: u32 = 32u;
 const TEAMS: u32 = 8u;
 const TEAM_W: u32 = 64u;
+// Rows of at most TEAM_MIN products stay with the thread merge, as in the
+// CUDA backend (its merge bin takes W <= 32): measured on the H100, the
+// merge was faster on poisson2d (25 products per row, B rows of neighbouring
+// rows adjacent in memory: 0.3 + 1.7 ms for the two passes against 5.1 +
+// 7.5 ms in teams), the teams on uniform random rows of 64 products (whole
+// product 8.5 ms against 29.9 ms with the merge).
+const TEAM_MIN: u32 = 32u;
 var<workgroup> t_col: array<u32, 512>;
 var<workgroup> t_a: array<f32, 512>;
 var<workgroup> t_b: array<f32, 512>;
@@ -351,7 +362,7 @@ fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
         k1 = team_pick(k1, lane + TEAM_T, w, len, bs, av, numeric);
         w = w + len;
     }
-    let mine = w <= TEAM_W && row != NONE;
+    let mine = w > TEAM_MIN && w <= TEAM_W && row != NONE;
     if (!mine) {
         k0.x = NONE;
         k1.x = NONE;

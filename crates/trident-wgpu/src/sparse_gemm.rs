@@ -428,7 +428,7 @@ mod tests {
         // Short A rows over B rows of ~30 entries: products from a few to
         // a few hundred, so the team kernels (<= 64 products), the thread
         // merge (<= 256) and the general bin all get rows.
-        for (n, d) in [(100, 0.02), (100, 0.04)] {
+        for (n, d) in [(100, 0.01), (100, 0.02), (100, 0.04)] {
             let a = random_csr::<f32>(n, 200, d, true, 7 + n as u64);
             let b = random_csr::<f32>(200, 500, 0.06, true, 11);
             check(&be, &a, &b, &format!("short rows {d}"));
