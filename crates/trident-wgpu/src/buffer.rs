@@ -244,7 +244,9 @@ impl WgpuBackend {
     /// most 1/8), so that it fits later calls of a similar size.
     pub fn alloc_uninit<T: Element>(&self, len: usize, what: &str) -> Result<WgpuBuffer<T>> {
         let need = padded(self.checked_bytes::<T>(len, what)?);
-        let class = size_class(need).min(self.ctx.limits.max_buffer_size).max(need);
+        let class = size_class(need)
+            .min(self.ctx.limits.max_buffer_size)
+            .max(need);
         if let Some(buf) = self.ctx.pool.take(need, class) {
             return Ok(self.wrap(buf, len));
         }
@@ -597,7 +599,7 @@ mod tests {
             .collect();
         drop(many);
         let kept = be.buffer_pool_bytes();
-        assert!(kept <= 1 << 20 && kept >= 900_000, "{kept}");
+        assert!((900_000..=1 << 20).contains(&kept), "{kept}");
         // Lowering the bound releases the excess; zero turns pooling off.
         be.set_buffer_pool_limit(300_000);
         assert!(be.buffer_pool_bytes() <= 300_000);

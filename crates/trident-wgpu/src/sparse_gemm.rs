@@ -257,11 +257,7 @@ impl WgpuBackend {
         let c_off32 = c_off.cast_ref::<u32>()?;
         let num_groups = general_rows.min(GENERAL_GROUPS);
         let mut args_num = args.to_vec();
-        args_num.extend([
-            Arg::buf(&c_idx),
-            Arg::buf(&c_val),
-            Arg::buf(&c_off32),
-        ]);
+        args_num.extend([Arg::buf(&c_idx), Arg::buf(&c_val), Arg::buf(&c_off32)]);
         let mut enc = self.encoder("spgemm numeric");
         enc = tr.lap(self, enc, "allocate C")?;
         enc.dispatch(&OFFSETS, &args_num, row_groups)?;
