@@ -25,8 +25,23 @@ use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "sparse_gemm",
     source: include_str!("../kernels/sparse_gemm.cu"),
-    per_entry: false,
+    per_entry: true,
 };
+
+/// The entry points a product of element type `ty` (`f32`/`f64`) may launch:
+/// every kernel but the other type's numeric ones. A call compiles them all
+/// up front, in parallel ([`CudaBackend::prepare`]): which bins it uses is
+/// known only once the device has analysed the rows.
+pub(crate) fn entries_for(ty: &str) -> Vec<&'static str> {
+    ENTRY_POINTS
+        .iter()
+        .copied()
+        .filter(|e| match e.rsplit_once('_') {
+            Some((_, t)) if t == "f32" || t == "f64" => t == ty,
+            _ => true,
+        })
+        .collect()
+}
 
 /// Entry points of `kernels/sparse_gemm.cu` (the tidy test checks them).
 pub(crate) const ENTRY_POINTS: &[&str] = &[
@@ -585,6 +600,7 @@ impl CudaBackend {
                 self.alloc::<T>(0, "spgemm C values")?,
             ));
         }
+        self.prepare(&KERNEL, &entries_for(T::NAME))?;
         let (ap, bp) = (ptrs(a), ptrs(b));
         let r = Rows {
             work: self.alloc::<u32>(m, "spgemm row work")?,
