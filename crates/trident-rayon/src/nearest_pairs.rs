@@ -205,8 +205,12 @@ impl Top {
 
 /// `closest_pairs` for `1 <= k <= |A|`, on the current pool.
 fn closest_pairs(a: &[Point], b: &[Point], k: usize) -> Vec<Pair> {
+    let trace = std::env::var_os("TRIDENT_PAIRS_TRACE").is_some();
+    let t0 = std::time::Instant::now();
     let tree = KdTree::build(b);
+    let t_build = t0.elapsed();
     let (qa, order) = spatial_order(a);
+    let t_order = t0.elapsed();
     // Bits of the smallest k-th best distance of any worker: at least k queries
     // have d2 <= it, so a query whose nearest is farther cannot be among the
     // answers (ties at equal d2 are kept: they may win on the index). Non-negative
@@ -249,6 +253,16 @@ fn closest_pairs(a: &[Point], b: &[Point], k: usize) -> Vec<Pair> {
             },
         )
         .collect();
+    if trace {
+        eprintln!(
+            "pairs trace: threads {} build {:.2} ms, order {:.2} ms, search {:.2} ms, kth {:e}",
+            rayon::current_num_threads(),
+            t_build.as_secs_f64() * 1e3,
+            (t_order - t_build).as_secs_f64() * 1e3,
+            (t0.elapsed() - t_order).as_secs_f64() * 1e3,
+            f32::from_bits(global.load(Ordering::Relaxed)),
+        );
+    }
     let mut all: Vec<(u64, u32)> = tops.into_iter().flat_map(|t| t.heap.into_vec()).collect();
     all.sort_unstable();
     all.truncate(k);
