@@ -22,6 +22,9 @@
 //!   reported distances are scaled back. Without it every distance is `inf`
 //!   and the smallest index wins whatever the geometry.
 //!
+//! `TRIDENT_PAIRS_TRACE` set: `closest_pairs` prints the time of its three
+//! phases (tree build, query order, search) to stderr.
+//!
 //! What it is not: an index you can keep across calls (each call rebuilds it;
 //! building is a small part of a call of any size), or an approximate search.
 
