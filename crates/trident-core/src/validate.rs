@@ -34,18 +34,14 @@ pub fn exact_len(field: &'static str, rows: usize, cols: usize, len: usize) -> R
 }
 
 /// Fails on the first NaN or infinity in `data`, naming `field` and its index.
+///
+/// Fast because it runs on every host call of every backend, ahead of the
+/// work: blocks are screened branch-free (the compiler vectorizes the `&`
+/// fold), large slices on several threads, and only a failing block is
+/// searched for its first bad entry. A single chain of adds here took 40 ms
+/// of a 52 ms host-to-host gemm-4096 on the H100 machine (issue 11).
 pub fn check_finite<T: Scalar>(field: &'static str, data: &[T]) -> Result<()> {
-    // A sum is a fast screen: it is finite iff all entries are (barring overflow,
-    // which the scan below then sorts out).
-    if data
-        .iter()
-        .copied()
-        .fold(T::ZERO, |a, b| a + b * T::ZERO)
-        .is_finite()
-    {
-        return Ok(());
-    }
-    match data.iter().position(|v| !v.is_finite()) {
+    match first_non_finite(data) {
         Some(i) => Err(Error::NonFinite {
             field,
             index: i,
@@ -55,11 +51,60 @@ pub fn check_finite<T: Scalar>(field: &'static str, data: &[T]) -> Result<()> {
     }
 }
 
+/// Elements per branch-free block of [`first_non_finite`].
+const FINITE_BLOCK: usize = 512;
+/// From this many elements the scan is split over threads.
+const FINITE_PAR_MIN: usize = 1 << 22;
+/// Most threads one scan uses: a few saturate a socket's memory bandwidth.
+const FINITE_MAX_THREADS: usize = 8;
+
+/// The index of the first NaN or infinity in `data`.
+fn first_non_finite<T: Scalar>(data: &[T]) -> Option<usize> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(FINITE_MAX_THREADS)
+        .min(data.len() / (FINITE_PAR_MIN / 4).max(1));
+    if data.len() < FINITE_PAR_MIN || threads < 2 {
+        return first_non_finite_serial(data);
+    }
+    let part = data.len().div_ceil(threads);
+    // The first bad index of the first part that has one: parts are in order.
+    std::thread::scope(|s| {
+        let parts: Vec<_> = data
+            .chunks(part)
+            .map(|c| s.spawn(move || first_non_finite_serial(c)))
+            .collect();
+        parts.into_iter().enumerate().find_map(|(p, h)| {
+            // A scan thread cannot panic; if one did, scan its part here.
+            let r = h.join().unwrap_or_else(|_| {
+                first_non_finite_serial(&data[p * part..((p + 1) * part).min(data.len())])
+            });
+            r.map(|i| p * part + i)
+        })
+    })
+}
+
+fn first_non_finite_serial<T: Scalar>(data: &[T]) -> Option<usize> {
+    let bad = data
+        .chunks(FINITE_BLOCK)
+        .position(|b| !b.iter().fold(true, |ok, v| ok & v.is_finite()))?;
+    let start = bad * FINITE_BLOCK;
+    data[start..]
+        .iter()
+        .position(|v| !v.is_finite())
+        .map(|i| start + i)
+}
+
 fn check_view_finite<T: Scalar>(field: &'static str, m: &MatRef<'_, T>) -> Result<()> {
     // A view with no elements may still have 2^40 rows of length 0: do not
     // walk them (nothing to compute must cost nothing).
     if m.rows() == 0 || m.cols() == 0 {
         return Ok(());
+    }
+    if m.ld() == m.cols() {
+        // Packed: one slice, scanned on several threads when large; its
+        // indices are the view's `i * ld + j`.
+        return check_finite(field, &m.data()[..m.rows() * m.cols()]);
     }
     for i in 0..m.rows() {
         if let Err(Error::NonFinite { index, value, .. }) = check_finite(field, m.row(i)) {
@@ -443,4 +488,50 @@ fn device_points<M: DeviceMemory + ?Sized>(
     point_count("a", a)?;
     point_count("b", b)?;
     Ok((a, b))
+}
+
+#[cfg(test)]
+mod finite_tests {
+    use super::*;
+
+    /// The first bad entry is found wherever it sits: inside or at the edge
+    /// of a block, in any part of a scan split over threads, with a second
+    /// bad entry later on.
+    #[test]
+    fn the_first_non_finite_entry_is_reported() {
+        for len in [0, 1, 511, 512, 513, 5000, FINITE_PAR_MIN + 12_345] {
+            let mut v = vec![1.5f32; len];
+            assert!(check_finite("v", &v).is_ok(), "{len}");
+            let spots = [
+                0,
+                FINITE_BLOCK - 1,
+                FINITE_BLOCK,
+                len / 3,
+                len / 2 + 7,
+                len.saturating_sub(1),
+            ];
+            for &at in spots.iter().filter(|&&at| at < len) {
+                for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+                    v[at] = bad;
+                    if at + 100 < len {
+                        v[at + 100] = f32::NAN;
+                    }
+                    match check_finite("v", &v) {
+                        Err(Error::NonFinite {
+                            field: "v", index, ..
+                        }) => {
+                            assert_eq!(index, at, "len {len}")
+                        }
+                        other => panic!("len {len} at {at}: {other:?}"),
+                    }
+                    v[at] = 1.5;
+                    if at + 100 < len {
+                        v[at + 100] = 1.5;
+                    }
+                }
+            }
+        }
+        // Large finite values whose sum would overflow are still finite.
+        assert!(check_finite("v", &vec![f64::MAX; 2000]).is_ok());
+    }
 }

@@ -334,6 +334,42 @@ impl fmt::Debug for ModuleCache {
     }
 }
 
+/// Phase timings on stderr when the environment variable given to
+/// [`Trace::new`] is set (development: each lap synchronizes the stream, so
+/// traced runs are slower overall).
+pub(crate) struct Trace {
+    on: bool,
+    label: &'static str,
+    t: std::time::Instant,
+}
+
+impl Trace {
+    pub(crate) fn new(env: &str, label: &'static str) -> Self {
+        Trace {
+            on: std::env::var_os(env).is_some(),
+            label,
+            t: std::time::Instant::now(),
+        }
+    }
+
+    /// Prints the time since the last lap (after the queued work finished).
+    pub(crate) fn lap(&mut self, be: &CudaBackend, what: impl FnOnce() -> String) -> Result<()> {
+        if self.on {
+            be.stream()
+                .synchronize()
+                .map_err(driver_error("synchronize (trace)"))?;
+            eprintln!(
+                "{} trace: {:8.3} ms  {}",
+                self.label,
+                self.t.elapsed().as_secs_f64() * 1e3,
+                what()
+            );
+            self.t = std::time::Instant::now();
+        }
+        Ok(())
+    }
+}
+
 fn poisoned() -> Error {
     Error::Backend("kernel cache lock poisoned by a panic".into())
 }

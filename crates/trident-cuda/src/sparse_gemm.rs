@@ -19,7 +19,7 @@ use trident_core::{
 };
 
 use crate::CudaBackend;
-use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
+use crate::device::{CudaBuffer, KernelSource, Trace, count_u32, launch_kernel};
 
 /// `kernels/sparse_gemm.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
@@ -168,37 +168,6 @@ fn bin_slices(list: &CudaBuffer<u32>, counts: &[u64]) -> Vec<(u64, u32)> {
         start += c;
     }
     out
-}
-
-/// Phase timings on stderr when `TRIDENT_SPGEMM_TRACE` is set (development:
-/// each lap synchronizes the stream, so traced runs are slower overall).
-struct Trace {
-    on: bool,
-    t: std::time::Instant,
-}
-
-impl Trace {
-    fn new() -> Self {
-        Trace {
-            on: std::env::var_os("TRIDENT_SPGEMM_TRACE").is_some(),
-            t: std::time::Instant::now(),
-        }
-    }
-
-    fn lap(&mut self, be: &CudaBackend, what: impl FnOnce() -> String) -> Result<()> {
-        if self.on {
-            be.stream()
-                .synchronize()
-                .map_err(crate::driver_error("synchronize (trace)"))?;
-            eprintln!(
-                "spgemm trace: {:8.3} ms  {}",
-                self.t.elapsed().as_secs_f64() * 1e3,
-                what()
-            );
-            self.t = std::time::Instant::now();
-        }
-        Ok(())
-    }
 }
 
 fn flags_error(flags: u64) -> Result<()> {
@@ -619,7 +588,7 @@ impl CudaBackend {
             r.meta.ptr(),
         );
         let rows_cfg = || cfg(m.div_ceil(256), 256, 0);
-        let mut tr = Trace::new();
+        let mut tr = Trace::new("TRIDENT_SPGEMM_TRACE", "spgemm");
         tr.lap(self, || {
             format!("start: {m} x {n}, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz())
         })?;
