@@ -166,18 +166,42 @@ pub fn gemm<T: Scalar>(
     b: &MatRef<'_, T>,
     c: &MatMut<'_, T>,
 ) -> Result<GemmDims> {
-    let dims = gemm_shapes(
+    let dims = gemm_dims(p, a, b, c)?;
+    gemm_finite(p, a, b, &c.as_ref())?;
+    Ok(dims)
+}
+
+/// The shape and scalar checks of [`gemm`] alone (no pass over the values).
+/// A backend that overlaps the value scan with other work calls this first,
+/// then [`gemm_finite`], and reports the latter's error before any other.
+pub fn gemm_dims<T: Scalar>(
+    p: &GemmParams<T>,
+    a: &MatRef<'_, T>,
+    b: &MatRef<'_, T>,
+    c: &MatMut<'_, T>,
+) -> Result<GemmDims> {
+    gemm_shapes(
         p,
         (a.rows(), a.cols()),
         (b.rows(), b.cols()),
         (c.rows(), c.cols()),
-    )?;
+    )
+}
+
+/// The value checks of [`gemm`]: A and B finite, and C too when `beta != 0`
+/// (it is read).
+pub fn gemm_finite<T: Scalar>(
+    p: &GemmParams<T>,
+    a: &MatRef<'_, T>,
+    b: &MatRef<'_, T>,
+    c: &MatRef<'_, T>,
+) -> Result<()> {
     check_view_finite("a", a)?;
     check_view_finite("b", b)?;
     if p.beta != T::ZERO {
-        check_view_finite("c", &c.as_ref())?;
+        check_view_finite("c", c)?;
     }
-    Ok(dims)
+    Ok(())
 }
 
 /// Checks the operands of `A * B`: shapes that fit and finite values (a

@@ -514,17 +514,30 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
         mut c: MatMut<'_, T>,
     ) -> Result<()> {
         let mut tr = Trace::new("TRIDENT_GEMM_TRACE", "gemm");
-        let d = validate::gemm(p, &a, &b, &c)?;
+        let d = validate::gemm_dims(p, &a, &b, &c)?;
         if d.m == 0 || d.n == 0 {
             return Ok(());
         }
-        tr.lap(self, || format!("validate {} x {} x {}", d.m, d.n, d.k))?;
         let na = needed(a.rows(), a.cols(), a.ld());
         let nb = needed(b.rows(), b.cols(), b.ld());
-        let da = self.upload_named(&a.data()[..na], "gemm A")?;
-        tr.lap(self, || "upload A".into())?;
-        let db = self.upload_named(&b.data()[..nb], "gemm B")?;
-        tr.lap(self, || "upload B".into())?;
+        // The scan of the values for NaN/inf runs beside the uploads (both
+        // are bound by host memory, on different threads); its error, if
+        // any, is reported first, and nothing has been computed by then.
+        let (checked, uploaded) = std::thread::scope(|s| {
+            let scan = s.spawn(|| validate::gemm_finite(p, &a, &b, &c.as_ref()));
+            let up = self
+                .upload_named(&a.data()[..na], "gemm A")
+                .and_then(|da| Ok((da, self.upload_named(&b.data()[..nb], "gemm B")?)));
+            let checked = scan
+                .join()
+                .unwrap_or_else(|_| validate::gemm_finite(p, &a, &b, &c.as_ref()));
+            (checked, up)
+        });
+        checked?;
+        let (da, db) = uploaded?;
+        tr.lap(self, || {
+            format!("check values + upload A, B ({} x {} x {})", d.m, d.n, d.k)
+        })?;
         let mut dc = self.alloc::<T>(d.m * d.n, "gemm C")?;
         tr.lap(self, || "alloc C".into())?;
         // A packed C (ld = n) moves as one staged copy each way, straight
