@@ -41,7 +41,7 @@ pub fn exact_len(field: &'static str, rows: usize, cols: usize, len: usize) -> R
 /// searched for its first bad entry. A single chain of adds here took 40 ms
 /// of a 52 ms host-to-host gemm-4096 on the H100 machine (issue 11).
 pub fn check_finite<T: Scalar>(field: &'static str, data: &[T]) -> Result<()> {
-    match first_non_finite(data) {
+    match first_bad(data, |v: T| v.is_finite()) {
         Some(i) => Err(Error::NonFinite {
             field,
             index: i,
@@ -51,47 +51,48 @@ pub fn check_finite<T: Scalar>(field: &'static str, data: &[T]) -> Result<()> {
     }
 }
 
-/// Elements per branch-free block of [`first_non_finite`].
+/// Elements per branch-free block of [`first_bad`].
 const FINITE_BLOCK: usize = 512;
 /// From this many elements the scan is split over threads.
 const FINITE_PAR_MIN: usize = 1 << 22;
 /// Most threads one scan uses: a few saturate a socket's memory bandwidth.
 const FINITE_MAX_THREADS: usize = 8;
 
-/// The index of the first NaN or infinity in `data`.
-fn first_non_finite<T: Scalar>(data: &[T]) -> Option<usize> {
+/// The index of the first element of `data` that is not `ok`.
+fn first_bad<T: Copy + Sync>(data: &[T], ok: impl Fn(T) -> bool + Sync) -> Option<usize> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(FINITE_MAX_THREADS)
         .min(data.len() / (FINITE_PAR_MIN / 4).max(1));
     if data.len() < FINITE_PAR_MIN || threads < 2 {
-        return first_non_finite_serial(data);
+        return first_bad_serial(data, &ok);
     }
     let part = data.len().div_ceil(threads);
+    let ok = &ok;
     // The first bad index of the first part that has one: parts are in order.
     std::thread::scope(|s| {
         let parts: Vec<_> = data
             .chunks(part)
-            .map(|c| s.spawn(move || first_non_finite_serial(c)))
+            .map(|c| s.spawn(move || first_bad_serial(c, ok)))
             .collect();
         parts.into_iter().enumerate().find_map(|(p, h)| {
             // A scan thread cannot panic; if one did, scan its part here.
             let r = h.join().unwrap_or_else(|_| {
-                first_non_finite_serial(&data[p * part..((p + 1) * part).min(data.len())])
+                first_bad_serial(&data[p * part..((p + 1) * part).min(data.len())], ok)
             });
             r.map(|i| p * part + i)
         })
     })
 }
 
-fn first_non_finite_serial<T: Scalar>(data: &[T]) -> Option<usize> {
+fn first_bad_serial<T: Copy>(data: &[T], ok: &impl Fn(T) -> bool) -> Option<usize> {
     let bad = data
         .chunks(FINITE_BLOCK)
-        .position(|b| !b.iter().fold(true, |ok, v| ok & v.is_finite()))?;
+        .position(|b| !b.iter().fold(true, |all, &v| all & ok(v)))?;
     let start = bad * FINITE_BLOCK;
     data[start..]
         .iter()
-        .position(|v| !v.is_finite())
+        .position(|&v| !ok(v))
         .map(|i| start + i)
 }
 
@@ -263,15 +264,16 @@ pub fn points(field: &'static str, p: &[Point]) -> Result<()> {
 /// `Unsupported` hands the call on to the next backend of a facade chain.
 pub fn f32_distances_fit(a: &[Point], b: &[Point]) -> Result<()> {
     for (field, pts) in [("a", a), ("b", b)] {
-        for (i, p) in pts.iter().enumerate() {
-            if let Some(d) = (0..3).find(|&d| p[d].abs() > crate::F32_SAFE_COORD) {
-                return Err(Error::Unsupported(format!(
-                    "{field}[{i}] coordinate {d} = {:e} exceeds {:e}: f32 squared distances \
-                     would overflow, and this backend does not rescale",
-                    p[d],
-                    crate::F32_SAFE_COORD
-                )));
-            }
+        let flat: &[f32] = bytemuck::cast_slice(pts);
+        // `!(|v| > limit)` so that a NaN (rejected earlier by `points`) passes.
+        if let Some(at) = first_bad(flat, |v: f32| !(v.abs() > crate::F32_SAFE_COORD)) {
+            let (i, d) = (at / 3, at % 3);
+            return Err(Error::Unsupported(format!(
+                "{field}[{i}] coordinate {d} = {:e} exceeds {:e}: f32 squared distances \
+                 would overflow, and this backend does not rescale",
+                flat[at],
+                crate::F32_SAFE_COORD
+            )));
         }
     }
     Ok(())
