@@ -265,8 +265,9 @@ pub fn points(field: &'static str, p: &[Point]) -> Result<()> {
 pub fn f32_distances_fit(a: &[Point], b: &[Point]) -> Result<()> {
     for (field, pts) in [("a", a), ("b", b)] {
         let flat: &[f32] = bytemuck::cast_slice(pts);
-        // `!(|v| > limit)` so that a NaN (rejected earlier by `points`) passes.
-        if let Some(at) = first_bad(flat, |v: f32| !(v.abs() > crate::F32_SAFE_COORD)) {
+        // A NaN (rejected earlier by `points`) passes, as before.
+        let fits = |v: f32| v.abs() <= crate::F32_SAFE_COORD || v.is_nan();
+        if let Some(at) = first_bad(flat, fits) {
             let (i, d) = (at / 3, at % 3);
             return Err(Error::Unsupported(format!(
                 "{field}[{i}] coordinate {d} = {:e} exceeds {:e}: f32 squared distances \
