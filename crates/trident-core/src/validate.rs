@@ -209,7 +209,18 @@ pub fn gemm_finite<T: Scalar>(
 /// [`CsrMatrix`] built by [`CsrMatrix::from_result`], e.g. an earlier product
 /// that overflowed, may hold `inf`; it is not a valid input).
 pub fn spgemm<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<()> {
-    spgemm_shapes((a.rows(), a.cols()), (b.rows(), b.cols()))?;
+    spgemm_dims(a, b)?;
+    spgemm_finite(a, b)
+}
+
+/// The shape check of [`spgemm`] alone (for a backend that overlaps the
+/// value scan, [`spgemm_finite`], with other work and reports it first).
+pub fn spgemm_dims<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<()> {
+    spgemm_shapes((a.rows(), a.cols()), (b.rows(), b.cols()))
+}
+
+/// The value check of [`spgemm`]: every stored value of A and B finite.
+pub fn spgemm_finite<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<()> {
     check_finite("a.values", a.values())?;
     check_finite("b.values", b.values())
 }

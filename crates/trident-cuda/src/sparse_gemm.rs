@@ -804,12 +804,25 @@ impl<T: Scalar> SparseGemmDevice<T> for CudaBackend {
 
 impl<T: Scalar> SparseGemm<T> for CudaBackend {
     fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
-        validate::spgemm(a, b)?;
-        if a.nnz() == 0 || b.nnz() == 0 {
+        validate::spgemm_dims(a, b)?;
+        // The NaN/inf scan runs beside the uploads; its error comes first.
+        let (checked, uploaded) = std::thread::scope(|s| {
+            let scan = s.spawn(|| validate::spgemm_finite(a, b));
+            let up = if a.nnz() == 0 || b.nnz() == 0 {
+                Ok(None)
+            } else {
+                self.upload_csr(a)
+                    .and_then(|da| Ok(Some((da, self.upload_csr(b)?))))
+            };
+            let checked = scan
+                .join()
+                .unwrap_or_else(|_| validate::spgemm_finite(a, b));
+            (checked, up)
+        });
+        checked?;
+        let Some((da, db)) = uploaded? else {
             return CsrMatrix::zeros(a.rows(), b.cols());
-        }
-        let da = self.upload_csr(a)?;
-        let db = self.upload_csr(b)?;
+        };
         let dc = self.product(&da, &db)?;
         self.download_product(&dc)
     }
