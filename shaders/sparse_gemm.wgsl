@@ -19,7 +19,11 @@
 //     memory): both kernels run over the whole merge list and each takes
 //     its rows by their product count.
 //  3. General bin (`spg_*_general`), one workgroup per row, rows drawn from a
-//     queue (a global atomic counter) by a fixed number of workgroups: the
+//     queue (a global atomic counter) by a fixed number of workgroups (on
+//     CPU adapters one row per workgroup, `one_row`: Mesa's llvmpipe ends a
+//     shader's loops after 65,535 iterations in all, so no workgroup may
+//     add up the loops of many rows; a single row of some 10,000 entries of
+//     A would still reach the cap there): the
 //     row's column span is cut into windows of up to WG * SLICE_MAX columns,
 //     each a bitmap in workgroup memory. The workgroup walks A's row and
 //     splits each B row among its threads (entry f to thread f mod WG); bits
@@ -60,7 +64,9 @@ const NONE: u32 = 0xffffffffu;
 
 struct SpgParams {
     rows: u32,
-    _p: u32,
+    // 1: a general-bin workgroup takes one row only (CPU adapters: llvmpipe's
+    // loop cap counts every iteration of the invocation).
+    one_row: u32,
     _p0: u32,
     _p1: u32,
 }
@@ -526,11 +532,16 @@ fn sat_add(win: u32, off: u32) -> u32 {
 // Symbolic: writes each row's nnz; numeric: writes the row into C.
 fn general(lid: u32, numeric: bool) {
     let qi = select(0u, 1u, numeric);
+    var taken = 0u;
     loop {
         if (lid == 0u) {
             let m = mpos[sp.rows];
-            let k = atomicAdd(&qmeta[qi], 1u);
             var r = vec4<u32>(NONE, 0u, 0u, 0u);
+            var k = NONE;
+            if (sp.one_row == 0u || taken == 0u) {
+                k = atomicAdd(&qmeta[qi], 1u);
+            }
+            taken = taken + 1u;
             if (k < sp.rows - m) {
                 let row = list[m + k];
                 r = vec4<u32>(row, a_off[2u * row], a_off[2u * row + 2u], 0u);

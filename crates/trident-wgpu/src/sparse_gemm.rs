@@ -121,7 +121,9 @@ impl Trace {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
     rows: u32,
-    _pad: [u32; 3],
+    /// 1: each general-bin workgroup computes one row (CPU adapters).
+    one_row: u32,
+    _pad: [u32; 2],
 }
 
 /// Core's buffer-size check ([`trident_core::validate::device_csr`]) plus this
@@ -158,9 +160,15 @@ impl WgpuBackend {
         b: &DeviceCsr<Self, T>,
     ) -> Result<DeviceCsr<Self, T>> {
         let rows = a.rows();
+        // Mesa's llvmpipe ends a shader's loops after 65,535 iterations in
+        // all. There the general bin's workgroups draw a row each instead of
+        // draining the row queue (the first workgroups to run would take
+        // every row), so a workgroup's iterations are those of its own row.
+        let cpu = self.ctx.info.device_type == wgpu::DeviceType::Cpu;
         let params = self.uniform(&Params {
             rows: rows as u32,
-            _pad: [0; 3],
+            one_row: u32::from(cpu),
+            _pad: [0; 2],
         });
         let (a_off, b_off) = (a.offsets.cast_ref::<u32>()?, b.offsets.cast_ref::<u32>()?);
         let (a_val, b_val) = (a.values.cast_ref::<f32>()?, b.values.cast_ref::<f32>()?);
@@ -209,8 +217,12 @@ impl WgpuBackend {
         let team_groups = self.grid((rows as u64).div_ceil(TEAMS))?;
         enc.dispatch(&SYM_TEAM, &args_sym, team_groups)?;
         enc = tr.lap(self, enc, "symbolic merge bin (thread and team kernels)")?;
-        let sym_groups = rows.clamp(1, GENERAL_GROUPS) as u32;
-        enc.dispatch(&SYM_GENERAL, &args_sym, [sym_groups, 1, 1])?;
+        let sym_groups = if cpu {
+            self.grid(rows.max(1) as u64)?
+        } else {
+            [rows.clamp(1, GENERAL_GROUPS) as u32, 1, 1]
+        };
+        enc.dispatch(&SYM_GENERAL, &args_sym, sym_groups)?;
         enc = tr.lap(self, enc, "symbolic general bin")?;
         self.scan_exclusive_u32(&mut enc, &cnt, rows + 1)?;
         enc.copy(&cnt, rows, &info, 0, 1)?;
@@ -255,7 +267,11 @@ impl WgpuBackend {
         let c_val = self.alloc_uninit::<f32>(nnz, "spgemm C values")?;
         let c_off = self.alloc_uninit::<u64>(rows + 1, "spgemm C offsets")?;
         let c_off32 = c_off.cast_ref::<u32>()?;
-        let num_groups = general_rows.min(GENERAL_GROUPS);
+        let num_groups = if cpu {
+            general_rows
+        } else {
+            general_rows.min(GENERAL_GROUPS)
+        };
         let mut args_num = args.to_vec();
         args_num.extend([Arg::buf(&c_idx), Arg::buf(&c_val), Arg::buf(&c_off32)]);
         let mut enc = self.encoder("spgemm numeric");
@@ -267,7 +283,7 @@ impl WgpuBackend {
         enc.dispatch(&NUM_TEAM, &args_num, team_groups)?;
         enc = tr.lap(self, enc, "offsets, numeric merge bin")?;
         if num_groups > 0 {
-            enc.dispatch(&NUM_GENERAL, &args_num, [num_groups as u32, 1, 1])?;
+            enc.dispatch(&NUM_GENERAL, &args_num, self.grid(num_groups as u64)?)?;
         }
         enc = tr.lap(
             self,
@@ -429,6 +445,11 @@ mod tests {
             let b = random_csr::<f32>(200, 500, 0.06, true, 11);
             check(&be, &a, &b, &format!("short rows {d}"));
         }
+        // Thousands of general-bin rows: on llvmpipe, whose loop cap counts
+        // all iterations of an invocation, a workgroup that drained the row
+        // queue would be cut off; there each workgroup takes one row.
+        let a = random_csr::<f32>(3000, 3000, 0.005, true, 5);
+        check(&be, &a, &a, "many general rows");
         // One B row longer than the merge bin takes, A rows of one entry.
         let long: Vec<(u32, u32, f32)> = (0..1000).map(|j| (0, 3 * j, 0.5 + j as f32)).collect();
         let b = csr(2, 3000, &long);
