@@ -298,16 +298,18 @@ __device__ void omp_batch(int rows, int n, int K, int m, const T* __restrict__ X
     }
 }
 
-// Entry points, one per element type (written out so each name appears once).
-extern "C" __global__ void __launch_bounds__(256) omp_correlate_f32(int rows, int n, int K, const float* X, long long ldx, const float* D, long long ldd, double* out, long long ldo) {
-    correlate<float>(rows, n, K, X, ldx, D, ldd, out, ldo);
-}
-extern "C" __global__ void __launch_bounds__(256) omp_correlate_f64(int rows, int n, int K, const double* X, long long ldx, const double* D, long long ldd, double* out, long long ldo) {
-    correlate<double>(rows, n, K, X, ldx, D, ldd, out, ldo);
-}
-extern "C" __global__ void __launch_bounds__(OMP_WARPS * WARP) omp_batch_f32(int rows, int n, int K, int m, const float* X, long long ldx, const float* DT, const double* G, const double* A0, long long lda, double eps, int has_eps, unsigned* counts, unsigned* atoms, float* coefs, float* r2out, int use_global, char* gscratch, long long sbytes) {
-    omp_batch<float>(rows, n, K, m, X, ldx, DT, G, A0, lda, eps, has_eps, counts, atoms, coefs, r2out, use_global, gscratch, sbytes);
-}
-extern "C" __global__ void __launch_bounds__(OMP_WARPS * WARP) omp_batch_f64(int rows, int n, int K, int m, const double* X, long long ldx, const double* DT, const double* G, const double* A0, long long lda, double eps, int has_eps, unsigned* counts, unsigned* atoms, double* coefs, double* r2out, int use_global, char* gscratch, long long sbytes) {
-    omp_batch<double>(rows, n, K, m, X, ldx, DT, G, A0, lda, eps, has_eps, counts, atoms, coefs, r2out, use_global, gscratch, sbytes);
-}
+// Entry points, one per element type, each declared on one `*_ENTRY` line so
+// that a call compiles only its own type's two kernels, in parallel
+// (`KernelSource::per_entry`, `CudaBackend::prepare`).
+#define OMP_CORRELATE_ENTRY(NAME, T) \
+    extern "C" __global__ void __launch_bounds__(256) NAME(int rows, int n, int K, const T* X, long long ldx, const T* D, long long ldd, double* out, long long ldo) { \
+        correlate<T>(rows, n, K, X, ldx, D, ldd, out, ldo); \
+    }
+#define OMP_BATCH_ENTRY(NAME, T) \
+    extern "C" __global__ void __launch_bounds__(OMP_WARPS * WARP) NAME(int rows, int n, int K, int m, const T* X, long long ldx, const T* DT, const double* G, const double* A0, long long lda, double eps, int has_eps, unsigned* counts, unsigned* atoms, T* coefs, T* r2out, int use_global, char* gscratch, long long sbytes) { \
+        omp_batch<T>(rows, n, K, m, X, ldx, DT, G, A0, lda, eps, has_eps, counts, atoms, coefs, r2out, use_global, gscratch, sbytes); \
+    }
+OMP_CORRELATE_ENTRY(omp_correlate_f32, float)
+OMP_CORRELATE_ENTRY(omp_correlate_f64, double)
+OMP_BATCH_ENTRY(omp_batch_f32, float)
+OMP_BATCH_ENTRY(omp_batch_f64, double)

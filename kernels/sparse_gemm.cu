@@ -573,21 +573,32 @@ struct Merge {
 
 #define MERGE_THREADS 128
 
-extern "C" __global__ void spg_sym_merge(const u64* a_off, const u32* a_col, const u64* b_off,
-                                         const u32* b_col, const u32* rows, u32 count, u32* nnz,
-                                         u64* meta) {
+template <typename T>
+__device__ __forceinline__ void sym_merge(Csr<T> A, Csr<T> B, const u32* __restrict__ rows,
+                                          u32 count, u32* __restrict__ nnz) {
     const u32 r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= count) return;
-    const Csr<float> A{a_off, a_col, nullptr}, B{b_off, b_col, nullptr};
     const u32 row = rows[r];
-    Merge<float, false> mg;
+    Merge<T, false> mg;
     mg.init(A, B, row);
     u32 n = 0;
-    float unused;
+    T unused;
     // Each step emits one column, and a row has at most MERGE_MAX_W products.
     while (n <= MERGE_MAX_W && mg.next(B, &unused) != EMPTY) ++n;
     nnz[row] = n;
 }
+
+// The symbolic kernels read no values: T = float only types the CSR views.
+// Every kernel is declared on one `*_ENTRY` line so that a call can compile
+// each alone, in parallel (`KernelSource::per_entry`, `CudaBackend::prepare`).
+#define SYM_MERGE_ENTRY(NAME, T)                                                                \
+    extern "C" __global__ void NAME(const u64* a_off, const u32* a_col, const u64* b_off,       \
+                                    const u32* b_col, const u32* rows, u32 count, u32* nnz,     \
+                                    u64* meta) {                                                \
+        sym_merge<T>(Csr<T>{a_off, a_col, nullptr}, Csr<T>{b_off, b_col, nullptr}, rows, count, \
+                     nnz);                                                                      \
+    }
+SYM_MERGE_ENTRY(spg_sym_merge, float)
 
 // The numeric merge stages each warp's output through shared memory, D
 // entries per row at a time, so that a warp writes one row's run with
@@ -995,12 +1006,14 @@ __device__ __forceinline__ void num_warp_hash(Csr<T> A, Csr<T> B, const u32* __r
     }
 }
 
-extern "C" __global__ void spg_sym_warp_hash(const u64* a_off, const u32* a_col, const u64* b_off,
-                                             const u32* b_col, const u32* rows, u32 count,
-                                             u32 size, u32 shift, u32* nnz, u64* meta) {
-    sym_warp_hash(Csr<float>{a_off, a_col, nullptr}, Csr<float>{b_off, b_col, nullptr}, rows, count,
-                  size, shift, nnz, meta);
-}
+#define SYM_WARP_HASH_ENTRY(NAME, T)                                                            \
+    extern "C" __global__ void NAME(const u64* a_off, const u32* a_col, const u64* b_off,       \
+                                    const u32* b_col, const u32* rows, u32 count, u32 size,     \
+                                    u32 shift, u32* nnz, u64* meta) {                           \
+        sym_warp_hash(Csr<T>{a_off, a_col, nullptr}, Csr<T>{b_off, b_col, nullptr}, rows, count, \
+                      size, shift, nnz, meta);                                                  \
+    }
+SYM_WARP_HASH_ENTRY(spg_sym_warp_hash, float)
 
 #define NUM_WARP_HASH_ENTRY(NAME, T)                                                            \
     extern "C" __global__ void __launch_bounds__(256)                                          \
@@ -1227,13 +1240,14 @@ __device__ __forceinline__ void num_dense_rows(Csr<T> A, Csr<T> B, const u32* __
     }
 }
 
-extern "C" __global__ void spg_sym_dense(const u64* a_off, const u32* a_col, const u64* b_off,
-                                         const u32* b_col, const u32* rows, u32 count,
-                                         const u32* lo, const u32* hi, u64 win, u32* nnz,
-                                         u64* meta) {
-    sym_dense_rows(Csr<float>{a_off, a_col, nullptr}, Csr<float>{b_off, b_col, nullptr}, rows,
-                   count, lo, hi, win, nnz, meta);
-}
+#define SYM_DENSE_ENTRY(NAME, T)                                                                \
+    extern "C" __global__ void NAME(const u64* a_off, const u32* a_col, const u64* b_off,       \
+                                    const u32* b_col, const u32* rows, u32 count, const u32* lo, \
+                                    const u32* hi, u64 win, u32* nnz, u64* meta) {              \
+        sym_dense_rows(Csr<T>{a_off, a_col, nullptr}, Csr<T>{b_off, b_col, nullptr}, rows, count, \
+                       lo, hi, win, nnz, meta);                                                 \
+    }
+SYM_DENSE_ENTRY(spg_sym_dense, float)
 
 #define NUM_DENSE_ENTRY(NAME, T)                                                                \
     extern "C" __global__ void __launch_bounds__(BLOCK_WARPS * 32)                             \
@@ -1330,14 +1344,16 @@ __device__ __forceinline__ void block_hash_rows(Csr<T> A, Csr<T> B, const u32* _
     }
 }
 
-extern "C" __global__ void spg_sym_block_hash(const u64* a_off, const u32* a_col, const u64* b_off,
-                                              const u32* b_col, const u32* rows, u32 count,
-                                              const u32* lo, const u32* hi, u32 size, u32 shift,
-                                              u32* gkeys, u32* nnz, u64* meta) {
-    block_hash_rows<float, false>(Csr<float>{a_off, a_col, nullptr},
-                                  Csr<float>{b_off, b_col, nullptr}, rows, count, lo, hi, size,
-                                  shift, gkeys, nullptr, nnz, nullptr, nullptr, nullptr, meta);
-}
+#define SYM_BLOCK_HASH_ENTRY(NAME, T)                                                           \
+    extern "C" __global__ void NAME(const u64* a_off, const u32* a_col, const u64* b_off,       \
+                                    const u32* b_col, const u32* rows, u32 count, const u32* lo, \
+                                    const u32* hi, u32 size, u32 shift, u32* gkeys, u32* nnz,   \
+                                    u64* meta) {                                                \
+        block_hash_rows<T, false>(Csr<T>{a_off, a_col, nullptr}, Csr<T>{b_off, b_col, nullptr}, \
+                                  rows, count, lo, hi, size, shift, gkeys, nullptr, nnz,        \
+                                  nullptr, nullptr, nullptr, meta);                             \
+    }
+SYM_BLOCK_HASH_ENTRY(spg_sym_block_hash, float)
 
 #define NUM_BLOCK_HASH_ENTRY(NAME, T)                                                           \
     extern "C" __global__ void __launch_bounds__(BLOCK_WARPS * 32)                             \

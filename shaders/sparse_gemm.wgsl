@@ -14,21 +14,31 @@
 //     (sorted) B rows of A's row with the heads in registers. Each output
 //     column is the minimum head; the lists holding it are summed in A's
 //     order. The output comes out sorted: nothing to hash, nothing to sort.
+//     Merge rows of TEAM_MIN + 1 to TEAM_W products go instead to the team
+//     kernels (`spg_*_team`, 32 threads per row, products in workgroup
+//     memory): both kernels run over the whole merge list and each takes
+//     its rows by their product count.
 //  3. General bin (`spg_*_general`), one workgroup per row, rows drawn from a
-//     queue (a global atomic counter) by a fixed number of workgroups: the
-//     row's column span is cut into windows of up to WG * SLICE_MAX columns
-//     and each thread owns a contiguous slice of SLICE_MAX or fewer columns
-//     of the window (a bitmap of its slice in workgroup memory; numeric: the
-//     values of its slice in a global scratch row of its workgroup). A
-//     thread walks A's row in order and, in each B row, binary-searches its
-//     slice and accumulates the products that fall in it. A column has one
-//     owner, so no atomics and no barriers are needed while accumulating,
-//     and each value is summed in A's order. The window's entries are then
-//     emitted in column order: per-thread counts, a workgroup scan, each
-//     thread writes its slice. Windows skip column ranges with no entry (the
-//     last thread sees where the next entry after the window is), so a row
-//     costs windows * (its A entries) binary searches, windows <= min(span /
-//     window width, nnz of the row) + 1.
+//     queue (a global atomic counter) by a fixed number of workgroups (on
+//     CPU adapters one row per workgroup, `one_row`: Mesa's llvmpipe ends a
+//     shader's loops after 65,535 iterations in all, so no workgroup may
+//     add up the loops of many rows; a single row of some 10,000 entries of
+//     A would still reach the cap there): the
+//     row's column span is cut into windows of up to WG * SLICE_MAX columns,
+//     each a bitmap in workgroup memory. The workgroup walks A's row and
+//     splits each B row among its threads (entry f to thread f mod WG); bits
+//     are set with atomicOr. A column is owned by thread (column - window) /
+//     slice: per-thread counts, a workgroup scan (symbolic: the nnz). The
+//     numeric pass then writes the window's columns into C in order with
+//     zero values and walks the products again, adding each into C at its
+//     column's rank (from the bitmap), with a barrier between B rows: a B
+//     row holds a column once, so the threads of one step never share a
+//     column, and each value is accumulated in A's order.
+//     Windows skip column ranges with no entry (an atomicMin finds the next
+//     entry past the window), so a row costs windows * (its products) steps,
+//     windows <= min(span / window width, nnz of the row) + 1. (Before: each
+//     thread binary-searched every B row for its slice, 256 searches per
+//     B row, far more work than the products on R-MAT.)
 //  4. Between the phases the host reads back nnz(C) (and the general bin's
 //     row count) once to allocate C exactly; the numeric kernels write C's
 //     offsets as u64 and the rows in place.
@@ -54,7 +64,9 @@ const NONE: u32 = 0xffffffffu;
 
 struct SpgParams {
     rows: u32,
-    _p: u32,
+    // 1: a general-bin workgroup takes one row only (CPU adapters: llvmpipe's
+    // loop cap counts every iteration of the invocation).
+    one_row: u32,
     _p0: u32,
     _p1: u32,
 }
@@ -79,7 +91,6 @@ struct SpgParams {
 @group(0) @binding(11) var<storage, read_write> c_idx: array<u32>;
 @group(0) @binding(12) var<storage, read_write> c_val: array<f32>;
 @group(0) @binding(13) var<storage, read_write> c_off: array<u32>;
-@group(0) @binding(14) var<storage, read_write> scratch: array<f32>;
 
 fn row_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * WG;
@@ -158,60 +169,87 @@ fn add_total_global(n: u32, carry: u32) {
 
 // ---------------------------------------------------------------- merge bin
 
+// One list of the merge: head column (NONE when done), position and end in
+// B, A's value.
+struct Lst {
+    h: u32,
+    p: u32,
+    e: u32,
+    a: f32,
+}
+
+// List `q` of A's row starting at `s` with `n` entries (empty past n).
+fn lst_open(s: u32, n: u32, q: u32, numeric: bool) -> Lst {
+    var l = Lst(NONE, 0u, 0u, 0.0);
+    if (q < n) {
+        let p = a_idx[s + q];
+        l.p = b_off[2u * p];
+        l.e = b_off[2u * p + 2u];
+        if (l.p < l.e) {
+            l.h = b_idx[l.p];
+        }
+        if (numeric) {
+            l.a = a_val[s + q];
+        }
+    }
+    return l;
+}
+
+// When the list's head is `m`: adds its product to `acc` and advances it.
+fn lst_step(l: ptr<function, Lst>, m: u32, acc: ptr<function, f32>, numeric: bool) {
+    if ((*l).h == m) {
+        let f = (*l).p;
+        if (numeric) {
+            *acc = fma((*l).a, b_val[f], *acc);
+        }
+        let g = f + 1u;
+        (*l).p = g;
+        var h = NONE;
+        if (g < (*l).e) {
+            h = b_idx[g];
+        }
+        (*l).h = h;
+    }
+}
+
 // Merges the B rows of A's row `row`; numeric: writes the entries from `out`.
-// Returns the row's nnz.
+// Returns the row's nnz, or NONE for a row of TEAM_MIN + 1 to TEAM_W
+// products, which the team kernels (`spg_*_team`) compute instead. The MERGE_K = 8 lists are eight named variables,
+// not an array: an array indexed in a loop lands in local memory on GPUs,
+// and every step of the merge would wait on it.
 fn merge_row(row: u32, out: u32, numeric: bool) -> u32 {
     let s = a_off[2u * row];
     let n = a_off[2u * row + 2u] - s;
-    var pos: array<u32, 8>;
-    var end: array<u32, 8>;
-    var head: array<u32, 8>;
-    var av: array<f32, 8>;
-    for (var q = 0u; q < MERGE_K; q = q + 1u) {
-        var h = NONE;
-        var ps = 0u;
-        var pe = 0u;
-        var a = 0.0;
-        if (q < n) {
-            let p = a_idx[s + q];
-            ps = b_off[2u * p];
-            pe = b_off[2u * p + 2u];
-            if (ps < pe) {
-                h = b_idx[ps];
-            }
-            if (numeric) {
-                a = a_val[s + q];
-            }
-        }
-        pos[q] = ps;
-        end[q] = pe;
-        head[q] = h;
-        av[q] = a;
+    var l0 = lst_open(s, n, 0u, numeric);
+    var l1 = lst_open(s, n, 1u, numeric);
+    var l2 = lst_open(s, n, 2u, numeric);
+    var l3 = lst_open(s, n, 3u, numeric);
+    var l4 = lst_open(s, n, 4u, numeric);
+    var l5 = lst_open(s, n, 5u, numeric);
+    var l6 = lst_open(s, n, 6u, numeric);
+    var l7 = lst_open(s, n, 7u, numeric);
+    let prods = (l0.e - l0.p) + (l1.e - l1.p) + (l2.e - l2.p) + (l3.e - l3.p)
+        + (l4.e - l4.p) + (l5.e - l5.p) + (l6.e - l6.p) + (l7.e - l7.p);
+    if (prods > TEAM_MIN && prods <= TEAM_W) {
+        return NONE;
     }
     var w = out;
+    // At most MERGE_W iterations (one per output entry).
     loop {
-        var m = NONE;
-        for (var q = 0u; q < MERGE_K; q = q + 1u) {
-            m = min(m, head[q]);
-        }
+        let m = min(min(min(l0.h, l1.h), min(l2.h, l3.h)), min(min(l4.h, l5.h), min(l6.h, l7.h)));
         if (m == NONE) {
             break;
         }
+        // Lists in A's order: the chain of fma in p order.
         var acc = 0.0;
-        for (var q = 0u; q < MERGE_K; q = q + 1u) {
-            if (head[q] == m) {
-                let f = pos[q];
-                if (numeric) {
-                    acc = fma(av[q], b_val[f], acc);
-                }
-                pos[q] = f + 1u;
-                var h = NONE;
-                if (f + 1u < end[q]) {
-                    h = b_idx[f + 1u];
-                }
-                head[q] = h;
-            }
-        }
+        lst_step(&l0, m, &acc, numeric);
+        lst_step(&l1, m, &acc, numeric);
+        lst_step(&l2, m, &acc, numeric);
+        lst_step(&l3, m, &acc, numeric);
+        lst_step(&l4, m, &acc, numeric);
+        lst_step(&l5, m, &acc, numeric);
+        lst_step(&l6, m, &acc, numeric);
+        lst_step(&l7, m, &acc, numeric);
         if (numeric) {
             c_idx[w] = m;
             c_val[w] = acc;
@@ -232,7 +270,11 @@ fn spg_sym_merge(
     if (k < mpos[sp.rows]) {
         let row = list[k];
         n = merge_row(row, 0u, false);
-        cnt[row] = n;
+        if (n == NONE) {
+            n = 0u;
+        } else {
+            cnt[row] = n;
+        }
     }
     add_total(lid, n);
 }
@@ -245,6 +287,176 @@ fn spg_num_merge(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     }
     let row = list[k];
     merge_row(row, cnt[row], true);
+}
+
+// ----------------------------------------------------------------- team bin
+
+// Merge-bin rows of TEAM_MIN + 1 to TEAM_W products (uniform's 64): a
+// team of TEAM_T threads per row, TEAMS rows per workgroup. Lane l holds
+// products t = l and l + TEAM_T (t: position in the concatenation of the B
+// rows of A's row, p in order) in workgroup memory. Then, per product, in
+// one pass over the row's products in t order: it is its column's first
+// product iff no earlier one has the column, and (numeric) the first one
+// sums the column's products in t order, i.e. the fma chain in A's order.
+// Symbolic: the row's nnz is its number of first products. Numeric: a first
+// product's place in the row is the number of first products of smaller
+// column. All loops run at most TEAM_W times; loads and stores of a row are
+// made by neighbouring lanes (a thread per row scatters them across rows).
+const TEAM_T: u32 = 32u;
+const TEAMS: u32 = 8u;
+const TEAM_W: u32 = 64u;
+// Rows of at most TEAM_MIN products stay with the thread merge, as in the
+// CUDA backend (its merge bin takes W <= 32): measured on the H100, the
+// merge was faster on poisson2d (25 products per row, B rows of neighbouring
+// rows adjacent in memory: 0.3 + 1.7 ms for the two passes against 5.1 +
+// 7.5 ms in teams), the teams on uniform random rows of 64 products (whole
+// product 8.5 ms against 29.9 ms with the merge).
+const TEAM_MIN: u32 = 32u;
+var<workgroup> t_col: array<u32, 512>;
+var<workgroup> t_a: array<f32, 512>;
+var<workgroup> t_b: array<f32, 512>;
+var<workgroup> t_first: array<u32, 512>;
+var<workgroup> t_cnt: array<atomic<u32>, 8>;
+
+// Product `t - pre` of B row `p` (of `len` entries from `bs`, A value `av`)
+// as (column, A value, B value) when t falls in it, else `cur`.
+fn team_pick(cur: vec3<u32>, t: u32, pre: u32, len: u32, bs: u32, av: u32, numeric: bool) -> vec3<u32> {
+    var r = cur;
+    if (t >= pre && t - pre < len) {
+        let f = bs + t - pre;
+        r.x = b_idx[f];
+        if (numeric) {
+            r.y = av;
+            r.z = bitcast<u32>(b_val[f]);
+        }
+    }
+    return r;
+}
+
+// The team kernels; `k` runs over the merge list, TEAMS rows per workgroup.
+// Returns (in the symbolic pass) the nnz this thread adds to the total.
+fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
+    let tm = lid / TEAM_T;
+    let lane = lid % TEAM_T;
+    let k = wflat * TEAMS + tm;
+    let base = tm * TEAM_W;
+    var row = NONE;
+    var s = 0u;
+    var n = 0u;
+    if (k < mpos[sp.rows]) {
+        row = list[k];
+        s = a_off[2u * row];
+        n = a_off[2u * row + 2u] - s;
+    }
+    if (lane == 0u) {
+        atomicStore(&t_cnt[tm], 0u);
+    }
+    // Each lane's two products, and the row's product count, in one walk
+    // of A's row (n <= MERGE_K).
+    var w = 0u;
+    var k0 = vec3<u32>(NONE, 0u, 0u);
+    var k1 = vec3<u32>(NONE, 0u, 0u);
+    for (var q = 0u; q < n; q = q + 1u) {
+        let p = a_idx[s + q];
+        let bs = b_off[2u * p];
+        let len = b_off[2u * p + 2u] - bs;
+        var av = 0u;
+        if (numeric) {
+            av = bitcast<u32>(a_val[s + q]);
+        }
+        k0 = team_pick(k0, lane, w, len, bs, av, numeric);
+        k1 = team_pick(k1, lane + TEAM_T, w, len, bs, av, numeric);
+        w = w + len;
+    }
+    let mine = w > TEAM_MIN && w <= TEAM_W && row != NONE;
+    if (!mine) {
+        k0.x = NONE;
+        k1.x = NONE;
+    }
+    t_col[base + lane] = k0.x;
+    t_col[base + lane + TEAM_T] = k1.x;
+    t_a[base + lane] = bitcast<f32>(k0.y);
+    t_a[base + lane + TEAM_T] = bitcast<f32>(k1.y);
+    t_b[base + lane] = bitcast<f32>(k0.z);
+    t_b[base + lane + TEAM_T] = bitcast<f32>(k1.z);
+    workgroupBarrier();
+    var f0 = 0u;
+    var f1 = 0u;
+    var v0 = 0.0;
+    var v1 = 0.0;
+    if (mine) {
+        f0 = select(0u, 1u, lane < w);
+        f1 = select(0u, 1u, lane + TEAM_T < w);
+        for (var i = 0u; i < w; i = i + 1u) {
+            let c = t_col[base + i];
+            if (c == k0.x) {
+                if (i < lane) {
+                    f0 = 0u;
+                }
+                if (numeric) {
+                    v0 = fma(t_a[base + i], t_b[base + i], v0);
+                }
+            }
+            if (c == k1.x) {
+                if (i < lane + TEAM_T) {
+                    f1 = 0u;
+                }
+                if (numeric) {
+                    v1 = fma(t_a[base + i], t_b[base + i], v1);
+                }
+            }
+        }
+    }
+    t_first[base + lane] = f0;
+    t_first[base + lane + TEAM_T] = f1;
+    if (!numeric && f0 + f1 != 0u) {
+        atomicAdd(&t_cnt[tm], f0 + f1);
+    }
+    workgroupBarrier();
+    var total = 0u;
+    if (!numeric && mine && lane == 0u) {
+        total = atomicLoad(&t_cnt[tm]);
+        cnt[row] = total;
+    }
+    if (numeric && f0 + f1 != 0u) {
+        var r0 = 0u;
+        var r1 = 0u;
+        for (var i = 0u; i < w; i = i + 1u) {
+            let c = t_col[base + i];
+            let fi = t_first[base + i];
+            r0 = r0 + select(0u, fi, c < k0.x);
+            r1 = r1 + select(0u, fi, c < k1.x);
+        }
+        let out = cnt[row];
+        if (f0 != 0u) {
+            c_idx[out + r0] = k0.x;
+            c_val[out + r0] = v0;
+        }
+        if (f1 != 0u) {
+            c_idx[out + r1] = k1.x;
+            c_val[out + r1] = v1;
+        }
+    }
+    return total;
+}
+
+@compute @workgroup_size(256)
+fn spg_sym_team(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let n = team(lid, wid.x + wid.y * nwg.x, false);
+    add_total(lid, n);
+}
+
+@compute @workgroup_size(256)
+fn spg_num_team(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    team(lid, wid.x + wid.y * nwg.x, true);
 }
 
 // Writes C's offsets as u64 from the scanned counts (rows + 1 threads).
@@ -261,18 +473,21 @@ fn spg_offsets(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
 // -------------------------------------------------------------- general bin
 
 // Thread t's bitmap word k is g_bits[k * WG + t] (no bank conflicts).
-var<workgroup> g_bits: array<u32, 2048>;
+var<workgroup> g_bits: array<atomic<u32>, 2048>;
 // One batch of A's row: B row bounds and A's values.
 var<workgroup> g_bs: array<u32, 256>;
 var<workgroup> g_be: array<u32, 256>;
 var<workgroup> g_av: array<f32, 256>;
 var<workgroup> g_scan: array<u32, 256>;
+// Numeric: rank in the window of each bitmap word's first column.
+var<workgroup> g_wpre: array<u32, 2048>;
 // Row broadcast: (row, A start, A end, unused).
 var<workgroup> g_row: vec4<u32>;
 var<workgroup> g_lo: atomic<u32>;
 var<workgroup> g_hi: atomic<u32>;
 var<workgroup> g_span: vec2<u32>;
 var<workgroup> g_next: u32;
+var<workgroup> g_nx: atomic<u32>;
 
 // Exclusive workgroup scan of `v` and the total, as (exclusive, total).
 // Called from uniform control flow by all WG threads.
@@ -293,19 +508,19 @@ fn wg_scan(lid: u32, v: u32) -> vec2<u32> {
     return r;
 }
 
-// First index in [lo, hi) of B whose column is >= c (hi when none).
-fn lower_bound(lo0: u32, hi0: u32, c: u32) -> u32 {
-    var lo = lo0;
-    var hi = hi0;
-    while (lo < hi) {
-        let mid = lo + (hi - lo) / 2u;
-        if (b_idx[mid] < c) {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
+// Loads B's row bounds (and, numeric, A's values) of A's entries
+// base..min(base + WG, e) into g_bs, g_be, g_av. Uniform control flow.
+fn load_batch(lid: u32, base: u32, e: u32, numeric: bool) {
+    workgroupBarrier();
+    if (base + lid < e) {
+        let p = a_idx[base + lid];
+        g_bs[lid] = b_off[2u * p];
+        g_be[lid] = b_off[2u * p + 2u];
+        if (numeric) {
+            g_av[lid] = a_val[base + lid];
         }
     }
-    return lo;
+    workgroupBarrier();
 }
 
 // `win + off`, saturated at NONE (columns are below NONE).
@@ -315,14 +530,18 @@ fn sat_add(win: u32, off: u32) -> u32 {
 
 // The general bin: workgroups draw rows from queue `qi` until the list ends.
 // Symbolic: writes each row's nnz; numeric: writes the row into C.
-fn general(lid: u32, group: u32, numeric: bool) {
+fn general(lid: u32, numeric: bool) {
     let qi = select(0u, 1u, numeric);
-    let sbase = group * (WG * SLICE_MAX);
+    var taken = 0u;
     loop {
         if (lid == 0u) {
             let m = mpos[sp.rows];
-            let k = atomicAdd(&qmeta[qi], 1u);
             var r = vec4<u32>(NONE, 0u, 0u, 0u);
+            var k = NONE;
+            if (sp.one_row == 0u || taken == 0u) {
+                k = atomicAdd(&qmeta[qi], 1u);
+            }
+            taken = taken + 1u;
             if (k < sp.rows - m) {
                 let row = list[m + k];
                 r = vec4<u32>(row, a_off[2u * row], a_off[2u * row + 2u], 0u);
@@ -365,75 +584,100 @@ fn general(lid: u32, group: u32, numeric: bool) {
             var win = span.x;
             loop {
                 let my_lo = sat_add(win, lid * slice);
-                let my_hi = sat_add(win, lid * slice + slice);
                 for (var k = 0u; k < WORDS; k = k + 1u) {
-                    g_bits[k * WG + lid] = 0u;
+                    atomicStore(&g_bits[k * WG + lid], 0u);
                 }
-                var next = NONE;
+                if (lid == 0u) {
+                    atomicStore(&g_nx, NONE);
+                }
+                // Window [win, whi): column c = j - win is owned (for the
+                // emission) by thread c / slice, at bit c % slice of its slice.
+                let whi = sat_add(win, WG * slice);
+                // Pass 1: the window's columns. The workgroup splits each B
+                // row among its threads; bits are set with atomicOr, so the
+                // order does not matter and no barrier is needed per B row.
                 for (var base = s; base < e; base = base + WG) {
-                    workgroupBarrier();
-                    if (base + lid < e) {
-                        let p = a_idx[base + lid];
-                        g_bs[lid] = b_off[2u * p];
-                        g_be[lid] = b_off[2u * p + 2u];
-                        if (numeric) {
-                            g_av[lid] = a_val[base + lid];
-                        }
-                    }
-                    workgroupBarrier();
+                    load_batch(lid, base, e, false);
                     let n = min(WG, e - base);
                     for (var q = 0u; q < n; q = q + 1u) {
                         let fe = g_be[q];
-                        var f = lower_bound(g_bs[q], fe, my_lo);
-                        let a = g_av[q];
-                        loop {
-                            if (f >= fe) {
-                                break;
-                            }
+                        for (var f = g_bs[q] + lid; f < fe; f = f + WG) {
                             let j = b_idx[f];
-                            if (j >= my_hi) {
-                                next = min(next, j);
+                            if (j < win) {
+                                continue;
+                            }
+                            if (j >= whi) {
+                                // Columns ascend: the rest of this thread's
+                                // share of the row lies past the window too.
+                                atomicMin(&g_nx, j);
                                 break;
                             }
-                            let b = j - my_lo;
-                            let wi = (b >> 5u) * WG + lid;
-                            let bit = 1u << (b & 31u);
-                            let old = g_bits[wi];
-                            g_bits[wi] = old | bit;
-                            if (numeric) {
-                                let at = sbase + lid * slice + b;
-                                var acc = 0.0;
-                                if ((old & bit) != 0u) {
-                                    acc = scratch[at];
-                                }
-                                scratch[at] = fma(a, b_val[f], acc);
-                            }
-                            f = f + 1u;
+                            let c = j - win;
+                            let owner = c / slice;
+                            let b = c - owner * slice;
+                            atomicOr(&g_bits[(b >> 5u) * WG + owner], 1u << (b & 31u));
                         }
                     }
                 }
+                workgroupBarrier();
                 var mine = 0u;
                 for (var k = 0u; k < WORDS; k = k + 1u) {
-                    mine = mine + countOneBits(g_bits[k * WG + lid]);
+                    mine = mine + countOneBits(atomicLoad(&g_bits[k * WG + lid]));
                 }
                 let sc = wg_scan(lid, mine);
                 if (numeric) {
-                    var o = out0 + total + sc.x;
+                    // The window's columns into C in order with zero values,
+                    // and each bitmap word's first rank in g_wpre.
+                    let o0 = out0 + total;
+                    var o = o0 + sc.x;
                     for (var k = 0u; k < WORDS; k = k + 1u) {
-                        var x = g_bits[k * WG + lid];
+                        var x = atomicLoad(&g_bits[k * WG + lid]);
+                        g_wpre[k * WG + lid] = o - o0;
                         while (x != 0u) {
                             let b = k * 32u + firstTrailingBit(x);
                             x = x & (x - 1u);
                             c_idx[o] = my_lo + b;
-                            c_val[o] = scratch[sbase + lid * slice + b];
+                            c_val[o] = 0.0;
                             o = o + 1u;
+                        }
+                    }
+                    storageBarrier();
+                    // Pass 2: values, summed in place in C (the row's own
+                    // segment, small and cached) at the column's rank. B row
+                    // q + 1 starts after every product of row q is in (the
+                    // barriers), so each chain runs in A's order; within a
+                    // B row the columns are distinct.
+                    for (var base = s; base < e; base = base + WG) {
+                        load_batch(lid, base, e, true);
+                        let n = min(WG, e - base);
+                        for (var q = 0u; q < n; q = q + 1u) {
+                            let fe = g_be[q];
+                            let a = g_av[q];
+                            for (var f = g_bs[q] + lid; f < fe; f = f + WG) {
+                                let j = b_idx[f];
+                                if (j < win) {
+                                    continue;
+                                }
+                                if (j >= whi) {
+                                    break;
+                                }
+                                let c = j - win;
+                                let owner = c / slice;
+                                let b = c - owner * slice;
+                                let wi = (b >> 5u) * WG + owner;
+                                let below = atomicLoad(&g_bits[wi]) & ((1u << (b & 31u)) - 1u);
+                                let at = o0 + g_wpre[wi] + countOneBits(below);
+                                c_val[at] = fma(a, b_val[f], c_val[at]);
+                            }
+                            storageBarrier();
                         }
                     }
                 }
                 total = total + sc.y;
-                // The last thread's `next` is the first column after the window.
-                if (lid == WG - 1u) {
-                    g_next = next;
+                // The first column after the window (wg_scan's barriers made
+                // every thread's atomicMin visible).
+                if (lid == 0u) {
+                    g_next = atomicLoad(&g_nx);
                 }
                 let nw = workgroupUniformLoad(&g_next);
                 if (nw == NONE || nw > span.y) {
@@ -450,11 +694,11 @@ fn general(lid: u32, group: u32, numeric: bool) {
 }
 
 @compute @workgroup_size(256)
-fn spg_sym_general(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    general(lid, wid.x, false);
+fn spg_sym_general(@builtin(local_invocation_index) lid: u32) {
+    general(lid, false);
 }
 
 @compute @workgroup_size(256)
-fn spg_num_general(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    general(lid, wid.x, true);
+fn spg_num_general(@builtin(local_invocation_index) lid: u32) {
+    general(lid, true);
 }

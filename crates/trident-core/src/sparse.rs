@@ -368,18 +368,12 @@ fn check_structure(
             format!("= {}, must be 0", offsets[0]),
         ));
     }
-    for i in 0..rows {
-        if offsets[i + 1] < offsets[i] {
-            return Err(Error::csr(
-                "offsets",
-                i + 1,
-                format!(
-                    "= {} is smaller than offsets[{i}] = {}",
-                    offsets[i + 1],
-                    offsets[i]
-                ),
-            ));
-        }
+    // Screens first (branch-free, and over threads for a large matrix); the
+    // loops below, which name the first fault, run only when one fails.
+    if offsets.windows(2).fold(true, |ok, w| ok & (w[0] <= w[1])) {
+        // Monotone: every row's range lies inside `0..offsets[rows]`.
+    } else {
+        check_offsets(offsets)?;
     }
     let nnz = offsets[rows];
     if indices.len() != nnz {
@@ -394,6 +388,67 @@ fn check_structure(
             format!("length {nvalues} but offsets[{rows}] = {nnz}"),
         ));
     }
+    if rows_sorted_in_range(offsets, indices, cols) {
+        return Ok(());
+    }
+    check_rows(rows, cols, offsets, indices)
+}
+
+/// The first offset smaller than the one before it, as an error.
+fn check_offsets(offsets: &[usize]) -> Result<()> {
+    for i in 0..offsets.len() - 1 {
+        if offsets[i + 1] < offsets[i] {
+            return Err(Error::csr(
+                "offsets",
+                i + 1,
+                format!(
+                    "= {} is smaller than offsets[{i}] = {}",
+                    offsets[i + 1],
+                    offsets[i]
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// From this many stored entries the row screen runs on several threads.
+const PAR_ROWS_MIN_NNZ: usize = 1 << 22;
+
+/// Whether every row's columns are strictly increasing and below `cols`
+/// (`offsets` monotone, `offsets[rows] == indices.len()`): a strictly
+/// increasing row is in range iff its last column is.
+fn rows_sorted_in_range(offsets: &[usize], indices: &[u32], cols: usize) -> bool {
+    let rows = offsets.len() - 1;
+    let ok = |r: std::ops::Range<usize>| {
+        r.into_iter().all(|i| {
+            let row = &indices[offsets[i]..offsets[i + 1]];
+            row.last().is_none_or(|&l| (l as usize) < cols)
+                && row.windows(2).fold(true, |ok, w| ok & (w[0] < w[1]))
+        })
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    if indices.len() < PAR_ROWS_MIN_NNZ || threads < 2 || rows < threads {
+        return ok(0..rows);
+    }
+    let per = rows.div_ceil(threads);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = (0..threads)
+            .map(|t| {
+                let r = (t * per).min(rows)..((t + 1) * per).min(rows);
+                s.spawn(move || ok(r))
+            })
+            .collect();
+        // A part that panicked (it cannot) counts as failed: the serial
+        // check then decides.
+        parts.into_iter().all(|h| h.join().unwrap_or(false))
+    })
+}
+
+/// The first out-of-range or unsorted column, as an error.
+fn check_rows(rows: usize, cols: usize, offsets: &[usize], indices: &[u32]) -> Result<()> {
     for i in 0..rows {
         let (s, e) = (offsets[i], offsets[i + 1]);
         for p in s..e {
@@ -455,4 +510,80 @@ pub trait SparseGemm<T: Scalar>: Send + Sync {
     /// # Ok(()) }
     /// ```
     fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `rows x rows` matrix with columns `i, i+1, i+2` (clipped) per row.
+    fn banded(rows: usize) -> (Vec<usize>, Vec<u32>) {
+        let mut offsets = vec![0];
+        let mut indices = Vec::new();
+        for i in 0..rows {
+            indices.extend((i..(i + 3).min(rows)).map(|c| c as u32));
+            offsets.push(indices.len());
+        }
+        (offsets, indices)
+    }
+
+    /// The screens (serial, and split over threads above 4M entries) pass a
+    /// valid matrix, and a fault anywhere is still reported where it is,
+    /// with the first fault named when there are two.
+    #[test]
+    fn structure_faults_are_found_in_small_and_large_matrices() {
+        for rows in [1usize, 7, 1000, (PAR_ROWS_MIN_NNZ / 3) + 77] {
+            let (offsets, mut indices) = banded(rows);
+            let n = indices.len();
+            assert!(
+                check_structure(rows, rows, &offsets, &indices, n).is_ok(),
+                "{rows}"
+            );
+            if rows < 7 {
+                continue;
+            }
+            // Out of range near the end, then unsorted earlier too.
+            let late = offsets[rows - 3];
+            indices[late] = rows as u32;
+            match check_structure(rows, rows, &offsets, &indices, n) {
+                Err(Error::InvalidCsr {
+                    field: "indices",
+                    index,
+                    ..
+                }) => {
+                    assert!(
+                        index == late || index == late + 1,
+                        "{rows}: {index} vs {late}"
+                    )
+                }
+                other => panic!("{rows}: {other:?}"),
+            }
+            let early = offsets[rows / 2] + 1;
+            indices[early] = indices[early - 1];
+            match check_structure(rows, rows, &offsets, &indices, n) {
+                Err(Error::InvalidCsr {
+                    field: "indices",
+                    index,
+                    detail,
+                }) => {
+                    assert_eq!(index, early, "{rows}");
+                    assert!(detail.contains("repeats"), "{detail}");
+                }
+                other => panic!("{rows}: {other:?}"),
+            }
+            // A decreasing offset is named by position.
+            let mut bad = offsets.clone();
+            bad[rows / 3] = bad[rows / 3 + 1] + 1;
+            match check_structure(rows, rows, &bad, &indices, n) {
+                Err(Error::InvalidCsr {
+                    field: "offsets",
+                    index,
+                    ..
+                }) => {
+                    assert_eq!(index, rows / 3 + 1)
+                }
+                other => panic!("{rows}: {other:?}"),
+            }
+        }
+    }
 }

@@ -25,7 +25,7 @@ use trident_core::{
 };
 
 use crate::CudaBackend;
-use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
+use crate::device::{CudaBuffer, KernelSource, Trace, count_u32, launch_kernel};
 
 /// `kernels/dense_gemm.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
@@ -513,15 +513,33 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
         b: MatRef<'_, T>,
         mut c: MatMut<'_, T>,
     ) -> Result<()> {
-        let d = validate::gemm(p, &a, &b, &c)?;
+        let mut tr = Trace::new("TRIDENT_GEMM_TRACE", "gemm");
+        let d = validate::gemm_dims(p, &a, &b, &c)?;
         if d.m == 0 || d.n == 0 {
             return Ok(());
         }
         let na = needed(a.rows(), a.cols(), a.ld());
         let nb = needed(b.rows(), b.cols(), b.ld());
-        let da = self.upload_named(&a.data()[..na], "gemm A")?;
-        let db = self.upload_named(&b.data()[..nb], "gemm B")?;
+        // The scan of the values for NaN/inf runs beside the uploads (both
+        // are bound by host memory, on different threads); its error, if
+        // any, is reported first, and nothing has been computed by then.
+        let (checked, uploaded) = std::thread::scope(|s| {
+            let scan = s.spawn(|| validate::gemm_finite(p, &a, &b, &c.as_ref()));
+            let up = self
+                .upload_named(&a.data()[..na], "gemm A")
+                .and_then(|da| Ok((da, self.upload_named(&b.data()[..nb], "gemm B")?)));
+            let checked = scan
+                .join()
+                .unwrap_or_else(|_| validate::gemm_finite(p, &a, &b, &c.as_ref()));
+            (checked, up)
+        });
+        checked?;
+        let (da, db) = uploaded?;
+        tr.lap(self, || {
+            format!("check values + upload A, B ({} x {} x {})", d.m, d.n, d.k)
+        })?;
         let mut dc = self.alloc::<T>(d.m * d.n, "gemm C")?;
+        tr.lap(self, || "alloc C".into())?;
         // A packed C (ld = n) moves as one staged copy each way, straight
         // from and into the caller's memory; otherwise row by row.
         let packed = c.ld() == d.n;
@@ -543,8 +561,10 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
             dc.ptr(),
             d.n,
         )?;
+        tr.lap(self, || "kernel".into())?;
         if packed {
-            return self.download_into(&dc, &mut c.data_mut()[..d.m * d.n]);
+            self.download_into(&dc, &mut c.data_mut()[..d.m * d.n])?;
+            return tr.lap(self, || "download C".into());
         }
         let out = self.download_vec(&dc)?;
         for (i, row) in out.chunks_exact(d.n).enumerate() {

@@ -65,10 +65,12 @@ pub struct KernelSource {
     /// Compile one entry point at a time: the source declares its entry
     /// points one a line through `SOME_ENTRY(name, ...)` macros, and a call
     /// compiles the source with only its own entry line kept (see
-    /// [`entry_source`]). Why: a module of many heavy template kernels (the
-    /// GEMM shapes) took 43.6 s to compile whole on the H100 machine, while
-    /// one call needs one kernel. Modules whose calls use most of their
-    /// kernels together (SpGEMM's phases) compile whole.
+    /// [`entry_source`]); kernels defined without such a line share one
+    /// `base` module (every entry line blanked). Why: a module of many heavy
+    /// template kernels (the GEMM shapes) took 43.6 s to compile whole on the
+    /// H100 machine, while one call needs one kernel; and a call that needs
+    /// many (SpGEMM's bins) compiles them on all cores at once through
+    /// [`CudaBackend::prepare`] instead of as one module on one core.
     pub per_entry: bool,
 }
 
@@ -90,6 +92,33 @@ pub(crate) fn entry_source(source: &str, entry: &str) -> Option<String> {
         }
     }
     found.then_some(out)
+}
+
+/// `source` with every entry-point line blanked: the module of the kernels
+/// a [`KernelSource::per_entry`] source defines without an entry line.
+fn base_source(source: &str) -> String {
+    source
+        .split_inclusive('\n')
+        .map(|line| {
+            if entry_line(line).is_some() {
+                "\n"
+            } else {
+                line
+            }
+        })
+        .collect()
+}
+
+/// The module serving `function` of `src`: its cache key (`name`,
+/// `name:entry` or `name:base`) and the source to compile.
+fn module_source(src: &KernelSource, function: &str) -> (String, std::borrow::Cow<'static, str>) {
+    if !src.per_entry {
+        return (src.name.to_string(), src.source.into());
+    }
+    match entry_source(src.source, function) {
+        Some(s) => (format!("{}:{function}", src.name), s.into()),
+        None => (format!("{}:base", src.name), base_source(src.source).into()),
+    }
 }
 
 /// The entry point a line `SOME_ENTRY(name, ...)` declares (a macro use at
@@ -281,13 +310,18 @@ macro_rules! launch_kernel {
 pub(crate) use launch_kernel;
 
 /// Loaded modules of one backend, keyed by module name (`name:entry` for a
-/// module compiled one entry point at a time).
+/// module compiled one entry point at a time, `name:base` for the kernels
+/// of such a source that have no entry line), and the kernels already
+/// looked up in them.
 #[derive(Default)]
 pub(crate) struct ModuleCache {
     /// A module that failed to compile or load stays here as its message: the
     /// source is fixed at build time, so retrying on every call would only
     /// repeat the same NVRTC run and error.
     modules: RwLock<HashMap<String, std::result::Result<Arc<CudaModule>, String>>>,
+    /// `module:function` -> the loaded kernel, so a launch costs one lookup
+    /// (no source filtering, no `cuModuleGetFunction`).
+    functions: RwLock<HashMap<String, CudaFunction>>,
 }
 
 impl fmt::Debug for ModuleCache {
@@ -298,6 +332,46 @@ impl fmt::Debug for ModuleCache {
         };
         write!(f, "ModuleCache{names:?}")
     }
+}
+
+/// Phase timings on stderr when the environment variable given to
+/// [`Trace::new`] is set (development: each lap synchronizes the stream, so
+/// traced runs are slower overall).
+pub(crate) struct Trace {
+    on: bool,
+    label: &'static str,
+    t: std::time::Instant,
+}
+
+impl Trace {
+    pub(crate) fn new(env: &str, label: &'static str) -> Self {
+        Trace {
+            on: std::env::var_os(env).is_some(),
+            label,
+            t: std::time::Instant::now(),
+        }
+    }
+
+    /// Prints the time since the last lap (after the queued work finished).
+    pub(crate) fn lap(&mut self, be: &CudaBackend, what: impl FnOnce() -> String) -> Result<()> {
+        if self.on {
+            be.stream()
+                .synchronize()
+                .map_err(driver_error("synchronize (trace)"))?;
+            eprintln!(
+                "{} trace: {:8.3} ms  {}",
+                self.label,
+                self.t.elapsed().as_secs_f64() * 1e3,
+                what()
+            );
+            self.t = std::time::Instant::now();
+        }
+        Ok(())
+    }
+}
+
+fn poisoned() -> Error {
+    Error::Backend("kernel cache lock poisoned by a panic".into())
 }
 
 fn is_oom(e: &DriverError) -> bool {
@@ -589,26 +663,81 @@ impl CudaBackend {
     /// [`crate::kcache`]); the cache is re-checked after taking the write lock
     /// so two threads never compile the same module twice.
     pub fn function(&self, src: &KernelSource, function: &str) -> Result<CudaFunction> {
+        let fkey = format!("{}:{function}", src.name);
+        if let Some(f) = self
+            .modules
+            .functions
+            .read()
+            .map_err(|_| poisoned())?
+            .get(&fkey)
+        {
+            return Ok(f.clone());
+        }
         let module = self.module(src, function)?;
-        module.load_function(function).map_err(|err| {
+        let f = module.load_function(function).map_err(|err| {
             Error::Backend(Box::new(DriverFailure {
                 op: format!("loading kernel `{function}` from kernels/{}.cu", src.name),
                 err,
             }))
-        })
+        })?;
+        self.modules
+            .functions
+            .write()
+            .map_err(|_| poisoned())?
+            .insert(fkey, f.clone());
+        Ok(f)
+    }
+
+    /// Makes sure the modules serving `functions` of `src` are loaded,
+    /// compiling the missing ones (or reading them from the disk cache) on
+    /// all cores at once, then loading them one by one. A call that needs
+    /// several one-entry modules calls this first; a module that fails is
+    /// kept as its error, which [`CudaBackend::function`] then reports.
+    pub fn prepare(&self, src: &KernelSource, functions: &[&str]) -> Result<()> {
+        {
+            let have = self.modules.functions.read().map_err(|_| poisoned())?;
+            if functions
+                .iter()
+                .all(|f| have.contains_key(&format!("{}:{f}", src.name)))
+            {
+                return Ok(());
+            }
+        }
+        let mut todo: Vec<(String, std::borrow::Cow<'static, str>)> = Vec::new();
+        {
+            let have = self.modules.modules.read().map_err(|_| poisoned())?;
+            for f in functions {
+                let (key, source) = module_source(src, f);
+                if !have.contains_key(&key) && todo.iter().all(|(k, _)| *k != key) {
+                    todo.push((key, source));
+                }
+            }
+        }
+        if todo.is_empty() {
+            return Ok(());
+        }
+        let arch = self.arch();
+        let images = crate::kcache::process_cache().get_or_compile_all(&Nvrtc, &todo, &arch);
+        let mut w = self.modules.modules.write().map_err(|_| poisoned())?;
+        for ((key, source), image) in todo.into_iter().zip(images) {
+            if w.contains_key(&key) {
+                continue;
+            }
+            let loaded =
+                image.and_then(|(image, outcome)| self.load_image(&key, &source, image, outcome));
+            w.insert(key, loaded.map_err(|e| e.to_string()));
+        }
+        drop(w);
+        for f in functions {
+            // Looks each kernel up once, so later calls take the fast path
+            // above; a failure is the launch's to report, with its name.
+            let _ = self.function(src, f);
+        }
+        Ok(())
     }
 
     fn module(&self, src: &KernelSource, function: &str) -> Result<Arc<CudaModule>> {
-        let single = if src.per_entry {
-            entry_source(src.source, function)
-        } else {
-            None
-        };
-        let (key, source) = match &single {
-            Some(s) => (format!("{}:{function}", src.name), s.as_str()),
-            None => (src.name.to_string(), src.source),
-        };
-        let poisoned = || Error::Backend("kernel cache lock poisoned by a panic".into());
+        let (key, source) = module_source(src, function);
         if let Some(m) = self
             .modules
             .modules
@@ -622,7 +751,7 @@ impl CudaBackend {
         if let Some(m) = w.get(&key) {
             return m.clone().map_err(|e| Error::Backend(e.into()));
         }
-        let loaded = self.compile_and_load(&key, source);
+        let loaded = self.compile_and_load(&key, &source);
         w.insert(
             key,
             loaded.as_ref().map(Arc::clone).map_err(|e| e.to_string()),
@@ -634,9 +763,27 @@ impl CudaBackend {
     /// NVRTC on a miss (see [`crate::kcache`]). A cached image the driver
     /// refuses is recompiled once.
     fn compile_and_load(&self, name: &str, source: &str) -> Result<Arc<CudaModule>> {
-        let arch = format!("sm_{}{}", self.cc.0, self.cc.1);
         let cache = crate::kcache::process_cache();
-        let (image, outcome) = cache.get_or_compile(&Nvrtc, name, source, &arch)?;
+        let (image, outcome) = cache.get_or_compile(&Nvrtc, name, source, &self.arch())?;
+        self.load_image(name, source, image, outcome)
+    }
+
+    /// `sm_XX` of this device.
+    fn arch(&self) -> String {
+        format!("sm_{}{}", self.cc.0, self.cc.1)
+    }
+
+    /// Loads a compiled image of module `name`; an image read from the disk
+    /// cache that the driver refuses is recompiled once.
+    fn load_image(
+        &self,
+        name: &str,
+        source: &str,
+        image: Vec<u8>,
+        outcome: crate::kcache::Outcome,
+    ) -> Result<Arc<CudaModule>> {
+        let arch = self.arch();
+        let cache = crate::kcache::process_cache();
         let load = |image: Vec<u8>| {
             self.ctx
                 .load_module(Ptx::from_binary(image))
@@ -796,6 +943,41 @@ mod tests {
             assert_eq!(one.lines().count(), k.source.lines().count());
         }
         assert!(entry_source(k.source, "gemm_nn_64x64").is_none());
+    }
+
+    #[test]
+    fn spgemm_kernels_split_into_entry_modules_and_one_base() {
+        let k = &crate::sparse_gemm::KERNEL;
+        let base = base_source(k.source);
+        assert_eq!(base.lines().count(), k.source.lines().count());
+        assert_eq!(base.lines().filter_map(entry_line).count(), 0);
+        let mut keys = std::collections::BTreeSet::new();
+        for &e in crate::sparse_gemm::ENTRY_POINTS {
+            let (key, source) = module_source(k, e);
+            // Plain kernels live in the base module, every other alone.
+            if base.contains(&format!(" {e}(")) {
+                assert_eq!(key, "sparse_gemm:base", "{e}");
+            } else {
+                assert_eq!(key, format!("sparse_gemm:{e}"));
+                let kept: Vec<&str> = source.lines().filter_map(entry_line).collect();
+                assert_eq!(kept, [e]);
+            }
+            keys.insert(key);
+        }
+        // The four symbolic bins have entry lines of their own too.
+        for e in [
+            "spg_sym_merge",
+            "spg_sym_warp_hash",
+            "spg_sym_dense",
+            "spg_sym_block_hash",
+        ] {
+            assert!(keys.contains(&format!("sparse_gemm:{e}")), "{e}");
+        }
+        let f32s = crate::sparse_gemm::entries_for("f32");
+        assert!(f32s.contains(&"spg_analyze") && f32s.contains(&"spg_num_dense_f32"));
+        assert!(f32s.iter().all(|e| !e.ends_with("_f64")));
+        let f64s = crate::sparse_gemm::entries_for("f64");
+        assert_eq!(f32s.len(), f64s.len());
     }
 
     #[test]

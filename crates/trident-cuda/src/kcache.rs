@@ -52,6 +52,9 @@ pub(crate) enum Outcome {
     Uncached,
 }
 
+/// A module's image and where it came from.
+pub(crate) type Compiled = Result<(Vec<u8>, Outcome)>;
+
 /// 64-bit FNV-1a: a stable hash (unlike `std`'s, fixed across Rust
 /// versions), enough to name entries; each entry also stores its full key.
 pub(crate) fn fnv1a(parts: &[&[u8]]) -> u64 {
@@ -141,6 +144,64 @@ impl DiskCache {
             None => Outcome::Uncached,
         };
         Ok((image, outcome))
+    }
+
+    /// [`DiskCache::get_or_compile`] for each `(name, source)` of `jobs`, on up
+    /// to one thread per core; the answers are in the order of `jobs`. Why:
+    /// NVRTC compiles one module on one core, and a call that needs a dozen
+    /// one-entry modules (SpGEMM's bins) would otherwise wait for them one
+    /// after the other on a cold cache. NVRTC compiles distinct programs
+    /// concurrently (its API is thread-safe); entries are written under
+    /// distinct temporary names, then renamed.
+    pub(crate) fn get_or_compile_all(
+        &self,
+        c: &(dyn Compiler + Sync),
+        jobs: &[(String, std::borrow::Cow<'_, str>)],
+        arch: &str,
+    ) -> Vec<Compiled> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(jobs.len());
+        if threads <= 1 {
+            return jobs
+                .iter()
+                .map(|(name, src)| self.get_or_compile(c, name, src, arch))
+                .collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut out: Vec<Option<Compiled>> = jobs.iter().map(|_| None).collect();
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut done = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some((name, src)) = jobs.get(i) else {
+                                return done;
+                            };
+                            done.push((i, self.get_or_compile(c, name, src, arch)));
+                        }
+                    })
+                })
+                .collect();
+            for w in workers {
+                // A worker that panicked leaves its jobs `None` (answered below).
+                for (i, r) in w.join().unwrap_or_default() {
+                    out[i] = Some(r);
+                }
+            }
+        });
+        out.into_iter()
+            .zip(jobs)
+            .map(|(r, (name, _))| {
+                r.unwrap_or_else(|| {
+                    Err(trident_core::Error::Backend(
+                        format!("the thread compiling kernel module {name} panicked").into(),
+                    ))
+                })
+            })
+            .collect()
     }
 
     /// Compiles afresh and replaces the entry: for an image read from disk
@@ -246,18 +307,18 @@ fn write_entry(path: &Path, key: &str, payload: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
 
     /// Compiles by reversing the source; counts its runs.
     struct Fake {
-        runs: Cell<usize>,
+        runs: AtomicUsize,
         version: &'static str,
     }
 
     impl Fake {
         fn new() -> Self {
             Fake {
-                runs: Cell::new(0),
+                runs: AtomicUsize::new(0),
                 version: "fake-1",
             }
         }
@@ -271,7 +332,7 @@ mod tests {
             vec![format!("--arch={arch}")]
         }
         fn compile(&self, _name: &str, source: &str, arch: &str) -> Result<Vec<u8>> {
-            self.runs.set(self.runs.get() + 1);
+            self.runs.fetch_add(1, Ordering::Relaxed);
             let mut v: Vec<u8> = source.bytes().rev().collect();
             v.extend_from_slice(arch.as_bytes());
             Ok(v)
@@ -296,7 +357,7 @@ mod tests {
         assert_eq!((a.as_slice(), o), (&b"cbasm_90"[..], Outcome::Stored));
         let (b, o) = cache.get_or_compile(&c, "k", "abc", "sm_90").unwrap();
         assert_eq!((b, o), (a, Outcome::Hit));
-        assert_eq!(c.runs.get(), 1, "the hit did not compile");
+        assert_eq!(c.runs.load(Ordering::Relaxed), 1, "the hit did not compile");
         // A fresh handle (another process) hits the same entry.
         let again = DiskCache::at(Some(tmp.path().join("trident")));
         assert_eq!(
@@ -320,7 +381,7 @@ mod tests {
         c.version = "fake-2";
         let (_, o) = cache.get_or_compile(&c, "k", "abc", "sm_90").unwrap();
         assert_eq!(o, Outcome::Stored, "a new compiler version recompiles");
-        assert_eq!(c.runs.get(), 4);
+        assert_eq!(c.runs.load(Ordering::Relaxed), 4);
     }
 
     #[test]
@@ -344,10 +405,14 @@ mod tests {
             ("garbage", b"not a cache entry".to_vec()),
         ] {
             std::fs::write(&path, bytes).unwrap();
-            let runs = c.runs.get();
+            let runs = c.runs.load(Ordering::Relaxed);
             let (img, o) = cache.get_or_compile(&c, "k", "abc", "sm_90").unwrap();
             assert_eq!((&img, o), (&good, Outcome::Stored), "{what}");
-            assert_eq!(c.runs.get(), runs + 1, "{what}: recompiled");
+            assert_eq!(
+                c.runs.load(Ordering::Relaxed),
+                runs + 1,
+                "{what}: recompiled"
+            );
             assert_eq!(std::fs::read(&path).unwrap(), whole, "{what}: replaced");
         }
         // An image the driver refused is recompiled and rewritten.
@@ -368,7 +433,7 @@ mod tests {
             assert_eq!((img.as_slice(), o), (&b"cbasm_90"[..], Outcome::Uncached));
         }
         assert!(cache.warned.load(Ordering::Relaxed));
-        assert_eq!(c.runs.get(), 2);
+        assert_eq!(c.runs.load(Ordering::Relaxed), 2);
         // No directory at all: in memory, silently.
         let none = DiskCache::at(None);
         assert_eq!(
@@ -402,7 +467,7 @@ mod tests {
             assert_eq!(o, Outcome::Uncached);
             assert!(ro.warned.load(Ordering::Relaxed));
         }
-        assert_eq!(c.runs.get(), 2);
+        assert_eq!(c.runs.load(Ordering::Relaxed), 2);
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
@@ -417,5 +482,31 @@ mod tests {
         assert_eq!(d(None, p(""), p("/h")), Some("/h/.cache/trident".into()));
         assert_eq!(d(None, None, None), None);
         assert_ne!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"a", b"bc"]));
+    }
+
+    #[test]
+    fn many_modules_compile_in_parallel_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = DiskCache::at(Some(tmp.path().join("trident")));
+        let c = Fake::new();
+        let jobs: Vec<(String, std::borrow::Cow<'_, str>)> = (0..9)
+            .map(|i| (format!("m:e{i}"), format!("src{i}").into()))
+            .collect();
+        let first = cache.get_or_compile_all(&c, &jobs, "sm_90");
+        assert_eq!(c.runs.load(Ordering::Relaxed), 9);
+        for (i, r) in first.iter().enumerate() {
+            let (image, o) = r.as_ref().unwrap();
+            let want: Vec<u8> = format!("src{i}").bytes().rev().chain(*b"sm_90").collect();
+            assert_eq!((image, *o), (&want, Outcome::Stored), "job {i}");
+        }
+        // Nine entries, no temporary file left; a second pass only reads.
+        let n = std::fs::read_dir(tmp.path().join("trident"))
+            .unwrap()
+            .count();
+        assert_eq!(n, 9);
+        let again = cache.get_or_compile_all(&c, &jobs, "sm_90");
+        assert!(again.iter().all(|r| r.as_ref().unwrap().1 == Outcome::Hit));
+        assert_eq!(c.runs.load(Ordering::Relaxed), 9);
+        assert!(cache.get_or_compile_all(&c, &[], "sm_90").is_empty());
     }
 }

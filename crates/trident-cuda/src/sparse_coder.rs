@@ -32,7 +32,7 @@ use crate::device::{CudaBuffer, KernelSource, driver_error};
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "sparse_coder",
     source: include_str!("../kernels/sparse_coder.cu"),
-    per_entry: false,
+    per_entry: true,
 };
 
 /// Entry points of `kernels/sparse_coder.cu` (the tidy test checks them).
@@ -100,6 +100,11 @@ fn scratch_bytes(m: usize, k: usize) -> Result<usize> {
 impl CudaBackend {
     /// Uploads the dictionary and computes `G = D^T D` on the device.
     fn omp_prepare<T: Scalar>(&self, dict: &Dictionary<T>, rule: StopRule) -> Result<Prepared<T>> {
+        // Both kernels of this element type compile at once, in parallel,
+        // on a cold cache (see `CudaBackend::prepare`).
+        let ty = T::NAME;
+        let (corr, batch) = (format!("omp_correlate_{ty}"), format!("omp_batch_{ty}"));
+        self.prepare(&KERNEL, &[&corr, &batch])?;
         let (n, k) = (dict.n(), dict.atoms());
         let (ni, ki) = (to_i32("n", n)?, to_i32("atoms", k)?);
         let data = dict.data();

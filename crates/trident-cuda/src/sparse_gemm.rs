@@ -19,14 +19,29 @@ use trident_core::{
 };
 
 use crate::CudaBackend;
-use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
+use crate::device::{CudaBuffer, KernelSource, Trace, count_u32, launch_kernel};
 
 /// `kernels/sparse_gemm.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
     name: "sparse_gemm",
     source: include_str!("../kernels/sparse_gemm.cu"),
-    per_entry: false,
+    per_entry: true,
 };
+
+/// The entry points a product of element type `ty` (`f32`/`f64`) may launch:
+/// every kernel but the other type's numeric ones. A call compiles them all
+/// up front, in parallel ([`CudaBackend::prepare`]): which bins it uses is
+/// known only once the device has analysed the rows.
+pub(crate) fn entries_for(ty: &str) -> Vec<&'static str> {
+    ENTRY_POINTS
+        .iter()
+        .copied()
+        .filter(|e| match e.rsplit_once('_') {
+            Some((_, t)) if t == "f32" || t == "f64" => t == ty,
+            _ => true,
+        })
+        .collect()
+}
 
 /// Entry points of `kernels/sparse_gemm.cu` (the tidy test checks them).
 pub(crate) const ENTRY_POINTS: &[&str] = &[
@@ -153,37 +168,6 @@ fn bin_slices(list: &CudaBuffer<u32>, counts: &[u64]) -> Vec<(u64, u32)> {
         start += c;
     }
     out
-}
-
-/// Phase timings on stderr when `TRIDENT_SPGEMM_TRACE` is set (development:
-/// each lap synchronizes the stream, so traced runs are slower overall).
-struct Trace {
-    on: bool,
-    t: std::time::Instant,
-}
-
-impl Trace {
-    fn new() -> Self {
-        Trace {
-            on: std::env::var_os("TRIDENT_SPGEMM_TRACE").is_some(),
-            t: std::time::Instant::now(),
-        }
-    }
-
-    fn lap(&mut self, be: &CudaBackend, what: impl FnOnce() -> String) -> Result<()> {
-        if self.on {
-            be.stream()
-                .synchronize()
-                .map_err(crate::driver_error("synchronize (trace)"))?;
-            eprintln!(
-                "spgemm trace: {:8.3} ms  {}",
-                self.t.elapsed().as_secs_f64() * 1e3,
-                what()
-            );
-            self.t = std::time::Instant::now();
-        }
-        Ok(())
-    }
 }
 
 fn flags_error(flags: u64) -> Result<()> {
@@ -585,6 +569,7 @@ impl CudaBackend {
                 self.alloc::<T>(0, "spgemm C values")?,
             ));
         }
+        self.prepare(&KERNEL, &entries_for(T::NAME))?;
         let (ap, bp) = (ptrs(a), ptrs(b));
         let r = Rows {
             work: self.alloc::<u32>(m, "spgemm row work")?,
@@ -603,7 +588,7 @@ impl CudaBackend {
             r.meta.ptr(),
         );
         let rows_cfg = || cfg(m.div_ceil(256), 256, 0);
-        let mut tr = Trace::new();
+        let mut tr = Trace::new("TRIDENT_SPGEMM_TRACE", "spgemm");
         tr.lap(self, || {
             format!("start: {m} x {n}, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz())
         })?;
@@ -819,12 +804,25 @@ impl<T: Scalar> SparseGemmDevice<T> for CudaBackend {
 
 impl<T: Scalar> SparseGemm<T> for CudaBackend {
     fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
-        validate::spgemm(a, b)?;
-        if a.nnz() == 0 || b.nnz() == 0 {
+        validate::spgemm_dims(a, b)?;
+        // The NaN/inf scan runs beside the uploads; its error comes first.
+        let (checked, uploaded) = std::thread::scope(|s| {
+            let scan = s.spawn(|| validate::spgemm_finite(a, b));
+            let up = if a.nnz() == 0 || b.nnz() == 0 {
+                Ok(None)
+            } else {
+                self.upload_csr(a)
+                    .and_then(|da| Ok(Some((da, self.upload_csr(b)?))))
+            };
+            let checked = scan
+                .join()
+                .unwrap_or_else(|_| validate::spgemm_finite(a, b));
+            (checked, up)
+        });
+        checked?;
+        let Some((da, db)) = uploaded? else {
             return CsrMatrix::zeros(a.rows(), b.cols());
-        }
-        let da = self.upload_csr(a)?;
-        let db = self.upload_csr(b)?;
+        };
         let dc = self.product(&da, &db)?;
         self.download_product(&dc)
     }

@@ -2,14 +2,17 @@
 //! call stores the cubin of the one entry point it needs (not the whole
 //! module) under `TRIDENT_CACHE_DIR`; a second backend, whose in-memory
 //! module cache is empty, loads that entry from disk without rewriting it,
-//! and a corrupt entry is recompiled and replaced. The cache's logic alone is
+//! and a corrupt entry is recompiled and replaced. A first f32 SpGEMM call
+//! stores one file per module it may need (its entry points one by one,
+//! compiled in parallel, plus the shared `base` module) and none of the f64
+//! ones. The cache's logic alone is
 //! unit-tested with a fake compiler in `src/kcache.rs`. One test in its own
 //! binary: the cache directory is read from the environment once per process.
 //! Skipped (with a SKIPPED line) where there is no CUDA device.
 
 mod common;
 
-use trident_core::{DenseGemm, GemmParams, MatMut, MatRef};
+use trident_core::{CsrMatrix, DenseGemm, GemmParams, MatMut, MatRef, SparseGemm};
 use trident_cuda::CudaBackend;
 
 fn gemm_ok(be: &CudaBackend) {
@@ -68,4 +71,27 @@ fn gemm_entry_points_are_cached_on_disk_one_by_one() {
     let redone = std::fs::read(&files[0]).unwrap();
     assert!(redone.starts_with(b"TRIDENT-KERNEL-CACHE"));
     assert_eq!(redone.len(), stored.len());
+
+    // SpGEMM: a 2 x 2 product, every bin's kernel stored for f32 only.
+    let a = CsrMatrix::new(2, 2, vec![0, 2, 3], vec![0, 1, 1], vec![1.0f32, 2.0, 3.0]).unwrap();
+    let c = be.spgemm(&a, &a).unwrap();
+    assert_eq!(c.offsets(), &[0, 2, 3]);
+    assert_eq!(c.values(), &[1.0, 8.0, 9.0]);
+    let spgemm: Vec<String> = entries(&dir)
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("sparse_gemm."))
+        .collect();
+    assert!(
+        spgemm.iter().any(|n| n.starts_with("sparse_gemm.base-sm_")),
+        "{spgemm:?}"
+    );
+    assert!(
+        spgemm
+            .iter()
+            .any(|n| n.starts_with("sparse_gemm.spg_num_dense_f32-")),
+        "{spgemm:?}"
+    );
+    assert!(spgemm.iter().all(|n| !n.contains("_f64")), "{spgemm:?}");
+    assert!(spgemm.len() >= 10, "{spgemm:?}");
 }

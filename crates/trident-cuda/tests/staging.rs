@@ -40,7 +40,10 @@ fn staged_copies_round_trip_and_reuse_the_pool() {
     }
     let s = be.staging_stats().unwrap();
     assert!(s.live >= 1, "large copies were staged: {s:?}");
-    assert!(s.live <= 16, "the pool's bound: {s:?}");
+    assert!(
+        s.live <= trident_cuda::staging::POOL_BUFFERS,
+        "the pool's bound: {s:?}"
+    );
     assert_eq!(s.idle, s.live, "every buffer went back: {s:?}");
     // The same copies again pin nothing new.
     let host = pattern(37 * MIB / 4 + 5);
@@ -72,5 +75,8 @@ fn concurrent_staged_copies_stay_within_the_bound() {
         }
     });
     let st = be.staging_stats().unwrap();
-    assert!(st.live <= 16 && st.idle == st.live, "{st:?}");
+    assert!(
+        st.live <= trident_cuda::staging::POOL_BUFFERS && st.idle == st.live,
+        "{st:?}"
+    );
 }

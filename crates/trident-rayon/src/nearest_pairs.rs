@@ -22,6 +22,10 @@
 //!   reported distances are scaled back. Without it every distance is `inf`
 //!   and the smallest index wins whatever the geometry.
 //!
+//! `TRIDENT_PAIRS_TRACE` set: `closest_pairs` prints the time of its two
+//! phases (tree build and query order side by side, then the search) to
+//! stderr.
+//!
 //! What it is not: an index you can keep across calls (each call rebuilds it;
 //! building is a small part of a call of any size), or an approximate search.
 
@@ -90,8 +94,7 @@ impl NearestPairs for RayonBackend {
         let (a, b, shift) = safe_scale(a, b);
         let (a, b) = (&a[..], &b[..]);
         self.install(|| {
-            let tree = KdTree::build(b);
-            let (qa, order) = spatial_order(a);
+            let (tree, (qa, order)) = build_and_order(a, b);
             let mut res = vec![Neighbor::default(); a.len()];
             res.par_chunks_mut(CHUNK)
                 .zip(qa.par_chunks(CHUNK))
@@ -115,8 +118,7 @@ impl NearestPairs for RayonBackend {
         let (a, b, shift) = safe_scale(a, b);
         let (a, b) = (&a[..], &b[..]);
         self.install(|| {
-            let tree = KdTree::build(b);
-            let (qa, order) = spatial_order(a);
+            let (tree, (qa, order)) = build_and_order(a, b);
             let mut res = vec![Neighbor::default(); out.len()];
             let rows = (CHUNK / k).max(1);
             res.par_chunks_mut(rows * k)
@@ -203,10 +205,19 @@ impl Top {
     }
 }
 
+/// The tree over B and the query order of A, built side by side: neither
+/// scales to 16 cores alone (the build's top levels and the counting sort's
+/// passes leave threads idle), so the pool fills its gaps with the other.
+fn build_and_order(a: &[Point], b: &[Point]) -> (KdTree, (Vec<Point>, Vec<u32>)) {
+    rayon::join(|| KdTree::build(b), || spatial_order(a))
+}
+
 /// `closest_pairs` for `1 <= k <= |A|`, on the current pool.
 fn closest_pairs(a: &[Point], b: &[Point], k: usize) -> Vec<Pair> {
-    let tree = KdTree::build(b);
-    let (qa, order) = spatial_order(a);
+    let trace = std::env::var_os("TRIDENT_PAIRS_TRACE").is_some();
+    let t0 = std::time::Instant::now();
+    let (tree, (qa, order)) = build_and_order(a, b);
+    let t_prep = t0.elapsed();
     // Bits of the smallest k-th best distance of any worker: at least k queries
     // have d2 <= it, so a query whose nearest is farther cannot be among the
     // answers (ties at equal d2 are kept: they may win on the index). Non-negative
@@ -249,6 +260,15 @@ fn closest_pairs(a: &[Point], b: &[Point], k: usize) -> Vec<Pair> {
             },
         )
         .collect();
+    if trace {
+        eprintln!(
+            "pairs trace: threads {} tree and order {:.2} ms, search {:.2} ms, kth {:e}",
+            rayon::current_num_threads(),
+            t_prep.as_secs_f64() * 1e3,
+            (t0.elapsed() - t_prep).as_secs_f64() * 1e3,
+            f32::from_bits(global.load(Ordering::Relaxed)),
+        );
+    }
     let mut all: Vec<(u64, u32)> = tops.into_iter().flat_map(|t| t.heap.into_vec()).collect();
     all.sort_unstable();
     all.truncate(k);

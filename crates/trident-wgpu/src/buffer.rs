@@ -4,9 +4,20 @@
 //! Every buffer is a storage buffer that can also be copied from and to. Its
 //! byte size is rounded up to a multiple of 4 (copies and bindings need it) and
 //! is at least 16, so a buffer of zero elements is still a real, bindable
-//! buffer; the padding is zero and never read back.
+//! buffer; the padding is never read back.
+//!
+//! Released buffers go to a bounded [`Pool`] (the role `cudaMallocAsync`'s
+//! pool plays for the CUDA backend): creating a buffer of hundreds of MB costs
+//! milliseconds in wgpu (the driver's allocation plus wgpu's zero fill on
+//! first use), and an SpGEMM creates C afresh on every call. Only
+//! [`WgpuBackend::alloc_uninit`] draws from the pool, for outputs that kernels
+//! overwrite completely; [`WgpuBackend::alloc`] still returns a fresh, zeroed
+//! buffer.
 
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use trident_core::{DeviceMemory, Element, Error, Result};
 use wgpu::util::DeviceExt;
@@ -14,9 +25,120 @@ use wgpu::util::DeviceExt;
 use crate::WgpuBackend;
 use crate::context::failure;
 
+/// Idle device buffers kept for reuse, at most `limit` bytes in all.
+///
+/// A buffer enters when the last handle to it is dropped (a [`WgpuBuffer`]
+/// and all its [`WgpuBuffer::cast_ref`] views): wgpu orders later queued
+/// work after the work already queued on it, so reuse never races. A buffer
+/// that would take the pool past its bound is released instead, so the pool
+/// never holds more than `limit` bytes of device memory that no one uses.
+pub(crate) struct Pool {
+    state: Mutex<PoolState>,
+    limit: AtomicU64,
+}
+
+#[derive(Default)]
+struct PoolState {
+    /// Idle buffers by byte size.
+    free: BTreeMap<u64, Vec<wgpu::Buffer>>,
+    /// Sum of their sizes.
+    bytes: u64,
+}
+
+impl Pool {
+    /// An empty pool that keeps at most `limit` bytes.
+    pub(crate) fn new(limit: u64) -> Self {
+        Self {
+            state: Mutex::default(),
+            limit: AtomicU64::new(limit),
+        }
+    }
+
+    /// Keeps `b` for reuse, or drops it when the pool is full. (A poisoned
+    /// lock only turns pooling off: the buffer is dropped.)
+    fn give(&self, b: wgpu::Buffer) {
+        let size = b.size();
+        if let Ok(mut st) = self.state.lock()
+            && st.bytes + size <= self.limit.load(Ordering::Relaxed)
+        {
+            st.bytes += size;
+            st.free.entry(size).or_default().push(b);
+        }
+    }
+
+    /// The smallest idle buffer of `min..=max` bytes, if any.
+    fn take(&self, min: u64, max: u64) -> Option<wgpu::Buffer> {
+        let mut st = self.state.lock().ok()?;
+        let (&size, list) = st.free.range_mut(min..=max).next()?;
+        let b = list.pop()?;
+        if list.is_empty() {
+            st.free.remove(&size);
+        }
+        st.bytes -= size;
+        Some(b)
+    }
+
+    /// Sets the bound and releases the largest idle buffers until the pool
+    /// holds at most that many bytes.
+    fn set_limit(&self, limit: u64) {
+        self.limit.store(limit, Ordering::Relaxed);
+        let Ok(mut st) = self.state.lock() else {
+            return;
+        };
+        while st.bytes > limit {
+            let Some(mut e) = st.free.last_entry() else {
+                break;
+            };
+            let size = *e.key();
+            e.get_mut().pop();
+            if e.get().is_empty() {
+                e.remove();
+            }
+            st.bytes -= size;
+        }
+    }
+
+    /// Bytes held idle now.
+    fn bytes(&self) -> u64 {
+        self.state.lock().map_or(0, |st| st.bytes)
+    }
+}
+
+/// Default bound of the pool: `TRIDENT_WGPU_POOL_MB` when set, else 4 GiB on
+/// a GPU (room for SpGEMM's C on the benchmark cases, twice over) and 256 MiB
+/// on a CPU adapter (llvmpipe), whose "device memory" is the host's.
+pub(crate) fn default_pool_limit(info: &wgpu::AdapterInfo) -> u64 {
+    if let Some(mb) = std::env::var("TRIDENT_WGPU_POOL_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        return mb << 20;
+    }
+    if info.device_type == wgpu::DeviceType::Cpu {
+        256 << 20
+    } else {
+        4 << 30
+    }
+}
+
+/// One wgpu buffer shared by a [`WgpuBuffer`] and its views; given to the
+/// pool when the last of them is dropped.
+struct Raw {
+    buf: wgpu::Buffer,
+    pool: Option<Arc<Pool>>,
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        if let Some(p) = self.pool.take() {
+            p.give(self.buf.clone());
+        }
+    }
+}
+
 /// `len` elements of `T` in device memory.
 pub struct WgpuBuffer<T: Element> {
-    pub(crate) raw: wgpu::Buffer,
+    raw: Arc<Raw>,
     len: usize,
     _t: PhantomData<fn() -> T>,
 }
@@ -36,7 +158,12 @@ impl<T: Element> WgpuBuffer<T> {
     }
     /// The wgpu buffer, to bind in a dispatch.
     pub fn raw(&self) -> &wgpu::Buffer {
-        &self.raw
+        &self.raw.buf
+    }
+    /// Bytes a binding of this buffer covers: its elements, padded as at
+    /// creation (the wgpu buffer may be larger when it came from the pool).
+    pub fn binding_bytes(&self) -> u64 {
+        padded(self.num_bytes())
     }
     /// The same memory as `U` elements (the byte length must divide evenly):
     /// one scratch buffer for kernels of several element types, or an `f32`
@@ -59,7 +186,7 @@ impl<T: Element> WgpuBuffer<T> {
     /// A borrowed view as `U` elements (same rule as [`WgpuBuffer::cast`]).
     pub fn cast_ref<U: Element>(&self) -> Result<WgpuBuffer<U>> {
         WgpuBuffer {
-            raw: self.raw.clone(),
+            raw: Arc::clone(&self.raw),
             len: self.len,
             _t: PhantomData::<fn() -> T>,
         }
@@ -85,11 +212,65 @@ fn padded(bytes: u64) -> u64 {
     bytes.max(16).next_multiple_of(4)
 }
 
+/// Size class of a buffer of `bytes` (padded) bytes: rounded up to 1/8 of
+/// its power of two (256 bytes at least), so pooled buffers waste at most
+/// 1/8 and calls of slightly different sizes share them.
+fn size_class(bytes: u64) -> u64 {
+    let step = (bytes.next_power_of_two() / 8).max(256);
+    bytes.next_multiple_of(step)
+}
+
 const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_SRC)
     .union(wgpu::BufferUsages::COPY_DST);
 
 impl WgpuBackend {
+    /// Wraps a buffer this backend created (it returns to the pool when dropped).
+    fn wrap<T: Element>(&self, buf: wgpu::Buffer, len: usize) -> WgpuBuffer<T> {
+        WgpuBuffer {
+            raw: Arc::new(Raw {
+                buf,
+                pool: Some(Arc::clone(&self.ctx.pool)),
+            }),
+            len,
+            _t: PhantomData,
+        }
+    }
+
+    /// A buffer of `len` elements whose contents are unspecified (left over
+    /// from an earlier use): for outputs that the kernels overwrite entirely.
+    /// Taken from the pool when an idle buffer of the size class is there;
+    /// otherwise created at the class's size (`len`'s bytes rounded up by at
+    /// most 1/8), so that it fits later calls of a similar size.
+    pub fn alloc_uninit<T: Element>(&self, len: usize, what: &str) -> Result<WgpuBuffer<T>> {
+        let need = padded(self.checked_bytes::<T>(len, what)?);
+        let class = size_class(need)
+            .min(self.ctx.limits.max_buffer_size)
+            .max(need);
+        if let Some(buf) = self.ctx.pool.take(need, class) {
+            return Ok(self.wrap(buf, len));
+        }
+        let raw = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(what),
+            size: class,
+            usage: STORAGE,
+            mapped_at_creation: false,
+        });
+        Ok(self.wrap(raw, len))
+    }
+
+    /// Sets the bound of the buffer pool in bytes (0 turns pooling off) and
+    /// releases idle buffers beyond it. The default is 4 GiB on a GPU, 256
+    /// MiB on a CPU adapter, or `TRIDENT_WGPU_POOL_MB` MiB when set.
+    pub fn set_buffer_pool_limit(&self, bytes: u64) {
+        self.ctx.pool.set_limit(bytes);
+    }
+
+    /// Bytes of device memory the pool holds idle now.
+    pub fn buffer_pool_bytes(&self) -> u64 {
+        self.ctx.pool.bytes()
+    }
+
     /// Byte size of `len` elements of `T`, checked against the adapter's
     /// `max_buffer_size`; `what` names the buffer in the error.
     fn checked_bytes<T: Element>(&self, len: usize, what: &str) -> Result<u64> {
@@ -116,11 +297,7 @@ impl WgpuBackend {
             usage: STORAGE,
             mapped_at_creation: false,
         });
-        Ok(WgpuBuffer {
-            raw,
-            len,
-            _t: PhantomData,
-        })
+        Ok(self.wrap(raw, len))
     }
 
     /// Copies `host` into a new buffer; `what` names it in errors.
@@ -146,11 +323,7 @@ impl WgpuBackend {
                     usage: STORAGE,
                 })
         };
-        Ok(WgpuBuffer {
-            raw,
-            len: host.len(),
-            _t: PhantomData,
-        })
+        Ok(self.wrap(raw, host.len()))
     }
 
     /// A new buffer of `len` elements computed on the host by `fill`, which
@@ -243,11 +416,7 @@ impl WgpuBackend {
         })();
         raw.unmap();
         filled?;
-        Ok(WgpuBuffer {
-            raw,
-            len,
-            _t: PhantomData,
-        })
+        Ok(self.wrap(raw, len))
     }
 
     /// Copies `host` into the start of an existing buffer (`host.len() <= buf.len()`),
@@ -264,11 +433,11 @@ impl WgpuBackend {
             return Ok(());
         }
         if src.len().is_multiple_of(4) {
-            self.ctx.queue.write_buffer(&buf.raw, 0, src);
+            self.ctx.queue.write_buffer(buf.raw(), 0, src);
         } else {
             let mut v = src.to_vec();
             v.resize(src.len().next_multiple_of(4), 0);
-            self.ctx.queue.write_buffer(&buf.raw, 0, &v);
+            self.ctx.queue.write_buffer(buf.raw(), 0, &v);
         }
         Ok(())
     }
@@ -319,7 +488,7 @@ impl WgpuBackend {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("download"),
             });
-        enc.copy_buffer_to_buffer(&buf.raw, 0, &staging, 0, size);
+        enc.copy_buffer_to_buffer(buf.raw(), 0, &staging, 0, size);
         self.ctx.queue.submit([enc.finish()]);
         let slice = staging.slice(..);
         let (tx, rx) = std::sync::mpsc::channel();
@@ -387,5 +556,56 @@ impl DeviceMemory for WgpuBackend {
 
     fn synchronize(&self) -> Result<()> {
         self.ctx.wait("synchronize")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A released buffer is reused by the next `alloc_uninit` of its size
+    /// class, not while a view of it lives, and the pool never holds more
+    /// than its bound.
+    #[test]
+    fn pool_reuses_and_stays_bounded() {
+        let Ok(be) = WgpuBackend::new() else {
+            println!("SKIPPED: no wgpu adapter");
+            return;
+        };
+        be.set_buffer_pool_limit(0);
+        be.set_buffer_pool_limit(1 << 20);
+        assert_eq!(be.buffer_pool_bytes(), 0);
+        let a = be.alloc_uninit::<u32>(10_000, "a").unwrap();
+        let first = a.raw().clone();
+        let view = a.cast_ref::<f32>().unwrap();
+        drop(a);
+        assert_eq!(be.buffer_pool_bytes(), 0, "a live view keeps the buffer");
+        drop(view);
+        let size = first.size();
+        assert!((40_000..=45_000).contains(&size), "{size}");
+        assert_eq!(be.buffer_pool_bytes(), size);
+        // A slightly smaller request of the same class gets the same buffer.
+        let b = be.alloc_uninit::<u32>(9_500, "b").unwrap();
+        assert!(*b.raw() == first, "the pooled buffer was not reused");
+        assert_eq!(be.buffer_pool_bytes(), 0);
+        // It works as a buffer of its own length.
+        let host: Vec<u32> = (0..9_500).collect();
+        be.upload_into(&host, &b).unwrap();
+        assert_eq!(be.download_vec(&b).unwrap(), host);
+        drop(b);
+        // Bound: 40 buffers of 100 KB released, at most 1 MiB kept.
+        let many: Vec<_> = (0..40)
+            .map(|_| be.alloc_uninit::<u8>(100_000, "m").unwrap())
+            .collect();
+        drop(many);
+        let kept = be.buffer_pool_bytes();
+        assert!((900_000..=1 << 20).contains(&kept), "{kept}");
+        // Lowering the bound releases the excess; zero turns pooling off.
+        be.set_buffer_pool_limit(300_000);
+        assert!(be.buffer_pool_bytes() <= 300_000);
+        be.set_buffer_pool_limit(0);
+        assert_eq!(be.buffer_pool_bytes(), 0);
+        drop(be.alloc::<u32>(10, "z").unwrap());
+        assert_eq!(be.buffer_pool_bytes(), 0);
     }
 }

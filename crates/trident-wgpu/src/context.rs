@@ -157,6 +157,8 @@ pub(crate) struct Context {
     pub(crate) limits: wgpu::Limits,
     pub(crate) subgroups: bool,
     pub(crate) errors: Arc<ErrorSink>,
+    /// Idle buffers for [`crate::WgpuBackend::alloc_uninit`].
+    pub(crate) pool: Arc<crate::buffer::Pool>,
 }
 
 impl Context {
@@ -195,7 +197,11 @@ impl Context {
         let errors = Arc::new(ErrorSink::default());
         errors.attach(&device);
         let limits = device.limits();
+        let pool = Arc::new(crate::buffer::Pool::new(crate::buffer::default_pool_limit(
+            &info,
+        )));
         Ok(Self {
+            pool,
             info,
             device,
             queue,

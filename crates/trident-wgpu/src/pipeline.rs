@@ -284,12 +284,12 @@ pub struct Arg<'a> {
 }
 
 impl<'a> Arg<'a> {
-    /// The whole buffer.
+    /// The whole buffer (its elements: a pooled wgpu buffer may be larger).
     pub fn buf<T: Element>(b: &'a WgpuBuffer<T>) -> Self {
         Self {
             buffer: b.raw(),
             offset: 0,
-            size: None,
+            size: Some(b.binding_bytes()),
         }
     }
     /// A raw wgpu buffer (uniforms made by [`WgpuBackend::uniform`]).
@@ -454,7 +454,8 @@ impl Encoder<'_> {
 
     /// Records a zero fill of a whole buffer.
     pub fn zero<T: Element>(&mut self, buf: &WgpuBuffer<T>) {
-        self.enc.clear_buffer(buf.raw(), 0, None);
+        self.enc
+            .clear_buffer(buf.raw(), 0, Some(buf.binding_bytes()));
     }
 
     /// Queues the recorded work (does not wait; [`WgpuBackend::download_into`]

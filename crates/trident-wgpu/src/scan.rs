@@ -59,7 +59,8 @@ impl WgpuBackend {
             limit: u32::MAX as u128,
         })?;
         let blocks = n.div_ceil(BLOCK);
-        let sums = self.alloc::<u32>(blocks, "scan block sums")?;
+        // Every block writes its sum: a pooled buffer needs no zero fill.
+        let sums = self.alloc_uninit::<u32>(blocks, "scan block sums")?;
         let params = self.uniform(&ScanParams {
             n: n32,
             _pad: [0; 3],

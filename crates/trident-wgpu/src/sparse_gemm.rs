@@ -3,7 +3,9 @@
 //! Two phases, rows binned by work on the device (the shader's header has
 //! the bins and the determinism argument): a merge bin (one thread per short
 //! row, a k-way merge of B rows in registers) and a general bin (one
-//! workgroup per row, column windows owned slice by slice by its threads).
+//! workgroup per row, each B row split among its threads, a column-window
+//! bitmap in workgroup memory). All buffers of a call come from the
+//! backend's buffer pool (`buffer.rs`), so a repeated product creates none.
 //! The host waits on the device once per product, to read nnz(C) and the
 //! general bin's row count and allocate C exactly; everything else is
 //! queued.
@@ -37,7 +39,6 @@ const BINDS: &[Bind] = &[
     Bind::ReadWrite, // 11 c_idx
     Bind::ReadWrite, // 12 c_val
     Bind::ReadWrite, // 13 c_off
-    Bind::ReadWrite, // 14 scratch
 ];
 
 const fn kernel(entry: &'static str, bindings: usize) -> Kernel {
@@ -50,29 +51,32 @@ const fn kernel(entry: &'static str, bindings: usize) -> Kernel {
 
 static ANALYZE: Kernel = kernel("spg_analyze", 8);
 static SCATTER: Kernel = kernel("spg_scatter", 9);
-static SYM_MERGE: Kernel = kernel("spg_sym_merge", 15);
-static SYM_GENERAL: Kernel = kernel("spg_sym_general", 15);
-static OFFSETS: Kernel = kernel("spg_offsets", 15);
-static NUM_MERGE: Kernel = kernel("spg_num_merge", 15);
-static NUM_GENERAL: Kernel = kernel("spg_num_general", 15);
+static SYM_MERGE: Kernel = kernel("spg_sym_merge", 14);
+static SYM_TEAM: Kernel = kernel("spg_sym_team", 14);
+static NUM_TEAM: Kernel = kernel("spg_num_team", 14);
+static SYM_GENERAL: Kernel = kernel("spg_sym_general", 14);
+static OFFSETS: Kernel = kernel("spg_offsets", 14);
+static NUM_MERGE: Kernel = kernel("spg_num_merge", 14);
+static NUM_GENERAL: Kernel = kernel("spg_num_general", 14);
 
 /// Kernels of this primitive (built by `warm_up`).
 pub(crate) const KERNELS: &[&Kernel] = &[
     &ANALYZE,
     &SCATTER,
     &SYM_MERGE,
+    &SYM_TEAM,
     &SYM_GENERAL,
     &OFFSETS,
     &NUM_MERGE,
+    &NUM_TEAM,
     &NUM_GENERAL,
 ];
 
-/// Values of one general-bin window (`WG * SLICE_MAX` in the shader): the
-/// numeric pass gives each of its workgroups a scratch row of this many f32.
-const WINDOW: usize = 256 * 256;
+/// Rows one team-kernel workgroup computes (`TEAMS` in the shader).
+const TEAMS: u64 = 8;
 
 /// Most workgroups the general bin runs (rows are drawn from a queue, so
-/// this bounds the scratch, 256 KiB each, not the rows).
+/// this bounds the parallelism, not the rows).
 const GENERAL_GROUPS: usize = 1024;
 
 /// Phase timings on stderr when `TRIDENT_SPGEMM_TRACE` is set (development:
@@ -117,7 +121,9 @@ impl Trace {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
     rows: u32,
-    _pad: [u32; 3],
+    /// 1: each general-bin workgroup computes one row (CPU adapters).
+    one_row: u32,
+    _pad: [u32; 2],
 }
 
 /// Core's buffer-size check ([`trident_core::validate::device_csr`]) plus this
@@ -154,17 +160,25 @@ impl WgpuBackend {
         b: &DeviceCsr<Self, T>,
     ) -> Result<DeviceCsr<Self, T>> {
         let rows = a.rows();
+        // Mesa's llvmpipe ends a shader's loops after 65,535 iterations in
+        // all. There the general bin's workgroups draw a row each instead of
+        // draining the row queue (the first workgroups to run would take
+        // every row), so a workgroup's iterations are those of its own row.
+        let cpu = self.ctx.info.device_type == wgpu::DeviceType::Cpu;
         let params = self.uniform(&Params {
             rows: rows as u32,
-            _pad: [0; 3],
+            one_row: u32::from(cpu),
+            _pad: [0; 2],
         });
         let (a_off, b_off) = (a.offsets.cast_ref::<u32>()?, b.offsets.cast_ref::<u32>()?);
         let (a_val, b_val) = (a.values.cast_ref::<f32>()?, b.values.cast_ref::<f32>()?);
-        let mpos = self.alloc::<u32>(rows + 1, "spgemm merge positions")?;
-        let list = self.alloc::<u32>(rows.max(1), "spgemm row list")?;
-        let cnt = self.alloc::<u32>(rows + 1, "spgemm row nnz")?;
-        let meta = self.alloc::<u32>(4, "spgemm queues and total")?;
-        let info = self.alloc::<u32>(4, "spgemm totals")?;
+        // Pooled buffers (alloc_uninit): the kernels write every element of
+        // mpos and list before reading it; cnt and meta are zeroed below.
+        let mpos = self.alloc_uninit::<u32>(rows + 1, "spgemm merge positions")?;
+        let list = self.alloc_uninit::<u32>(rows.max(1), "spgemm row list")?;
+        let cnt = self.alloc_uninit::<u32>(rows + 1, "spgemm row nnz")?;
+        let meta = self.alloc_uninit::<u32>(4, "spgemm queues and total")?;
+        let info = self.alloc_uninit::<u32>(4, "spgemm totals")?;
         let row_groups = self.grid((rows as u64 + 1).div_ceil(256))?;
         let args = [
             Arg::raw(&params),
@@ -181,10 +195,10 @@ impl WgpuBackend {
         ];
 
         // The symbolic kernels share functions with the numeric ones, so they
-        // bind C and the scratch too (unused there): small stand-ins.
-        let dummy = self.alloc::<u32>(1, "spgemm symbolic stand-in")?;
+        // bind C too (unused there): small stand-ins.
+        let dummy = self.alloc_uninit::<u32>(1, "spgemm symbolic stand-in")?;
         let mut args_sym = args.to_vec();
-        args_sym.extend([Arg::buf(&dummy); 4]);
+        args_sym.extend([Arg::buf(&dummy); 3]);
         // Bins, row list, symbolic pass, C's offsets.
         let mut tr = Trace::new();
         let mut enc = self.encoder("spgemm symbolic");
@@ -193,14 +207,22 @@ impl WgpuBackend {
             enc,
             &format!("start: {rows} rows, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz()),
         )?;
+        enc.zero(&cnt);
+        enc.zero(&meta);
         enc.dispatch(&ANALYZE, &args[..8], row_groups)?;
         self.scan_exclusive_u32(&mut enc, &mpos, rows + 1)?;
         enc.dispatch(&SCATTER, &args[..9], row_groups)?;
         enc = tr.lap(self, enc, "analyze, scan, scatter")?;
         enc.dispatch(&SYM_MERGE, &args_sym, row_groups)?;
-        enc = tr.lap(self, enc, "symbolic merge bin")?;
-        let sym_groups = rows.clamp(1, GENERAL_GROUPS) as u32;
-        enc.dispatch(&SYM_GENERAL, &args_sym, [sym_groups, 1, 1])?;
+        let team_groups = self.grid((rows as u64).div_ceil(TEAMS))?;
+        enc.dispatch(&SYM_TEAM, &args_sym, team_groups)?;
+        enc = tr.lap(self, enc, "symbolic merge bin (thread and team kernels)")?;
+        let sym_groups = if cpu {
+            self.grid(rows.max(1) as u64)?
+        } else {
+            [rows.clamp(1, GENERAL_GROUPS) as u32, 1, 1]
+        };
+        enc.dispatch(&SYM_GENERAL, &args_sym, sym_groups)?;
         enc = tr.lap(self, enc, "symbolic general bin")?;
         self.scan_exclusive_u32(&mut enc, &cnt, rows + 1)?;
         enc.copy(&cnt, rows, &info, 0, 1)?;
@@ -238,30 +260,30 @@ impl WgpuBackend {
             ),
         )?;
 
-        // Numeric pass: rows written sorted into C.
-        let c_idx = self.alloc::<u32>(nnz, "spgemm C indices")?;
-        let c_val = self.alloc::<f32>(nnz, "spgemm C values")?;
-        let c_off = self.alloc::<u64>(rows + 1, "spgemm C offsets")?;
+        // Numeric pass: rows written sorted into C. C's buffers and the
+        // come from the pool: every element of C is written (offsets by
+        // spg_offsets, each row by its bin) before it is read.
+        let c_idx = self.alloc_uninit::<u32>(nnz, "spgemm C indices")?;
+        let c_val = self.alloc_uninit::<f32>(nnz, "spgemm C values")?;
+        let c_off = self.alloc_uninit::<u64>(rows + 1, "spgemm C offsets")?;
         let c_off32 = c_off.cast_ref::<u32>()?;
-        let max_groups =
-            (self.ctx.limits.max_storage_buffer_binding_size / (4 * WINDOW as u64)).max(1) as usize;
-        let num_groups = general_rows.min(GENERAL_GROUPS).min(max_groups);
-        let scratch = self.alloc::<f32>(num_groups.max(1) * WINDOW, "spgemm window scratch")?;
+        let num_groups = if cpu {
+            general_rows
+        } else {
+            general_rows.min(GENERAL_GROUPS)
+        };
         let mut args_num = args.to_vec();
-        args_num.extend([
-            Arg::buf(&c_idx),
-            Arg::buf(&c_val),
-            Arg::buf(&c_off32),
-            Arg::buf(&scratch),
-        ]);
+        args_num.extend([Arg::buf(&c_idx), Arg::buf(&c_val), Arg::buf(&c_off32)]);
         let mut enc = self.encoder("spgemm numeric");
         enc = tr.lap(self, enc, "allocate C")?;
         enc.dispatch(&OFFSETS, &args_num, row_groups)?;
         let merge_groups = self.grid((got[1] as u64).div_ceil(256))?;
         enc.dispatch(&NUM_MERGE, &args_num, merge_groups)?;
+        let team_groups = self.grid((got[1] as u64).div_ceil(TEAMS))?;
+        enc.dispatch(&NUM_TEAM, &args_num, team_groups)?;
         enc = tr.lap(self, enc, "offsets, numeric merge bin")?;
         if num_groups > 0 {
-            enc.dispatch(&NUM_GENERAL, &args_num, [num_groups as u32, 1, 1])?;
+            enc.dispatch(&NUM_GENERAL, &args_num, self.grid(num_groups as u64)?)?;
         }
         enc = tr.lap(
             self,
@@ -415,6 +437,19 @@ mod tests {
             let a = random_csr::<f32>(n, n, d, true, n as u64);
             check(&be, &a, &a, &format!("random {n} {d}"));
         }
+        // Short A rows over B rows of ~30 entries: products from a few to
+        // a few hundred, so the team kernels (<= 64 products), the thread
+        // merge (<= 256) and the general bin all get rows.
+        for (n, d) in [(100, 0.01), (100, 0.02), (100, 0.04)] {
+            let a = random_csr::<f32>(n, 200, d, true, 7 + n as u64);
+            let b = random_csr::<f32>(200, 500, 0.06, true, 11);
+            check(&be, &a, &b, &format!("short rows {d}"));
+        }
+        // Thousands of general-bin rows: on llvmpipe, whose loop cap counts
+        // all iterations of an invocation, a workgroup that drained the row
+        // queue would be cut off; there each workgroup takes one row.
+        let a = random_csr::<f32>(3000, 3000, 0.005, true, 5);
+        check(&be, &a, &a, "many general rows");
         // One B row longer than the merge bin takes, A rows of one entry.
         let long: Vec<(u32, u32, f32)> = (0..1000).map(|j| (0, 3 * j, 0.5 + j as f32)).collect();
         let b = csr(2, 3000, &long);
