@@ -20,7 +20,10 @@
 //!    is copied after.
 //!
 //! Each worker has one workspace for the whole call ([`accum`]); the
-//! accumulator is picked per row: a dense one over a 64K-column window
+//! accumulator is picked per row: a row of at most 64 products within a
+//! 64K-column window (stencil rows, light R-MAT rows) gets the short-row
+//! one (a tag and a sum per window column, its few columns sorted by
+//! insertion); otherwise a dense one over a 64K-column window
 //! starting at the row's first column when the row's columns can only fall in
 //! such a window (banded matrices, moderate `n`: it stays in L2 whatever `n`
 //! is), an `n`-wide dense one for rows of thousands of products when `n` is
@@ -31,7 +34,9 @@
 //! yield the row's columns sorted with no sort. A row with one entry in `A` is
 //! a scaled copy of one `B` row and skips both. Both passes prefetch the `B`
 //! rows a few rows ahead: with random columns (R-MAT, uniform) they are
-//! otherwise bound by memory latency. Output buffers are advised onto huge
+//! otherwise bound by memory latency. A banded `A` (every entry within 64K
+//! of the diagonal, checked in the lower-bound pass) names `B` rows in a few
+//! sequential streams that the hardware prefetches, so it skips this. Output buffers are advised onto huge
 //! pages, as fresh memory is faulted in while it is written.
 //!
 //! Determinism: each `C(i, j)` is accumulated in ascending `p` starting from the
@@ -57,6 +62,11 @@ use crate::RayonBackend;
 use accum::{AHEAD, Workspace, prefetch_offsets, prefetch_rows};
 use trident_core::mem::advise_huge;
 
+/// The largest distance from the diagonal at which `A` counts as banded: its
+/// rows then name `B` rows in a few sequential streams, which the hardware
+/// prefetcher follows, and the passes skip their own prefetching (on
+/// poisson2d it cost a tenth of the time and saved nothing).
+const BAND: usize = 1 << 16;
 /// Rows per block of the parallel prefix sum over row counts.
 const SCAN_BLOCK: usize = 1 << 14;
 /// Rows per task of the symbolic pass: a few hundred microseconds of work for
@@ -84,7 +94,7 @@ impl<T: Scalar> SparseGemm<T> for RayonBackend {
             }
             // An output that cannot fit (an outer product of billions of entries)
             // is refused before the symbolic pass spends seconds counting it.
-            let at_least = nnz_lower_bound(a, b);
+            let (at_least, banded) = nnz_lower_bound(a, b);
             trident_core::mem::check_bytes(at_least * (4 + size_of::<T>() as u128), || {
                 format!(
                     "the {} x {} product, which has at least {at_least} entries,",
@@ -92,7 +102,7 @@ impl<T: Scalar> SparseGemm<T> for RayonBackend {
                     b.cols()
                 )
             })?;
-            gustavson(a, b, rayon::current_num_threads())
+            gustavson(a, b, rayon::current_num_threads(), !banded)
         })
     }
 }
@@ -103,22 +113,31 @@ fn all_finite<T: Scalar>(v: &[T]) -> bool {
         .all(|c| c.iter().all(|x| x.is_finite()))
 }
 
-/// [`CsrMatrix::product_nnz_lower_bound`] in parallel: per row of `A`, the
-/// longest `B` row it names.
-fn nnz_lower_bound<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> u128 {
+/// [`CsrMatrix::product_nnz_lower_bound`] in parallel (per row of `A`, the
+/// longest `B` row it names), and whether `A` is banded: every entry within
+/// [`BAND`] of the diagonal, so that the `B` rows consecutive rows name are
+/// a few sequential streams.
+fn nnz_lower_bound<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> (u128, bool) {
     let bo = b.offsets();
     (0..a.rows())
         .into_par_iter()
         .with_min_len(SCAN_BLOCK)
         .map(|i| {
-            a.row(i)
-                .0
+            let cols = a.row(i).0;
+            let longest = cols
                 .iter()
                 .map(|&p| (bo[p as usize + 1] - bo[p as usize]) as u128)
                 .max()
-                .unwrap_or(0)
+                .unwrap_or(0);
+            let banded = match (cols.first(), cols.last()) {
+                (Some(&lo), Some(&hi)) => {
+                    i.abs_diff(lo as usize).max(i.abs_diff(hi as usize)) <= BAND
+                }
+                _ => true,
+            };
+            (longest, banded)
         })
-        .sum()
+        .reduce(|| (0, true), |x, y| (x.0 + y.0, x.1 && y.1))
 }
 
 /// Splits `s` into consecutive pieces of the given lengths.
@@ -264,6 +283,7 @@ fn gustavson<T: Scalar>(
     a: &CsrMatrix<T>,
     b: &CsrMatrix<T>,
     threads: usize,
+    prefetch: bool,
 ) -> Result<CsrMatrix<T>> {
     let (m, n) = (a.rows(), b.cols());
     let spaces = Workspaces::new(threads, n);
@@ -284,7 +304,9 @@ fn gustavson<T: Scalar>(
                 let r1 = r0 + counts.len();
                 spaces.with(n, |ws| {
                     for (i, slot) in (r0..r1).zip(counts.iter_mut()) {
-                        prefetch_ahead(a, b, i, r1, false);
+                        if prefetch {
+                            prefetch_ahead(a, b, i, r1, false);
+                        }
                         slot.write(ws.count_row(a, b, i));
                     }
                 })
@@ -316,7 +338,9 @@ fn gustavson<T: Scalar>(
                 let base = offsets[r0];
                 spaces.with(n, |ws| {
                     for i in r0..r1 {
-                        prefetch_ahead(a, b, i, r1, true);
+                        if prefetch {
+                            prefetch_ahead(a, b, i, r1, true);
+                        }
                         let (s, e) = (offsets[i] - base, offsets[i + 1] - base);
                         ws.fill_row(a, b, i, &mut idx[s..e], &mut val[s..e]);
                     }
