@@ -427,24 +427,9 @@ fn rows_sorted_in_range(offsets: &[usize], indices: &[u32], cols: usize) -> bool
                 && row.windows(2).fold(true, |ok, w| ok & (w[0] < w[1]))
         })
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
-    if indices.len() < PAR_ROWS_MIN_NNZ || threads < 2 || rows < threads {
-        return ok(0..rows);
-    }
-    let per = rows.div_ceil(threads);
-    std::thread::scope(|s| {
-        let parts: Vec<_> = (0..threads)
-            .map(|t| {
-                let r = (t * per).min(rows)..((t + 1) * per).min(rows);
-                s.spawn(move || ok(r))
-            })
-            .collect();
-        // A part that panicked (it cannot) counts as failed: the serial
-        // check then decides.
-        parts.into_iter().all(|h| h.join().unwrap_or(false))
-    })
+    crate::validate::scan_parts(rows, indices.len() >= PAR_ROWS_MIN_NNZ, ok)
+        .into_iter()
+        .all(|good| good)
 }
 
 /// The first out-of-range or unsorted column, as an error.

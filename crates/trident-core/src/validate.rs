@@ -56,33 +56,51 @@ const FINITE_BLOCK: usize = 512;
 /// From this many elements the scan is split over threads.
 const FINITE_PAR_MIN: usize = 1 << 22;
 /// Most threads one scan uses: a few saturate a socket's memory bandwidth.
-const FINITE_MAX_THREADS: usize = 8;
+const SCAN_MAX_THREADS: usize = 8;
+
+/// `f` over `0..len` cut into consecutive parts, one thread each, when
+/// `par` (the caller's estimate that the work is large enough) holds and the
+/// machine has several cores; else `f(0..len)` alone. The answers come in
+/// part order. The input checks of this crate share it: each screens its
+/// parts cheaply and only the caller searches a failing part for the first
+/// fault, so the parts never change which fault is reported.
+pub(crate) fn scan_parts<R: Send>(
+    len: usize,
+    par: bool,
+    f: impl Fn(std::ops::Range<usize>) -> R + Sync,
+) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(SCAN_MAX_THREADS)
+        .min(len);
+    if !par || threads < 2 {
+        return vec![f(0..len)];
+    }
+    let per = len.div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|s| {
+        let parts: Vec<_> = (0..len)
+            .step_by(per)
+            .map(|lo| {
+                let r = lo..(lo + per).min(len);
+                (r.clone(), s.spawn(move || f(r)))
+            })
+            .collect();
+        parts
+            .into_iter()
+            // A scan thread cannot panic; if one did, redo its part here.
+            .map(|(r, h)| h.join().unwrap_or_else(|_| f(r)))
+            .collect()
+    })
+}
 
 /// The index of the first element of `data` that is not `ok`.
 fn first_bad<T: Copy + Sync>(data: &[T], ok: impl Fn(T) -> bool + Sync) -> Option<usize> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(FINITE_MAX_THREADS)
-        .min(data.len() / (FINITE_PAR_MIN / 4).max(1));
-    if data.len() < FINITE_PAR_MIN || threads < 2 {
-        return first_bad_serial(data, &ok);
-    }
-    let part = data.len().div_ceil(threads);
-    let ok = &ok;
-    // The first bad index of the first part that has one: parts are in order.
-    std::thread::scope(|s| {
-        let parts: Vec<_> = data
-            .chunks(part)
-            .map(|c| s.spawn(move || first_bad_serial(c, ok)))
-            .collect();
-        parts.into_iter().enumerate().find_map(|(p, h)| {
-            // A scan thread cannot panic; if one did, scan its part here.
-            let r = h.join().unwrap_or_else(|_| {
-                first_bad_serial(&data[p * part..((p + 1) * part).min(data.len())], ok)
-            });
-            r.map(|i| p * part + i)
-        })
+    scan_parts(data.len(), data.len() >= FINITE_PAR_MIN, |r| {
+        first_bad_serial(&data[r.clone()], &ok).map(|i| r.start + i)
     })
+    .into_iter()
+    .find_map(|first| first)
 }
 
 fn first_bad_serial<T: Copy>(data: &[T], ok: &impl Fn(T) -> bool) -> Option<usize> {
