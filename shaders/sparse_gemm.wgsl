@@ -6,18 +6,22 @@
 // WGSL offers (no warp match, no float atomics, no dynamic shared memory):
 //  1. `spg_analyze`, one thread per row: the row goes to the merge bin when
 //     A's row has at most MERGE_K entries and at most MERGE_W products, else
-//     to the general bin. The flags are scanned on the device
-//     (shaders/scan.wgsl); `spg_scatter` writes the row list: merge rows
-//     first (in row order: positions from the scan), general rows after them
-//     (in row order too), so no host round trip is needed to bin.
+//     to the general bin; merge rows of TEAM_MIN + 1 to TEAM_W products are
+//     team rows. Both flags are scanned on the device (shaders/scan.wgsl);
+//     `spg_scatter` writes the row list: thread-merge rows first, team rows
+//     next, general rows last (each in row order: positions from the
+//     scans), and `spg_bins` writes the workgroup counts of the merge and
+//     team kernels into qmeta, which they are dispatched from (indirect
+//     dispatch): no host round trip is needed to bin, and no kernel runs
+//     over rows that are not its own (measured on the H100: the team
+//     kernels launched over all 4.2M merge rows of poisson2d, none of them
+//     theirs, took 2.8-3.0 ms each, twice the whole CUDA product).
 //  2. Merge bin (`spg_*_merge`), one thread per row: a k-way merge of the
 //     (sorted) B rows of A's row with the heads in registers. Each output
 //     column is the minimum head; the lists holding it are summed in A's
 //     order. The output comes out sorted: nothing to hash, nothing to sort.
-//     Merge rows of TEAM_MIN + 1 to TEAM_W products go instead to the team
-//     kernels (`spg_*_team`, 32 threads per row, products in workgroup
-//     memory): both kernels run over the whole merge list and each takes
-//     its rows by their product count.
+//     Team rows go instead to the team kernels (`spg_*_team`, 32 threads
+//     per row, products in workgroup memory).
 //  3. General bin (`spg_*_general`), one workgroup per row, rows drawn from a
 //     queue (a global atomic counter) by a fixed number of workgroups (on
 //     CPU adapters one row per workgroup, `one_row`: Mesa's llvmpipe ends a
@@ -52,6 +56,18 @@
 // is read: the host guarantees nnz < 2^32. Column indices are below
 // 0xffffffff (the host checks B's column count), which is the merge's
 // "no more entries" sentinel.
+//
+// Built without wgpu's runtime checks (pipeline.rs; measured on the H100,
+// they made the team kernels 1.4-1.7x slower): every index stays in range
+// for a valid CSR pair, which the host API guarantees (a `DeviceCsr` is made
+// by `upload_csr` from a checked `CsrMatrix` or is a product of this
+// backend; the CUDA kernels read the same inputs unchecked). Workgroup
+// arrays are indexed by lane (< WG), by products of a team row (< TEAM_W
+// per team) or by bitmap words (< WORDS * WG), and every element is written
+// before it is read. Every loop is bounded by its data: the merge advances
+// a list per step, the general bin's queue ends at the row count and its
+// windows move strictly right.
+// #unchecked
 
 const WG: u32 = 256u;
 // Merge bin: A rows of at most MERGE_K entries and at most MERGE_W products.
@@ -67,7 +83,8 @@ struct SpgParams {
     // 1: a general-bin workgroup takes one row only (CPU adapters: llvmpipe's
     // loop cap counts every iteration of the invocation).
     one_row: u32,
-    _p0: u32,
+    // The adapter's max_compute_workgroups_per_dimension (spg_bins).
+    max_dim: u32,
     _p1: u32,
 }
 
@@ -78,19 +95,27 @@ struct SpgParams {
 @group(0) @binding(4) var<storage, read> b_off: array<u32>;
 @group(0) @binding(5) var<storage, read> b_idx: array<u32>;
 @group(0) @binding(6) var<storage, read> b_val: array<f32>;
-// rows + 1 merge flags, scanned in place into merge positions; [rows] = count.
+// rows + 1 merge flags (thread merge or team), scanned in place into merge
+// positions; [rows] = M, the merge rows.
 @group(0) @binding(7) var<storage, read_write> mpos: array<u32>;
-// Row list: merge rows at [0, M), general rows at [M, rows).
-@group(0) @binding(8) var<storage, read_write> list: array<u32>;
+// rows + 1 team flags, scanned likewise; [rows] = T, the team rows.
+@group(0) @binding(8) var<storage, read_write> tpos: array<u32>;
+// Row list: thread-merge rows at [0, M - T), team rows at [M - T, M),
+// general rows at [M, rows).
+@group(0) @binding(9) var<storage, read_write> list: array<u32>;
 // rows + 1 row nnz, scanned in place into C's offsets; [rows] = nnz(C).
-@group(0) @binding(9) var<storage, read_write> cnt: array<u32>;
+@group(0) @binding(10) var<storage, read_write> cnt: array<u32>;
 // [0], [1]: row queues of the symbolic and numeric general kernels;
 // [2], [3]: nnz(C) as a 64-bit sum (low, high word): the host checks it
 // against the limits before trusting the u32 scan.
-@group(0) @binding(10) var<storage, read_write> qmeta: array<atomic<u32>>;
-@group(0) @binding(11) var<storage, read_write> c_idx: array<u32>;
-@group(0) @binding(12) var<storage, read_write> c_val: array<f32>;
-@group(0) @binding(13) var<storage, read_write> c_off: array<u32>;
+@group(0) @binding(11) var<storage, read_write> qmeta: array<atomic<u32>>;
+@group(0) @binding(12) var<storage, read_write> c_idx: array<u32>;
+@group(0) @binding(13) var<storage, read_write> c_val: array<f32>;
+@group(0) @binding(14) var<storage, read_write> c_off: array<u32>;
+// Workgroups (x, y, z) of the merge kernels at [0..3), of the team kernels
+// at [3..6) (spg_bins): the indirect dispatch sizes, in a buffer of their
+// own (wgpu forbids a dispatch to read its sizes from a buffer it binds).
+@group(0) @binding(15) var<storage, read_write> ind: array<u32>;
 
 fn row_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * WG;
@@ -106,6 +131,7 @@ fn spg_analyze(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     }
     if (i == sp.rows) {
         mpos[i] = 0u;
+        tpos[i] = 0u;
         return;
     }
     let s = a_off[2u * i];
@@ -121,6 +147,7 @@ fn spg_analyze(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     }
     let merge = w <= MERGE_W;
     mpos[i] = select(0u, 1u, merge);
+    tpos[i] = select(0u, 1u, w > TEAM_MIN && w <= TEAM_W);
 }
 
 @compute @workgroup_size(256)
@@ -130,11 +157,33 @@ fn spg_scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
         return;
     }
     let pos = mpos[i];
-    if (mpos[i + 1u] != pos) {
-        list[pos] = i;
+    let tp = tpos[i];
+    if (tpos[i + 1u] != tp) {
+        list[mpos[sp.rows] - tpos[sp.rows] + tp] = i;
+    } else if (mpos[i + 1u] != pos) {
+        list[pos - tp] = i;
     } else {
         list[mpos[sp.rows] + i - pos] = i;
     }
+}
+
+// Workgroups (x, y, 1) for `groups` in a line, spread over y past max_dim
+// (as the host's `grid`), at ind[at..at + 3).
+fn put_groups(at: u32, groups: u32) {
+    let x = max(min(groups, sp.max_dim), 1u);
+    let y = (groups + x - 1u) / x;
+    ind[at] = select(x, 0u, groups == 0u);
+    ind[at + 1u] = select(y, 1u, groups == 0u);
+    ind[at + 2u] = 1u;
+}
+
+// One thread: the indirect dispatch sizes of the merge and team kernels.
+@compute @workgroup_size(1)
+fn spg_bins() {
+    let m = mpos[sp.rows];
+    let t = tpos[sp.rows];
+    put_groups(0u, (m - t + WG - 1u) / WG);
+    put_groups(3u, (t + TEAMS - 1u) / TEAMS);
 }
 
 var<workgroup> g_tot: atomic<u32>;
@@ -213,8 +262,7 @@ fn lst_step(l: ptr<function, Lst>, m: u32, acc: ptr<function, f32>, numeric: boo
 }
 
 // Merges the B rows of A's row `row`; numeric: writes the entries from `out`.
-// Returns the row's nnz, or NONE for a row of TEAM_MIN + 1 to TEAM_W
-// products, which the team kernels (`spg_*_team`) compute instead. The MERGE_K = 8 lists are eight named variables,
+// Returns the row's nnz. The MERGE_K = 8 lists are eight named variables,
 // not an array: an array indexed in a loop lands in local memory on GPUs,
 // and every step of the merge would wait on it.
 fn merge_row(row: u32, out: u32, numeric: bool) -> u32 {
@@ -228,11 +276,6 @@ fn merge_row(row: u32, out: u32, numeric: bool) -> u32 {
     var l5 = lst_open(s, n, 5u, numeric);
     var l6 = lst_open(s, n, 6u, numeric);
     var l7 = lst_open(s, n, 7u, numeric);
-    let prods = (l0.e - l0.p) + (l1.e - l1.p) + (l2.e - l2.p) + (l3.e - l3.p)
-        + (l4.e - l4.p) + (l5.e - l5.p) + (l6.e - l6.p) + (l7.e - l7.p);
-    if (prods > TEAM_MIN && prods <= TEAM_W) {
-        return NONE;
-    }
     var w = out;
     // At most MERGE_W iterations (one per output entry).
     loop {
@@ -267,14 +310,10 @@ fn spg_sym_merge(
 ) {
     let k = row_index(gid, nwg);
     var n = 0u;
-    if (k < mpos[sp.rows]) {
+    if (k < mpos[sp.rows] - tpos[sp.rows]) {
         let row = list[k];
         n = merge_row(row, 0u, false);
-        if (n == NONE) {
-            n = 0u;
-        } else {
-            cnt[row] = n;
-        }
+        cnt[row] = n;
     }
     add_total(lid, n);
 }
@@ -282,7 +321,7 @@ fn spg_sym_merge(
 @compute @workgroup_size(256)
 fn spg_num_merge(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let k = row_index(gid, nwg);
-    if (k >= mpos[sp.rows]) {
+    if (k >= mpos[sp.rows] - tpos[sp.rows]) {
         return;
     }
     let row = list[k];
@@ -333,7 +372,7 @@ fn team_pick(cur: vec3<u32>, t: u32, pre: u32, len: u32, bs: u32, av: u32, numer
     return r;
 }
 
-// The team kernels; `k` runs over the merge list, TEAMS rows per workgroup.
+// The team kernels; `k` runs over the team rows, TEAMS rows per workgroup.
 // Returns (in the symbolic pass) the nnz this thread adds to the total.
 fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
     let tm = lid / TEAM_T;
@@ -343,8 +382,8 @@ fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
     var row = NONE;
     var s = 0u;
     var n = 0u;
-    if (k < mpos[sp.rows]) {
-        row = list[k];
+    if (k < tpos[sp.rows]) {
+        row = list[mpos[sp.rows] - tpos[sp.rows] + k];
         s = a_off[2u * row];
         n = a_off[2u * row + 2u] - s;
     }

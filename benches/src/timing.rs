@@ -10,6 +10,11 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Seconds of untimed calls before a GPU timing: an idle H100 sits at 345
+/// MHz and takes a moment to clock up (measured in the wgpu bench: first
+/// calls up to 5x slower on the GPU clock than later ones).
+pub const WARM_S: f64 = 0.3;
+
 /// Median wall time in ms of `f` over `n` runs (at least 1) after one warm-up;
 /// `f` must wait for its own work to finish.
 pub fn wall(n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
@@ -24,7 +29,8 @@ pub fn wall(n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
 }
 
 /// Median device time in ms of `f` over `n` runs (at least 1) after `warmups`
-/// runs, measured by CUDA events recorded on `be`'s stream around each run.
+/// runs and at least [`WARM_S`] of them, measured by CUDA events recorded on
+/// `be`'s stream around each run.
 #[cfg(feature = "cuda")]
 pub fn device(
     be: &trident_cuda::CudaBackend,
@@ -35,10 +41,13 @@ pub fn device(
     use cudarc::driver::sys::CUevent_flags;
     use trident_core::DeviceMemory;
     use trident_cuda::driver_error;
-    for _ in 0..warmups {
+    let warm = std::time::Instant::now();
+    let mut calls = 0;
+    while calls < warmups || warm.elapsed().as_secs_f64() < WARM_S {
         f()?;
+        be.synchronize()?;
+        calls += 1;
     }
-    be.synchronize()?;
     let ctx = be.context();
     let event = || {
         ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))

@@ -220,9 +220,12 @@ fn size_class(bytes: u64) -> u64 {
     bytes.next_multiple_of(step)
 }
 
+/// Usages of every device buffer: storage, copies, and the workgroup counts
+/// of an indirect dispatch that a kernel computed ([`crate::Encoder::dispatch_indirect`]).
 const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_SRC)
-    .union(wgpu::BufferUsages::COPY_DST);
+    .union(wgpu::BufferUsages::COPY_DST)
+    .union(wgpu::BufferUsages::INDIRECT);
 
 impl WgpuBackend {
     /// Wraps a buffer this backend created (it returns to the pool when dropped).

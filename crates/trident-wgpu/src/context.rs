@@ -180,11 +180,17 @@ impl Context {
         // NVIDIA's Vulkan, 32 KiB or less on llvmpipe).
         let limits = adapter.limits();
         let subgroups = opts.subgroups && adapter.features().contains(wgpu::Features::SUBGROUP);
-        let required_features = if subgroups {
+        let mut required_features = if subgroups {
             wgpu::Features::SUBGROUP
         } else {
             wgpu::Features::empty()
         };
+        // The GPU clock of `profile.rs`, where the adapter has one.
+        let stamps =
+            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+        if adapter.features().contains(stamps) {
+            required_features |= stamps;
+        }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("trident"),
             required_features,

@@ -7,7 +7,8 @@
 //! adapter, `subgroups`, wgpu errors and device loss as [`Error`]s),
 //! [`pipeline`] (shaders of `shaders/`, pipelines built once per device and
 //! cached, dispatch recording with binding-limit checks), [`buffer`]
-//! (device buffers and [`trident_core::DeviceMemory`]), a device scan, and one
+//! (device buffers and [`trident_core::DeviceMemory`]), a device scan, GPU
+//! timestamps for benchmarks ([`GpuTimer`], the kernel profile), and one
 //! module per primitive. f32 only: WGSL has no f64, so f64 calls answer
 //! [`Error::Unsupported`], which the facade's [`Trident`] handle passes on to
 //! the next backend and `verify` reports as skipped.
@@ -26,6 +27,7 @@ mod dense_gemm;
 mod max_flow;
 mod nearest_pairs;
 pub mod pipeline;
+mod profile;
 mod scan;
 mod sparse_coder;
 mod sparse_gemm;
@@ -36,6 +38,7 @@ pub use buffer::WgpuBuffer;
 pub use context::{WgpuFailure, WgpuOptions};
 pub use dense_gemm::GemmTile;
 pub use pipeline::{Arg, Bind, Encoder, Kernel, Shader};
+pub use profile::{GpuTimer, KernelTime};
 
 /// A wgpu device and its queue, with the pipelines built for it.
 pub struct WgpuBackend {
@@ -43,6 +46,8 @@ pub struct WgpuBackend {
     cache: pipeline::PipelineCache,
     /// [`GemmTile`] code chosen by [`WgpuBackend::set_gemm_tile`].
     gemm_tile: std::sync::atomic::AtomicU8,
+    /// Per-dispatch GPU timestamps while on ([`WgpuBackend::set_kernel_profile`]).
+    profile: profile::ProfileSlot,
 }
 
 impl std::fmt::Debug for WgpuBackend {
@@ -87,6 +92,7 @@ impl WgpuBackend {
             ctx: context::Context::open(opts)?,
             cache: Default::default(),
             gemm_tile: Default::default(),
+            profile: Default::default(),
         })
     }
 

@@ -338,6 +338,27 @@ impl Encoder<'_> {
         args: &[Arg<'_>],
         groups: [u32; 3],
     ) -> Result<()> {
+        self.check_args(k, args)?;
+        let lim = &self.be.ctx.limits;
+        let max = lim.max_compute_workgroups_per_dimension;
+        if groups.iter().any(|&g| g > max) {
+            return Err(Error::TooLarge {
+                field: "workgroups per dimension (adapter limit max_compute_workgroups_per_dimension)",
+                value: groups.iter().copied().max().unwrap_or(0) as u128,
+                limit: max as u128,
+            });
+        }
+        if groups.contains(&0) {
+            return Ok(());
+        }
+        self.record(k, args, |pass| {
+            pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+        })
+    }
+
+    /// The argument count, and every binding against the adapter's size
+    /// and alignment limits.
+    fn check_args(&self, k: &'static Kernel, args: &[Arg<'_>]) -> Result<()> {
         if args.len() != k.bindings.len() {
             return Err(failure(
                 format!("dispatch {}", k.entry),
@@ -374,17 +395,42 @@ impl Encoder<'_> {
                 ));
             }
         }
-        let max = lim.max_compute_workgroups_per_dimension;
-        if groups.iter().any(|&g| g > max) {
-            return Err(Error::TooLarge {
-                field: "workgroups per dimension (adapter limit max_compute_workgroups_per_dimension)",
-                value: groups.iter().copied().max().unwrap_or(0) as u128,
-                limit: max as u128,
-            });
+        Ok(())
+    }
+
+    /// Records one dispatch of `k` whose workgroup counts (x, y, z: three
+    /// u32) a kernel wrote at element `at` of `sizes`, so the host need not
+    /// wait for them. The writer keeps each count within
+    /// `max_compute_workgroups_per_dimension` (wgpu's indirect validation
+    /// turns a larger one into an empty dispatch); the same argument checks
+    /// as [`Encoder::dispatch`].
+    pub fn dispatch_indirect(
+        &mut self,
+        k: &'static Kernel,
+        args: &[Arg<'_>],
+        sizes: &WgpuBuffer<u32>,
+        at: usize,
+    ) -> Result<()> {
+        if at + 3 > sizes.len() {
+            return Err(Error::dim(
+                "dispatch_indirect",
+                format!("3 counts at {at} of a buffer of {}", sizes.len()),
+            ));
         }
-        if groups.contains(&0) {
-            return Ok(());
-        }
+        self.check_args(k, args)?;
+        self.record(k, args, |pass| {
+            pass.dispatch_workgroups_indirect(sizes.raw(), at as u64 * 4);
+        })
+    }
+
+    /// Binds `args` and records one compute pass of `k` (with the kernel
+    /// profile's timestamps while it is on) in which `go` dispatches.
+    fn record(
+        &mut self,
+        k: &'static Kernel,
+        args: &[Arg<'_>],
+        go: impl FnOnce(&mut wgpu::ComputePass<'_>),
+    ) -> Result<()> {
         let c = self.be.compiled(k)?;
         let entries: Vec<wgpu::BindGroupEntry> = args
             .iter()
@@ -407,14 +453,16 @@ impl Encoder<'_> {
                 layout: &c.layout,
                 entries: &entries,
             });
-        let mut pass = self.enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(k.entry),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&c.pipeline);
-        pass.set_bind_group(0, &bg, &[]);
-        pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
-        Ok(())
+        let enc = &mut self.enc;
+        self.be.profile_stamps(k.entry, |timestamp_writes| {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(k.entry),
+                timestamp_writes,
+            });
+            pass.set_pipeline(&c.pipeline);
+            pass.set_bind_group(0, &bg, &[]);
+            go(&mut pass);
+        })
     }
 
     /// Records a copy of `len` elements from `src[src_at..]` to `dst[dst_at..]`

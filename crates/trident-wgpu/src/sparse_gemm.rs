@@ -33,12 +33,14 @@ const BINDS: &[Bind] = &[
     Bind::Read,      // 5 b_idx
     Bind::Read,      // 6 b_val
     Bind::ReadWrite, // 7 mpos
-    Bind::ReadWrite, // 8 list
-    Bind::ReadWrite, // 9 cnt
-    Bind::ReadWrite, // 10 meta
-    Bind::ReadWrite, // 11 c_idx
-    Bind::ReadWrite, // 12 c_val
-    Bind::ReadWrite, // 13 c_off
+    Bind::ReadWrite, // 8 tpos
+    Bind::ReadWrite, // 9 list
+    Bind::ReadWrite, // 10 cnt
+    Bind::ReadWrite, // 11 meta
+    Bind::ReadWrite, // 12 c_idx
+    Bind::ReadWrite, // 13 c_val
+    Bind::ReadWrite, // 14 c_off
+    Bind::ReadWrite, // 15 ind
 ];
 
 const fn kernel(entry: &'static str, bindings: usize) -> Kernel {
@@ -49,20 +51,22 @@ const fn kernel(entry: &'static str, bindings: usize) -> Kernel {
     }
 }
 
-static ANALYZE: Kernel = kernel("spg_analyze", 8);
-static SCATTER: Kernel = kernel("spg_scatter", 9);
-static SYM_MERGE: Kernel = kernel("spg_sym_merge", 14);
-static SYM_TEAM: Kernel = kernel("spg_sym_team", 14);
-static NUM_TEAM: Kernel = kernel("spg_num_team", 14);
-static SYM_GENERAL: Kernel = kernel("spg_sym_general", 14);
-static OFFSETS: Kernel = kernel("spg_offsets", 14);
-static NUM_MERGE: Kernel = kernel("spg_num_merge", 14);
-static NUM_GENERAL: Kernel = kernel("spg_num_general", 14);
+static ANALYZE: Kernel = kernel("spg_analyze", 9);
+static SCATTER: Kernel = kernel("spg_scatter", 10);
+static BINS: Kernel = kernel("spg_bins", 16);
+static SYM_MERGE: Kernel = kernel("spg_sym_merge", 15);
+static SYM_TEAM: Kernel = kernel("spg_sym_team", 15);
+static NUM_TEAM: Kernel = kernel("spg_num_team", 15);
+static SYM_GENERAL: Kernel = kernel("spg_sym_general", 15);
+static OFFSETS: Kernel = kernel("spg_offsets", 15);
+static NUM_MERGE: Kernel = kernel("spg_num_merge", 15);
+static NUM_GENERAL: Kernel = kernel("spg_num_general", 15);
 
 /// Kernels of this primitive (built by `warm_up`).
 pub(crate) const KERNELS: &[&Kernel] = &[
     &ANALYZE,
     &SCATTER,
+    &BINS,
     &SYM_MERGE,
     &SYM_TEAM,
     &SYM_GENERAL,
@@ -72,8 +76,10 @@ pub(crate) const KERNELS: &[&Kernel] = &[
     &NUM_GENERAL,
 ];
 
-/// Rows one team-kernel workgroup computes (`TEAMS` in the shader).
-const TEAMS: u64 = 8;
+/// Where `spg_bins` leaves the indirect dispatch sizes (u32 words of their
+/// buffer): of the merge kernels, of the team kernels.
+const MERGE_GROUPS_AT: usize = 0;
+const TEAM_GROUPS_AT: usize = 3;
 
 /// Most workgroups the general bin runs (rows are drawn from a queue, so
 /// this bounds the parallelism, not the rows).
@@ -123,7 +129,9 @@ struct Params {
     rows: u32,
     /// 1: each general-bin workgroup computes one row (CPU adapters).
     one_row: u32,
-    _pad: [u32; 2],
+    /// `max_compute_workgroups_per_dimension` (indirect dispatch sizes).
+    max_dim: u32,
+    _pad: u32,
 }
 
 /// Core's buffer-size check ([`trident_core::validate::device_csr`]) plus this
@@ -168,16 +176,20 @@ impl WgpuBackend {
         let params = self.uniform(&Params {
             rows: rows as u32,
             one_row: u32::from(cpu),
-            _pad: [0; 2],
+            max_dim: self.ctx.limits.max_compute_workgroups_per_dimension,
+            _pad: 0,
         });
         let (a_off, b_off) = (a.offsets.cast_ref::<u32>()?, b.offsets.cast_ref::<u32>()?);
         let (a_val, b_val) = (a.values.cast_ref::<f32>()?, b.values.cast_ref::<f32>()?);
         // Pooled buffers (alloc_uninit): the kernels write every element of
         // mpos and list before reading it; cnt and meta are zeroed below.
         let mpos = self.alloc_uninit::<u32>(rows + 1, "spgemm merge positions")?;
+        let tpos = self.alloc_uninit::<u32>(rows + 1, "spgemm team positions")?;
         let list = self.alloc_uninit::<u32>(rows.max(1), "spgemm row list")?;
         let cnt = self.alloc_uninit::<u32>(rows + 1, "spgemm row nnz")?;
         let meta = self.alloc_uninit::<u32>(4, "spgemm queues and total")?;
+        // Written by spg_bins before any dispatch reads it.
+        let ind = self.alloc_uninit::<u32>(6, "spgemm indirect dispatch sizes")?;
         let info = self.alloc_uninit::<u32>(4, "spgemm totals")?;
         let row_groups = self.grid((rows as u64 + 1).div_ceil(256))?;
         let args = [
@@ -189,6 +201,7 @@ impl WgpuBackend {
             Arg::buf(&b.indices),
             Arg::buf(&b_val),
             Arg::buf(&mpos),
+            Arg::buf(&tpos),
             Arg::buf(&list),
             Arg::buf(&cnt),
             Arg::buf(&meta),
@@ -209,13 +222,16 @@ impl WgpuBackend {
         )?;
         enc.zero(&cnt);
         enc.zero(&meta);
-        enc.dispatch(&ANALYZE, &args[..8], row_groups)?;
+        enc.dispatch(&ANALYZE, &args[..9], row_groups)?;
         self.scan_exclusive_u32(&mut enc, &mpos, rows + 1)?;
-        enc.dispatch(&SCATTER, &args[..9], row_groups)?;
-        enc = tr.lap(self, enc, "analyze, scan, scatter")?;
-        enc.dispatch(&SYM_MERGE, &args_sym, row_groups)?;
-        let team_groups = self.grid((rows as u64).div_ceil(TEAMS))?;
-        enc.dispatch(&SYM_TEAM, &args_sym, team_groups)?;
+        self.scan_exclusive_u32(&mut enc, &tpos, rows + 1)?;
+        enc.dispatch(&SCATTER, &args[..10], row_groups)?;
+        let mut args_bins = args_sym.clone();
+        args_bins.push(Arg::buf(&ind));
+        enc.dispatch(&BINS, &args_bins, [1, 1, 1])?;
+        enc = tr.lap(self, enc, "analyze, scans, scatter, bins")?;
+        enc.dispatch_indirect(&SYM_MERGE, &args_sym, &ind, MERGE_GROUPS_AT)?;
+        enc.dispatch_indirect(&SYM_TEAM, &args_sym, &ind, TEAM_GROUPS_AT)?;
         enc = tr.lap(self, enc, "symbolic merge bin (thread and team kernels)")?;
         let sym_groups = if cpu {
             self.grid(rows.max(1) as u64)?
@@ -277,10 +293,8 @@ impl WgpuBackend {
         let mut enc = self.encoder("spgemm numeric");
         enc = tr.lap(self, enc, "allocate C")?;
         enc.dispatch(&OFFSETS, &args_num, row_groups)?;
-        let merge_groups = self.grid((got[1] as u64).div_ceil(256))?;
-        enc.dispatch(&NUM_MERGE, &args_num, merge_groups)?;
-        let team_groups = self.grid((got[1] as u64).div_ceil(TEAMS))?;
-        enc.dispatch(&NUM_TEAM, &args_num, team_groups)?;
+        enc.dispatch_indirect(&NUM_MERGE, &args_num, &ind, MERGE_GROUPS_AT)?;
+        enc.dispatch_indirect(&NUM_TEAM, &args_num, &ind, TEAM_GROUPS_AT)?;
         enc = tr.lap(self, enc, "offsets, numeric merge bin")?;
         if num_groups > 0 {
             enc.dispatch(&NUM_GENERAL, &args_num, self.grid(num_groups as u64)?)?;

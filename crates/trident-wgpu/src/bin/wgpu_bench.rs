@@ -3,9 +3,11 @@
 //!
 //! Usage: `wgpu_bench [--reps N] [FILTER...]`: runs the cases whose name
 //! contains one of the filters (all when none). Every pipeline is built first
-//! (`warm_up`), then each timed call runs twice untimed. Device-resident
-//! times are wall-clock times of the call plus `synchronize` (wgpu has no
-//! portable GPU timer), median of N; host-to-host times go through the host
+//! (`warm_up`), then each timed call runs untimed for 0.3 s. Device-resident
+//! times are wall-clock times of the call plus `synchronize`, median of N,
+//! and beside them, where the adapter has timestamp queries, the GPU clock's
+//! time of the call (`gpu`, as the CUDA bench's events; `TRIDENT_WGPU_PROFILE`
+//! adds each kernel's GPU time); host-to-host times go through the host
 //! traits (upload, compute, download), median of 3. Each case prints a result
 //! check so a fast wrong shader shows up here.
 
@@ -32,12 +34,18 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 impl Bench {
-    /// Median time in ms of `f` followed by a device synchronize.
+    /// Median time in ms of `f` followed by a device synchronize, after
+    /// untimed calls for at least 0.3 s (2 at least): an idle H100 sits at
+    /// 345 MHz, and the first calls of a case ran up to 5x slower on the GPU
+    /// clock than later ones while it ramped up (benches/gpu/NOTES.md).
     fn time(&self, n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-        for _ in 0..2 {
+        let warm = Instant::now();
+        let mut calls = 0;
+        while calls < 2 || warm.elapsed().as_secs_f64() < 0.3 {
             f()?;
+            self.be.synchronize()?;
+            calls += 1;
         }
-        self.be.synchronize()?;
         let mut t = Vec::with_capacity(n);
         for _ in 0..n {
             let s = Instant::now();
@@ -46,6 +54,46 @@ impl Bench {
             t.push(s.elapsed().as_secs_f64() * 1e3);
         }
         Ok(median(t))
+    }
+
+    /// `ms` with, where the adapter has timestamp queries, the median GPU
+    /// time of `f` over `n` calls beside it (stamps around each call, as the
+    /// CUDA bench's events): "7.630 (gpu 3.204)". With `TRIDENT_WGPU_PROFILE`
+    /// set, also prints each kernel's GPU time per call (3 calls) to stdout.
+    fn with_gpu(
+        &self,
+        what: &str,
+        ms: f64,
+        n: usize,
+        mut f: impl FnMut() -> Result<()>,
+    ) -> Result<String> {
+        let Some(timer) = self.be.gpu_timer() else {
+            return Ok(format!("{ms:.3}"));
+        };
+        let mut t = Vec::with_capacity(n);
+        for _ in 0..n {
+            t.push(timer.time(&self.be, &mut f)?.1);
+        }
+        if std::env::var_os("TRIDENT_WGPU_PROFILE").is_some() && self.be.set_kernel_profile(true)? {
+            for _ in 0..3 {
+                f()?;
+            }
+            let (kernels, dropped) = self.be.take_kernel_profile()?;
+            self.be.set_kernel_profile(false)?;
+            let total: f64 = kernels.iter().map(|k| k.ms).sum::<f64>() / 3.0;
+            println!(
+                "  kernel profile of {what} (GPU ms per call, {dropped} untimed dispatches): total {total:.3}"
+            );
+            for k in &kernels {
+                println!(
+                    "    {:24} {:8.3} ms  ({} dispatches per call)",
+                    k.entry,
+                    k.ms / 3.0,
+                    k.dispatches / 3
+                );
+            }
+        }
+        Ok(format!("{ms:.3} (gpu {:.3})", median(t)))
     }
 }
 
@@ -75,6 +123,9 @@ fn gemm_case(ctx: &Bench, n: usize) -> Result<Vec<String>> {
             continue;
         };
         let ms = ctx.time(ctx.reps, || be.gemm_device(&p, &da, &db, &mut dc))?;
+        let dev = ctx.with_gpu(&format!("gemm-{n} {tile:?}"), ms, ctx.reps, || {
+            be.gemm_device(&p, &da, &db, &mut dc)
+        })?;
         // Back-to-back calls with one synchronize: the GPU time per call
         // without the submit-and-wait latency of each.
         let queued = ctx.time(3, || {
@@ -119,7 +170,7 @@ fn gemm_case(ctx: &Bench, n: usize) -> Result<Vec<String>> {
             format!(" [{used:?}]")
         };
         rows.push(format!(
-            "| gemm-{n}{label} | {ms:.3} | {h2h} | {tflops:.2} TFLOP/s; queued x10: {queued:.3} ms/call | max rel err (64 sampled, vs |A||B|) {worst:.1e} |"
+            "| gemm-{n}{label} | {dev} | {h2h} | {tflops:.2} TFLOP/s; queued x10: {queued:.3} ms/call | max rel err (64 sampled, vs |A||B|) {worst:.1e} |"
         ));
     }
     be.set_gemm_tile(GemmTile::Auto);
@@ -141,6 +192,9 @@ fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
     let products = a.products_with(b);
     let (da, db) = (be.upload_csr(a)?, be.upload_csr(b)?);
     let ms = ctx.time(ctx.reps, || be.spgemm_device(&da, &db).map(|_| ()))?;
+    let dev = ctx.with_gpu(name, ms, ctx.reps, || {
+        be.spgemm_device(&da, &db).map(|_| ())
+    })?;
     let gflops = 2.0 * products as f64 / (ms * 1e-3) / 1e9;
     let mine = be.download_csr(&be.spgemm_device(&da, &db)?)?;
     let again = be.download_csr(&be.spgemm_device(&da, &db)?)?;
@@ -149,7 +203,7 @@ fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
     let (rows_checked, bad) = spgemm_sampled_check(a, b, &mine);
     let h2h = ctx.time(3, || be.spgemm(a, b).map(|_| ()))?;
     Ok(vec![format!(
-        "| {name} | {ms:.3} | {h2h:.1} | {gflops:.2} GFLOP/s | nnz(C) {}, deterministic {det}, \
+        "| {name} | {dev} | {h2h:.1} | {gflops:.2} GFLOP/s | nnz(C) {}, deterministic {det}, \
          {rows_checked} sampled rows vs f64 host product: {bad} wrong |",
         mine.nnz()
     )])
@@ -223,10 +277,13 @@ fn pairs_case(ctx: &Bench, name: &str, case: &cases::PairsCase) -> Result<Vec<St
     }
     let reps = ctx.reps.min(5);
     let ms = ctx.time(reps, || be.closest_pairs_device(&da, &db, k).map(|_| ()))?;
+    let dev = ctx.with_gpu(name, ms, reps, || {
+        be.closest_pairs_device(&da, &db, k).map(|_| ())
+    })?;
     let nearest = ctx.time(reps, || be.nearest_device(&da, &db, &mut nn))?;
     let h2h = ctx.time(3, || be.closest_pairs(&case.a, &case.b, k).map(|_| ()))?;
     Ok(vec![format!(
-        "| {name} closest_pairs({k}) | {ms:.3} | {h2h:.1} | nearest alone {nearest:.3} ms | nearest: {} of {} sampled exact |",
+        "| {name} closest_pairs({k}) | {dev} | {h2h:.1} | nearest alone {nearest:.3} ms | nearest: {} of {} sampled exact |",
         na.div_ceil(step) - bad,
         na.div_ceil(step)
     )])
@@ -254,6 +311,9 @@ fn omp_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
     let ms = ctx.time(ctx.reps, || {
         be.encode_device(&c.dict, &x, c.rule).map(|_| ())
     })?;
+    let dev_ms = ctx.with_gpu(name, ms, ctx.reps, || {
+        be.encode_device(&c.dict, &x, c.rule).map(|_| ())
+    })?;
     let dev = be.download_codes(&be.encode_device(&c.dict, &x, c.rule)?)?;
     let again = be.download_codes(&be.encode_device(&c.dict, &x, c.rule)?)?;
     let h2h = ctx.time(3, || {
@@ -262,7 +322,7 @@ fn omp_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
     let host = be.encode(&c.dict, c.signals_ref(), c.rule)?;
     let per_s = |ms: f64| c.count as f64 / (ms * 1e-3) / 1e6;
     Ok(vec![format!(
-        "| {name} ({} signals) | {ms:.2} = {:.2}M signals/s | {h2h:.1} = {:.2}M signals/s | {} atoms | deterministic {}, host call equal {} |",
+        "| {name} ({} signals) | {dev_ms} = {:.2}M signals/s | {h2h:.1} = {:.2}M signals/s | {} atoms | deterministic {}, host call equal {} |",
         c.count,
         per_s(ms),
         per_s(h2h),
@@ -346,7 +406,7 @@ fn main() {
         }
     };
     println!(
-        "{}  (reps {reps}, median; wall clock + synchronize)",
+        "{}  (reps {reps}, median; wall clock + synchronize, and the GPU clock (timestamps) where shown)",
         be.describe()
     );
     let t = Instant::now();
