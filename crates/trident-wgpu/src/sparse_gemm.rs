@@ -77,9 +77,10 @@ pub(crate) const KERNELS: &[&Kernel] = &[
 ];
 
 /// Where `spg_bins` leaves the indirect dispatch sizes (u32 words of their
-/// buffer): of the merge kernels, of the team kernels.
+/// buffer): of the symbolic merge, the team kernels, the numeric merge.
 const MERGE_GROUPS_AT: usize = 0;
 const TEAM_GROUPS_AT: usize = 3;
+const NUM_MERGE_GROUPS_AT: usize = 6;
 
 /// Most workgroups the general bin runs (rows are drawn from a queue, so
 /// this bounds the parallelism, not the rows).
@@ -189,7 +190,7 @@ impl WgpuBackend {
         let cnt = self.alloc_uninit::<u32>(rows + 1, "spgemm row nnz")?;
         let meta = self.alloc_uninit::<u32>(4, "spgemm queues and total")?;
         // Written by spg_bins before any dispatch reads it.
-        let ind = self.alloc_uninit::<u32>(6, "spgemm indirect dispatch sizes")?;
+        let ind = self.alloc_uninit::<u32>(9, "spgemm indirect dispatch sizes")?;
         let info = self.alloc_uninit::<u32>(4, "spgemm totals")?;
         let row_groups = self.grid((rows as u64 + 1).div_ceil(256))?;
         let args = [
@@ -293,7 +294,7 @@ impl WgpuBackend {
         let mut enc = self.encoder("spgemm numeric");
         enc = tr.lap(self, enc, "allocate C")?;
         enc.dispatch(&OFFSETS, &args_num, row_groups)?;
-        enc.dispatch_indirect(&NUM_MERGE, &args_num, &ind, MERGE_GROUPS_AT)?;
+        enc.dispatch_indirect(&NUM_MERGE, &args_num, &ind, NUM_MERGE_GROUPS_AT)?;
         enc.dispatch_indirect(&NUM_TEAM, &args_num, &ind, TEAM_GROUPS_AT)?;
         enc = tr.lap(self, enc, "offsets, numeric merge bin")?;
         if num_groups > 0 {
