@@ -432,12 +432,14 @@ fn spg_num_merge(
 // product iff no earlier one has the column, and (numeric) the first one
 // sums the column's products in t order, i.e. the fma chain in A's order.
 // Symbolic: the row's nnz is its number of first products. Numeric: a first
-// product's place in the row is the number of first products of smaller
-// column. All loops run at most TEAM_W times; loads and stores of a row are
-// made by neighbouring lanes (a thread per row scatters them across rows).
-// (Tried on the H100: binary searches in the row's sorted B rows instead of
-// the comparison loops, with a scan of the first flags for the places: 2.1 +
-// 5.9 ms for uniform's two passes against 1.5 + 2.9 ms with the loops.)
+// product's place in the row is the number of distinct smaller columns,
+// counted in the same pass (one loop instead of two). All loops run at
+// most TEAM_W times; loads and stores of a row are made by neighbouring
+// lanes (a thread per row scatters them across rows).
+// Tried on the H100 for uniform's two passes, against 1.5 + 2.9 ms with
+// the comparison loops: binary searches in the row's sorted B rows with a
+// scan of the first flags for the places, 2.1 + 5.9 ms; a hash table of
+// the row's columns in workgroup memory (compare-exchange), 3.4 + 4.7 ms.
 const TEAM_T: u32 = 32u;
 const TEAMS: u32 = 8u;
 const TEAM_W: u32 = 64u;
@@ -453,6 +455,10 @@ var<workgroup> t_a: array<f32, 512>;
 var<workgroup> t_b: array<f32, 512>;
 var<workgroup> t_first: array<u32, 512>;
 var<workgroup> t_cnt: array<atomic<u32>, 8>;
+// Each team's A row: its B rows' starts and lengths, A's values (bits).
+var<workgroup> t_lbs: array<u32, 64>;
+var<workgroup> t_llen: array<u32, 64>;
+var<workgroup> t_lav: array<u32, 64>;
 
 // Product `t - pre` of B row `p` (of `len` entries from `bs`, A value `av`)
 // as (column, A value, B value) when t falls in it, else `cur`.
@@ -484,21 +490,32 @@ fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
         s = a_off[2u * row];
         n = a_off[2u * row + 2u] - s;
     }
-    if (lane == 0u) {
-        atomicStore(&t_cnt[tm], 0u);
+    // A's row (n <= MERGE_K entries) and its B rows' bounds, one entry per
+    // lane, into workgroup memory: one chain of dependent loads per row
+    // instead of one per entry in the walk below (numeric team kernel on
+    // uniform: 2.9 -> 2.6 ms on the H100).
+    let lb = tm * MERGE_K;
+    if (lane < n) {
+        let p = a_idx[s + lane];
+        let bs = b_off[2u * p];
+        t_lbs[lb + lane] = bs;
+        t_llen[lb + lane] = b_off[2u * p + 2u] - bs;
+        if (numeric) {
+            t_lav[lb + lane] = bitcast<u32>(a_val[s + lane]);
+        }
     }
+    workgroupBarrier();
     // Each lane's two products, and the row's product count, in one walk
-    // of A's row (n <= MERGE_K).
+    // of A's row.
     var w = 0u;
     var k0 = vec3<u32>(NONE, 0u, 0u);
     var k1 = vec3<u32>(NONE, 0u, 0u);
     for (var q = 0u; q < n; q = q + 1u) {
-        let p = a_idx[s + q];
-        let bs = b_off[2u * p];
-        let len = b_off[2u * p + 2u] - bs;
+        let bs = t_lbs[lb + q];
+        let len = t_llen[lb + q];
         var av = 0u;
         if (numeric) {
-            av = bitcast<u32>(a_val[s + q]);
+            av = t_lav[lb + q];
         }
         k0 = team_pick(k0, lane, w, len, bs, av, numeric);
         k1 = team_pick(k1, lane + TEAM_T, w, len, bs, av, numeric);
@@ -520,11 +537,23 @@ fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
     var f1 = 0u;
     var v0 = 0.0;
     var v1 = 0.0;
+    // Products of smaller column than each of this lane's two.
+    var r0 = 0u;
+    var r1 = 0u;
     if (mine) {
         f0 = select(0u, 1u, lane < w);
         f1 = select(0u, 1u, lane + TEAM_T < w);
-        for (var i = 0u; i < w; i = i + 1u) {
+        // Symbolic: only earlier products can make one not first.
+        var end = w;
+        if (!numeric) {
+            end = min(w, lane + TEAM_T);
+        }
+        for (var i = 0u; i < end; i = i + 1u) {
             let c = t_col[base + i];
+            if (numeric) {
+                r0 = r0 + select(0u, 1u, c < k0.x);
+                r1 = r1 + select(0u, 1u, c < k1.x);
+            }
             if (c == k0.x) {
                 if (i < lane) {
                     f0 = 0u;
@@ -543,9 +572,23 @@ fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
             }
         }
     }
-    t_first[base + lane] = f0;
-    t_first[base + lane + TEAM_T] = f1;
-    if (!numeric && f0 + f1 != 0u) {
+    // A first product's place is the number of distinct smaller columns:
+    // the products of smaller column less the repeats among them. Repeats
+    // are few (a column in two of the row's B rows), so each team lists the
+    // columns of its repeated products (in t_first) and the places subtract
+    // the listed columns below theirs.
+    if (lane == 0u) {
+        atomicStore(&t_cnt[tm], 0u);
+    }
+    workgroupBarrier();
+    if (numeric) {
+        if (lane < w && f0 == 0u && mine) {
+            t_first[base + atomicAdd(&t_cnt[tm], 1u)] = k0.x;
+        }
+        if (lane + TEAM_T < w && f1 == 0u && mine) {
+            t_first[base + atomicAdd(&t_cnt[tm], 1u)] = k1.x;
+        }
+    } else if (f0 + f1 != 0u) {
         atomicAdd(&t_cnt[tm], f0 + f1);
     }
     workgroupBarrier();
@@ -555,13 +598,11 @@ fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
         cnt[row] = total;
     }
     if (numeric && f0 + f1 != 0u) {
-        var r0 = 0u;
-        var r1 = 0u;
-        for (var i = 0u; i < w; i = i + 1u) {
-            let c = t_col[base + i];
-            let fi = t_first[base + i];
-            r0 = r0 + select(0u, fi, c < k0.x);
-            r1 = r1 + select(0u, fi, c < k1.x);
+        let reps = atomicLoad(&t_cnt[tm]);
+        for (var j = 0u; j < reps; j = j + 1u) {
+            let d = t_first[base + j];
+            r0 = r0 - select(0u, 1u, d < k0.x);
+            r1 = r1 - select(0u, 1u, d < k1.x);
         }
         let out = cnt[row];
         if (f0 != 0u) {

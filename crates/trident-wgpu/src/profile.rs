@@ -139,6 +139,10 @@ pub struct KernelTime {
     pub dispatches: usize,
     /// Their summed GPU time in ms.
     pub ms: f64,
+    /// Summed GPU idle time in ms before them: from the end of the dispatch
+    /// before each (in the profile's order) to its start. A large one is
+    /// the host's doing (a wait, encoding, a submit).
+    pub idle_ms: f64,
 }
 
 /// The profile state a backend holds (`None`: off).
@@ -187,15 +191,22 @@ impl WgpuBackend {
         let mut out: Vec<KernelTime> = Vec::new();
         for (i, &entry) in p.entries.iter().enumerate() {
             let ms = (t[2 * i + 1] - t[2 * i]) * 1e-6;
+            let idle_ms = if i > 0 {
+                ((t[2 * i] - t[2 * i - 1]) * 1e-6).max(0.0)
+            } else {
+                0.0
+            };
             match out.iter_mut().find(|k| k.entry == entry) {
                 Some(k) => {
                     k.dispatches += 1;
                     k.ms += ms;
+                    k.idle_ms += idle_ms;
                 }
                 None => out.push(KernelTime {
                     entry,
                     dispatches: 1,
                     ms,
+                    idle_ms,
                 }),
             }
         }

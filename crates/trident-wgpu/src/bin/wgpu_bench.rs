@@ -86,10 +86,11 @@ impl Bench {
             );
             for k in &kernels {
                 println!(
-                    "    {:24} {:8.3} ms  ({} dispatches per call)",
+                    "    {:24} {:8.3} ms  ({} dispatches per call; GPU idle before them {:.3} ms)",
                     k.entry,
                     k.ms / 3.0,
-                    k.dispatches / 3
+                    k.dispatches / 3,
+                    k.idle_ms / 3.0
                 );
             }
         }
