@@ -3,7 +3,7 @@
 //!
 //! Usage: `wgpu_bench [--reps N] [FILTER...]`: runs the cases whose name
 //! contains one of the filters (all when none). Every pipeline is built first
-//! (`warm_up`), then each timed call runs untimed for 0.3 s. Device-resident
+//! (`warm_up`), then each timed call runs untimed for 1 s. Device-resident
 //! times are wall-clock times of the call plus `synchronize`, median of N,
 //! and beside them, where the adapter has timestamp queries, the GPU clock's
 //! time of the call (`gpu`, as the CUDA bench's events; `TRIDENT_WGPU_PROFILE`
@@ -35,13 +35,15 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 impl Bench {
     /// Median time in ms of `f` followed by a device synchronize, after
-    /// untimed calls for at least 0.3 s (2 at least): an idle H100 sits at
+    /// untimed calls for at least 1 s (2 at least): an idle H100 sits at
     /// 345 MHz, and the first calls of a case ran up to 5x slower on the GPU
-    /// clock than later ones while it ramped up (benches/gpu/NOTES.md).
+    /// clock than later ones while it ramped up; after 0.3 s of calls the
+    /// first case of a process still ran at half speed in some runs
+    /// (benches/gpu/NOTES.md).
     fn time(&self, n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
         let warm = Instant::now();
         let mut calls = 0;
-        while calls < 2 || warm.elapsed().as_secs_f64() < 0.3 {
+        while calls < 2 || warm.elapsed().as_secs_f64() < 1.0 {
             f()?;
             self.be.synchronize()?;
             calls += 1;
