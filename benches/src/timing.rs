@@ -28,6 +28,30 @@ pub fn wall(n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     Ok(median(t))
 }
 
+/// Median wall times in ms of `f` and `g` over `n` runs each (at least 1),
+/// alternating f, g, f, g, ... after one warm-up of each, so that both meet
+/// the same machine state: when one call follows another kind of work (a
+/// rayon call leaves its workers spinning for a while), both pay for it
+/// alike. `f` and `g` must wait for their own work.
+pub fn wall_pair(
+    n: usize,
+    mut f: impl FnMut() -> Result<()>,
+    mut g: impl FnMut() -> Result<()>,
+) -> Result<(f64, f64)> {
+    f()?;
+    g()?;
+    let (mut tf, mut tg) = (Vec::with_capacity(n.max(1)), Vec::with_capacity(n.max(1)));
+    for _ in 0..n.max(1) {
+        let s = std::time::Instant::now();
+        f()?;
+        tf.push(s.elapsed().as_secs_f64() * 1e3);
+        let s = std::time::Instant::now();
+        g()?;
+        tg.push(s.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok((median(tf), median(tg)))
+}
+
 /// Median device time in ms of `f` over `n` runs (at least 1) after `warmups`
 /// runs and at least [`WARM_S`] of them, measured by CUDA events recorded on
 /// `be`'s stream around each run.
