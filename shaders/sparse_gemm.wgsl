@@ -200,9 +200,14 @@ fn add_total(lid: u32, n: u32) {
         atomicStore(&g_carry, 0u);
     }
     workgroupBarrier();
-    let old = atomicAdd(&g_tot, n);
-    if (old + n < old) {
-        atomicAdd(&g_carry, 1u);
+    // Only threads with something to add (the team kernels' lanes other
+    // than a team's first have nothing): atomics on one workgroup address
+    // are serialized.
+    if (n != 0u) {
+        let old = atomicAdd(&g_tot, n);
+        if (old + n < old) {
+            atomicAdd(&g_carry, 1u);
+        }
     }
     workgroupBarrier();
     if (lid == 0u) {
@@ -574,29 +579,26 @@ fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
             }
         }
     }
-    // A first product's place is the number of distinct smaller columns:
-    // the products of smaller column less the repeats among them. Repeats
-    // are few (a column in two of the row's B rows), so each team lists the
-    // columns of its repeated products (in t_first) and the places subtract
-    // the listed columns below theirs.
+    // Repeats (products whose column an earlier product has) are few: a
+    // column in two of the row's B rows. Each team counts them and lists
+    // their columns (in t_first), with atomics by those lanes only. The
+    // row's nnz is its products less its repeats; a first product's place is
+    // the number of distinct smaller columns: its smaller products less the
+    // listed columns below its own.
     if (lane == 0u) {
         atomicStore(&t_cnt[tm], 0u);
     }
     workgroupBarrier();
-    if (numeric) {
-        if (lane < w && f0 == 0u && mine) {
-            t_first[base + atomicAdd(&t_cnt[tm], 1u)] = k0.x;
-        }
-        if (lane + TEAM_T < w && f1 == 0u && mine) {
-            t_first[base + atomicAdd(&t_cnt[tm], 1u)] = k1.x;
-        }
-    } else if (f0 + f1 != 0u) {
-        atomicAdd(&t_cnt[tm], f0 + f1);
+    if (lane < w && f0 == 0u && mine) {
+        t_first[base + atomicAdd(&t_cnt[tm], 1u)] = k0.x;
+    }
+    if (lane + TEAM_T < w && f1 == 0u && mine) {
+        t_first[base + atomicAdd(&t_cnt[tm], 1u)] = k1.x;
     }
     workgroupBarrier();
     var total = 0u;
     if (!numeric && mine && lane == 0u) {
-        total = atomicLoad(&t_cnt[tm]);
+        total = w - atomicLoad(&t_cnt[tm]);
         cnt[row] = total;
     }
     if (numeric && f0 + f1 != 0u) {
