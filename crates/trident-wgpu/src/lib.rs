@@ -269,6 +269,49 @@ mod tests {
         }
     }
 
+    /// The GPU clock: a timed call and the kernel profile name the kernels
+    /// that ran, with as many dispatches as were recorded; both are absent
+    /// (None / false) on an adapter without timestamp queries.
+    #[test]
+    fn gpu_timer_and_kernel_profile() {
+        for b in backends() {
+            let buf = b.upload(&vec![1u32; 5000]).unwrap();
+            let scan = |b: &WgpuBackend| {
+                let mut enc = b.encoder("test scan");
+                b.scan_exclusive_u32(&mut enc, &buf, 5000)?;
+                enc.submit();
+                Ok(())
+            };
+            match b.gpu_timer() {
+                Some(t) => {
+                    let ((), ms) = t.time(&b, || scan(&b)).unwrap();
+                    assert!(ms.is_finite() && ms >= 0.0, "{ms}");
+                }
+                None => println!("no timestamp queries on {}", b.describe()),
+            }
+            let on = b.set_kernel_profile(true).unwrap();
+            assert_eq!(on, b.gpu_timer().is_some());
+            scan(&b).unwrap();
+            scan(&b).unwrap();
+            let (kernels, dropped) = b.take_kernel_profile().unwrap();
+            assert_eq!(dropped, 0);
+            if on {
+                // 5000 elements: two levels, so block scans and one add each.
+                let count = |e: &str| kernels.iter().find(|k| k.entry == e).map(|k| k.dispatches);
+                assert_eq!(count("scan_blocks"), Some(4), "{kernels:?}");
+                assert_eq!(count("scan_add"), Some(2), "{kernels:?}");
+                assert!(kernels.iter().all(|k| k.ms >= 0.0 && k.idle_ms >= 0.0));
+                // Taken: the next profile starts empty.
+                assert!(b.take_kernel_profile().unwrap().0.is_empty());
+            } else {
+                assert!(kernels.is_empty());
+            }
+            b.set_kernel_profile(false).unwrap();
+            scan(&b).unwrap();
+            assert!(b.take_kernel_profile().unwrap().0.is_empty());
+        }
+    }
+
     /// Workgroup grids past the per-dimension limit spread over y.
     #[test]
     fn grid_spreads_over_y() {
