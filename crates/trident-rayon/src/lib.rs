@@ -15,6 +15,21 @@ mod nearest_pairs;
 mod sparse_coder;
 mod sparse_gemm;
 
+/// Hints the CPU to pull the cache line holding `x` into L1: for loops whose
+/// loads are random and each too short for the CPU to overlap on its own.
+#[inline(always)]
+pub(crate) fn prefetch<X>(x: &X) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it cannot fault or change memory, and
+    // SSE is part of the x86_64 baseline.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>((x as *const X).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 use std::sync::Arc;
 
 use trident_core::{Backend, Error, Result};

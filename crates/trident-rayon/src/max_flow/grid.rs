@@ -44,6 +44,7 @@ use rayon::prelude::*;
 use trident_core::{GridCut, GridGraph};
 
 use super::cap::Cap;
+use crate::prefetch;
 
 /// `parent` of a node in no tree.
 const FREE: u8 = 0xFF;
@@ -780,19 +781,6 @@ impl<'a, C: Cap, const D: usize> Solver<'a, C, D> {
 
 /// How far ahead in the active queue to prefetch.
 const PREFETCH: usize = 8;
-
-#[inline(always)]
-fn prefetch<T>(p: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a hint
-        // that never faults, here on a valid reference besides.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 /// This thread's CPU time in seconds.
 #[cfg(unix)]

@@ -11,6 +11,8 @@ use std::mem::MaybeUninit;
 
 use trident_core::{CsrMatrix, Scalar};
 
+use crate::prefetch;
+
 /// Marks a free hash slot. No column can have it: columns are `< cols <= u32::MAX`.
 const EMPTY: u32 = u32::MAX;
 
@@ -81,20 +83,6 @@ fn row_shape<T: Scalar>(acols: &[u32], b: &CsrMatrix<T>) -> RowShape {
 /// (one miss for the offset, then one for the row), and a row of a few dozen
 /// products is too short for the CPU to overlap them on its own.
 pub(super) const AHEAD: usize = 4;
-
-/// Hints the CPU to pull the cache line holding `x` into L1.
-#[inline(always)]
-fn prefetch<X>(x: &X) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint; it cannot fault or change memory, and
-    // SSE is part of the x86_64 baseline.
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>(x as *const X as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
-}
 
 /// Prefetches the offsets of the B rows that row `i` of `A` names.
 #[inline]
