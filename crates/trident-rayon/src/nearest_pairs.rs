@@ -15,6 +15,12 @@
 //!   queries of a large A stop after a glance at one leaf. The result is the
 //!   unique set of the k smallest `(d2, i)`, so it is the same as computing
 //!   every nearest first and selecting.
+//! - `closest_pairs` on evenly spread B (the occupancy test of
+//!   [`grid::Grid::build`]) indexes B with a uniform grid instead and takes A
+//!   in input order: once the bound is below B's spacing a query reads one
+//!   cell, and the grid builds in two parallel passes where the kd-tree's
+//!   median splits and A's spatial order were most of a 16-core call.
+//!   Clustered B keeps the kd-tree. Both give the same exact answer.
 //!
 //! - Coordinates so large that f32 squared distances would overflow (beyond
 //!   about 4.6e18) are scaled down by a power of two first
@@ -22,13 +28,14 @@
 //!   reported distances are scaled back. Without it every distance is `inf`
 //!   and the smallest index wins whatever the geometry.
 //!
-//! `TRIDENT_PAIRS_TRACE` set: `closest_pairs` prints the time of its two
-//! phases (tree build and query order side by side, then the search) to
-//! stderr.
+//! `TRIDENT_PAIRS_TRACE` set: `closest_pairs` prints the index it chose and
+//! the time of its two phases (the index, with A's order for the kd-tree,
+//! then the search) to stderr.
 //!
 //! What it is not: an index you can keep across calls (each call rebuilds it;
 //! building is a small part of a call of any size), or an approximate search.
 
+mod grid;
 mod kdtree;
 mod order;
 #[cfg(test)]
@@ -45,6 +52,7 @@ use trident_core::{
 };
 
 use crate::RayonBackend;
+use grid::Grid;
 use kdtree::{BATCH, KdTree, KeyHeap, Located, NO_KEY, bound_at, key, key_d2};
 use order::spatial_order;
 
@@ -165,7 +173,7 @@ impl NearestPairs for RayonBackend {
                     s,
                 ),
             };
-            let mut pairs = closest_pairs(&a, &b, k);
+            let mut pairs = closest_pairs(&a, &b, k, Index::Auto);
             for p in &mut pairs {
                 p.d2 = unscale_d2(p.d2, shift);
             }
@@ -189,13 +197,32 @@ fn finite_max_abs(a: &[Point], b: &[Point]) -> (bool, f32) {
         .reduce(|| (true, 0.0), |x, y| (x.0 && y.0, x.1.max(y.1)))
 }
 
-/// The best `k` pairs one worker has found: a max-heap on `(key(d2, i), j)`.
-struct Top {
+/// The best `k` pairs one worker has found (a max-heap on `(key(d2, i), j)`),
+/// and the bound it searches under.
+///
+/// `global` holds the bits of the smallest k-th best distance of any worker:
+/// at least k queries have d2 <= it, so a query whose nearest is farther
+/// cannot be among the answers (ties at equal d2 are kept: they may win on
+/// the index). Non-negative f32 order like their bits, so `fetch_min` on u32
+/// works.
+struct Top<'g> {
     k: usize,
     heap: BinaryHeap<(u64, u32)>,
+    /// This worker's k-th best bits (a copy kept to skip most atomic writes).
+    local: u32,
+    global: &'g AtomicU32,
 }
 
-impl Top {
+impl<'g> Top<'g> {
+    fn new(k: usize, global: &'g AtomicU32) -> Self {
+        Top {
+            k,
+            heap: BinaryHeap::with_capacity(k + 1),
+            local: f32::INFINITY.to_bits(),
+            global,
+        }
+    }
+
     /// The k-th best distance held, or +inf while fewer than k are held.
     fn kth_d2_bits(&self) -> u32 {
         match self.heap.peek() {
@@ -203,72 +230,39 @@ impl Top {
             _ => f32::INFINITY.to_bits(),
         }
     }
-}
 
-/// The tree over B and the query order of A, built side by side: neither
-/// scales to 16 cores alone (the build's top levels and the counting sort's
-/// passes leave threads idle), so the pool fills its gaps with the other.
-fn build_and_order(a: &[Point], b: &[Point]) -> (KdTree, (Vec<Point>, Vec<u32>)) {
-    rayon::join(|| KdTree::build(b), || spatial_order(a))
-}
-
-/// `closest_pairs` for `1 <= k <= |A|`, on the current pool.
-fn closest_pairs(a: &[Point], b: &[Point], k: usize) -> Vec<Pair> {
-    let trace = std::env::var_os("TRIDENT_PAIRS_TRACE").is_some();
-    let t0 = std::time::Instant::now();
-    let (tree, (qa, order)) = build_and_order(a, b);
-    let t_prep = t0.elapsed();
-    // Bits of the smallest k-th best distance of any worker: at least k queries
-    // have d2 <= it, so a query whose nearest is farther cannot be among the
-    // answers (ties at equal d2 are kept: they may win on the index). Non-negative
-    // f32 order like their bits, so fetch_min on u32 works.
-    let global = AtomicU32::new(f32::INFINITY.to_bits());
-    let tops: Vec<Top> = qa
-        .par_chunks(CHUNK)
-        .zip(order.par_chunks(CHUNK))
-        .fold(
-            || Top {
-                k,
-                heap: BinaryHeap::with_capacity(k + 1),
-            },
-            |mut top, (qs, idx)| {
-                let mut local = top.kth_d2_bits();
-                for_each_located(&tree, qs, |t, q, at| {
-                    let i = idx[t];
-                    let bits = global.load(Ordering::Relaxed).min(local);
-                    let bound = bound_at(f32::from_bits(bits));
-                    let best = tree.nearest(q, at, bound);
-                    if best >= bound {
-                        return;
-                    }
-                    let entry = (key(key_d2(best), i), best as u32);
-                    if top.heap.len() < k {
-                        top.heap.push(entry);
-                    } else if entry.0 < top.heap.peek().map_or(u64::MAX, |e| e.0) {
-                        top.heap.pop();
-                        top.heap.push(entry);
-                    } else {
-                        return;
-                    }
-                    let kth = top.kth_d2_bits();
-                    if kth < local {
-                        local = kth;
-                        global.fetch_min(kth, Ordering::Relaxed);
-                    }
-                });
-                top
-            },
-        )
-        .collect();
-    if trace {
-        eprintln!(
-            "pairs trace: threads {} tree and order {:.2} ms, search {:.2} ms, kth {:e}",
-            rayon::current_num_threads(),
-            t_prep.as_secs_f64() * 1e3,
-            (t0.elapsed() - t_prep).as_secs_f64() * 1e3,
-            f32::from_bits(global.load(Ordering::Relaxed)),
-        );
+    /// The key a query's nearest must be below to matter.
+    #[inline]
+    fn bound(&self) -> u64 {
+        let bits = self.global.load(Ordering::Relaxed).min(self.local);
+        bound_at(f32::from_bits(bits))
     }
+
+    /// Offers query `i`'s nearest key `best` (as searched under `bound`).
+    #[inline]
+    fn offer(&mut self, i: u32, best: u64, bound: u64) {
+        if best >= bound {
+            return;
+        }
+        let entry = (key(key_d2(best), i), best as u32);
+        if self.heap.len() < self.k {
+            self.heap.push(entry);
+        } else if entry.0 < self.heap.peek().map_or(u64::MAX, |e| e.0) {
+            self.heap.pop();
+            self.heap.push(entry);
+        } else {
+            return;
+        }
+        let kth = self.kth_d2_bits();
+        if kth < self.local {
+            self.local = kth;
+            self.global.fetch_min(kth, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The `k` best pairs over all workers' tops, ascending by `(d2, i)`.
+fn merge_tops(tops: Vec<Top<'_>>, k: usize) -> Vec<Pair> {
     let mut all: Vec<(u64, u32)> = tops.into_iter().flat_map(|t| t.heap.into_vec()).collect();
     all.sort_unstable();
     all.truncate(k);
@@ -279,4 +273,89 @@ fn closest_pairs(a: &[Point], b: &[Point], k: usize) -> Vec<Pair> {
             d2: key_d2(ki),
         })
         .collect()
+}
+
+/// The tree over B and the query order of A, built side by side: neither
+/// scales to 16 cores alone (the build's top levels and the counting sort's
+/// passes leave threads idle), so the pool fills its gaps with the other.
+fn build_and_order(a: &[Point], b: &[Point]) -> (KdTree, (Vec<Point>, Vec<u32>)) {
+    rayon::join(|| KdTree::build(b), || spatial_order(a))
+}
+
+/// How `closest_pairs` indexes B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Index {
+    /// The grid where B is even enough for it, else the kd-tree.
+    Auto,
+    /// The kd-tree, whatever B looks like (tests compare the two).
+    #[cfg(test)]
+    KdTree,
+}
+
+/// `closest_pairs` for `1 <= k <= |A|`, on the current pool.
+fn closest_pairs(a: &[Point], b: &[Point], k: usize, index: Index) -> Vec<Pair> {
+    let trace = std::env::var_os("TRIDENT_PAIRS_TRACE").is_some();
+    let t0 = std::time::Instant::now();
+    let grid = match index {
+        Index::Auto => Grid::build(b),
+        #[cfg(test)]
+        Index::KdTree => None,
+    };
+    let global = AtomicU32::new(f32::INFINITY.to_bits());
+    let (tops, t_prep, how) = if let Some(grid) = &grid {
+        // A in input order: a query touches one cell table entry and a
+        // cache line or two of B, no tree descent to keep warm.
+        let t_prep = t0.elapsed();
+        let tops: Vec<Top> = a
+            .par_chunks(CHUNK)
+            .enumerate()
+            .fold(
+                || Top::new(k, &global),
+                |mut top, (c, qs)| {
+                    let mut at = [grid::Start::default(); CHUNK];
+                    let at = &mut at[..qs.len()];
+                    grid.locate(qs, at);
+                    for (t, (q, at)) in qs.iter().zip(at.iter()).enumerate() {
+                        let bound = top.bound();
+                        let i = (c * CHUNK + t) as u32;
+                        top.offer(i, grid.nearest(q, *at, bound), bound);
+                    }
+                    top
+                },
+            )
+            .collect();
+        (
+            tops,
+            t_prep,
+            format!("grid (a point of B sees {:.2})", grid.seen),
+        )
+    } else {
+        let (tree, (qa, order)) = build_and_order(a, b);
+        let t_prep = t0.elapsed();
+        let tops: Vec<Top> = qa
+            .par_chunks(CHUNK)
+            .zip(order.par_chunks(CHUNK))
+            .fold(
+                || Top::new(k, &global),
+                |mut top, (qs, idx)| {
+                    for_each_located(&tree, qs, |t, q, at| {
+                        let bound = top.bound();
+                        top.offer(idx[t], tree.nearest(q, at, bound), bound);
+                    });
+                    top
+                },
+            )
+            .collect();
+        (tops, t_prep, "kd-tree and order".to_string())
+    };
+    if trace {
+        eprintln!(
+            "pairs trace: threads {} {how} {:.2} ms, search {:.2} ms, kth {:e}",
+            rayon::current_num_threads(),
+            t_prep.as_secs_f64() * 1e3,
+            (t0.elapsed() - t_prep).as_secs_f64() * 1e3,
+            f32::from_bits(global.load(Ordering::Relaxed)),
+        );
+    }
+    merge_tops(tops, k)
 }

@@ -136,8 +136,8 @@ fn counting_sort(cells: &[u32], ncells: usize) -> Vec<u32> {
     order
 }
 
-/// `order`'s buffer, shared by the scatter tasks (each writes its own slots).
-struct SendPtr(*mut u32);
+/// A buffer shared by scatter tasks that each write their own slots.
+pub(super) struct SendPtr(pub(super) *mut u32);
 // SAFETY: see `counting_sort`: the tasks write disjoint elements.
 unsafe impl Sync for SendPtr {}
 

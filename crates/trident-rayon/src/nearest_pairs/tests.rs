@@ -305,31 +305,38 @@ fn errors_leave_output_untouched() {
     assert_eq!(out8, [sentinel; 8]);
 }
 
+/// The grid path and the kd-tree path of `closest_pairs` give the same
+/// pairs (and brute force's on a subset): uniform input, which takes the
+/// grid, at several k and thread counts, with integer coordinates full of
+/// equal distances.
 #[test]
-#[ignore]
-fn tmp_profile() {
-    use super::kdtree::*;
-    use super::order::spatial_order;
-    use std::time::Instant;
-    let mut rng = Rng(9);
-    let a = rng.int_points(1_000_000, 1_000_000);
-    let b = rng.int_points(400_000, 1_000_000);
-    let t = Instant::now();
-    let tree = KdTree::build(&b);
-    eprintln!("build {:?}", t.elapsed());
-    let t = Instant::now();
-    let (qa, _order) = spatial_order(&a);
-    eprintln!("order {:?}", t.elapsed());
-    for bound in [140966.0f32, 1e7, f32::INFINITY] {
-        let t = Instant::now();
-        let mut s = 0u64;
-        let mut at = [Located::default(); BATCH];
-        for qs in qa.chunks(BATCH) {
-            tree.locate(qs, &mut at);
-            for t in 0..qs.len() {
-                s = s.wrapping_add(tree.nearest(&qs[t], at[t], bound_at(bound)));
-            }
+fn grid_and_kdtree_pairs_agree() {
+    use super::{Index, closest_pairs};
+    let mut rng = Rng(11);
+    let b = rng.int_points(40_000, 2_000);
+    let a = rng.int_points(60_000, 2_000);
+    assert!(
+        super::grid::Grid::build(&b).is_some(),
+        "uniform B takes the grid"
+    );
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        for k in [1, 100, 5_000] {
+            let (g, t) = pool.install(|| {
+                (
+                    closest_pairs(&a, &b, k, Index::Auto),
+                    closest_pairs(&a, &b, k, Index::KdTree),
+                )
+            });
+            assert_eq!(g, t, "k={k} threads={threads}");
         }
-        eprintln!("ordered bound {bound}: {:?} {s}", t.elapsed());
     }
+    let (a, b) = (&a[..3_000], &b[..super::grid::MIN_POINTS]);
+    assert_eq!(
+        closest_pairs(a, b, 300, Index::Auto),
+        brute_pairs(a, b, 300)
+    );
 }
