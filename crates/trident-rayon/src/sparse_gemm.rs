@@ -45,6 +45,9 @@
 //! The chunking only steers who computes a row; the counts and the output are
 //! exact.
 //!
+//! `TRIDENT_SPGEMM_TRACE` set: each call prints the time of its phases
+//! (checks, symbolic, prefix sum, numeric) to stderr.
+//!
 //! Limits: dimensions are `u32` by construction of [`CsrMatrix`]; the output's
 //! nnz is a `usize` and an output that cannot be allocated is
 //! [`Error::OutOfMemory`], not an abort.
@@ -82,6 +85,7 @@ const MIN_CHUNK_WORK: usize = 1 << 15;
 impl<T: Scalar> SparseGemm<T> for RayonBackend {
     fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
         self.install(|| {
+            let mut trace = Trace::new();
             // The contract's checks, in parallel: on 16 cores the serial
             // `validate::spgemm` and lower bound took a fifth of the product's
             // time. Any failure is reported by the serial check itself, so the
@@ -102,8 +106,29 @@ impl<T: Scalar> SparseGemm<T> for RayonBackend {
                     b.cols()
                 )
             })?;
-            gustavson(a, b, rayon::current_num_threads(), !banded)
+            trace.lap("checks and lower bound");
+            gustavson(a, b, rayon::current_num_threads(), !banded, &mut trace)
         })
+    }
+}
+
+/// Phase times on stderr when `TRIDENT_SPGEMM_TRACE` is set.
+struct Trace(Option<std::time::Instant>);
+
+impl Trace {
+    fn new() -> Self {
+        Trace(std::env::var_os("TRIDENT_SPGEMM_TRACE").map(|_| std::time::Instant::now()))
+    }
+
+    /// Prints the time since the last lap under `what`.
+    fn lap(&mut self, what: &str) {
+        if let Some(t) = &mut self.0 {
+            eprintln!(
+                "spgemm trace: {:8.2} ms  {what}",
+                t.elapsed().as_secs_f64() * 1e3
+            );
+            *t = std::time::Instant::now();
+        }
     }
 }
 
@@ -284,6 +309,7 @@ fn gustavson<T: Scalar>(
     b: &CsrMatrix<T>,
     threads: usize,
     prefetch: bool,
+    trace: &mut Trace,
 ) -> Result<CsrMatrix<T>> {
     let (m, n) = (a.rows(), b.cols());
     let spaces = Workspaces::new(threads, n);
@@ -315,7 +341,9 @@ fn gustavson<T: Scalar>(
     // SAFETY: slot 0 and every slot of `1..=m` (the chunks tile it, each
     // chunk writes each of its slots) were initialised just above.
     unsafe { offsets.set_len(m + 1) };
+    trace.lap("symbolic (row counts)");
     let nnz = prefix_sum(&mut offsets[1..])?;
+    trace.lap("prefix sum");
 
     // Numeric pass: every row written straight into its final slot, in chunks
     // of about equal output; each chunk's pages are first touched by the
@@ -357,6 +385,7 @@ fn gustavson<T: Scalar>(
         indices.set_len(nnz);
         values.set_len(nnz);
     }
+    trace.lap(&format!("numeric ({nnz} entries, output faulted in here)"));
     Ok(CsrMatrix::from_parts_unchecked(
         m, n, offsets, indices, values,
     ))
