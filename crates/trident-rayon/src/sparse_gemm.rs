@@ -28,7 +28,9 @@
 //! such a window (banded matrices, moderate `n`: it stays in L2 whatever `n`
 //! is), an `n`-wide dense one for rows of thousands of products when `n` is
 //! moderate, otherwise a hash table of twice the row's size (L1-resident for
-//! the typical row of a few dozen products), sorted on output. The dense
+//! the typical row of a few dozen products), sorted on output. The numeric
+//! pass writes such rows of at most 256 products (uniform random rows) by
+//! merging their already sorted B rows instead (no hash, no sort). The dense
 //! accumulators are branch-free (a bitmap with a summary word per 64 words,
 //! values kept at `-0.0`, the exact additive identity, between rows) and
 //! yield the row's columns sorted with no sort. A row with one entry in `A` is

@@ -44,6 +44,12 @@ const DENSE_MAX_COLS: usize = 1 << 22;
 const SHORT_MAX_FLOPS: usize = 64;
 const _: () = assert!(SHORT_MAX_FLOPS.is_power_of_two() && SHORT_MAX_FLOPS <= 256);
 
+/// Rows of at most this many products that no window or dense accumulator
+/// takes (columns spread over a wide `n`: uniform random rows, light R-MAT
+/// rows) are written by merging their sorted B rows ([`Merge`]) instead of
+/// a hash table and a sort. Both give the same bits.
+const MERGE_MAX_FLOPS: usize = 256;
+
 /// Fibonacci hashing of a column into a table of `2^(64 - shift)` slots: spreads
 /// strided column patterns that `col & mask` would pile into one slot.
 #[inline(always)]
@@ -314,6 +320,119 @@ impl<T: Scalar> Short<T> {
     }
 }
 
+/// The numeric pass of a row whose B rows are merged: each B row is already
+/// sorted by column, so the row's products, keyed by `(column, t)` where `t`
+/// counts products in ascending `p`, form one sorted run per B row; runs are
+/// merged pairwise, bottom-up, without branches (`log2` of the row's A
+/// entries levels); the walk over the sorted keys then sums each column's
+/// products in ascending `p`, starting from the first, as the other
+/// accumulators do. On uniform random rows (64 products over a million
+/// columns) the hash table's inserts, sort and second lookups cost about
+/// twice as much.
+struct Merge<T> {
+    keys: Vec<u64>,
+    spare: Vec<u64>,
+    prods: Vec<T>,
+    /// Run boundaries in `keys` (`runs[r]..runs[r + 1]`).
+    runs: Vec<usize>,
+    next: Vec<usize>,
+}
+
+impl<T: Scalar> Merge<T> {
+    fn new() -> Self {
+        Self {
+            keys: Vec::with_capacity(MERGE_MAX_FLOPS),
+            spare: vec![0; MERGE_MAX_FLOPS],
+            prods: Vec::with_capacity(MERGE_MAX_FLOPS),
+            runs: Vec::with_capacity(MERGE_MAX_FLOPS + 1),
+            next: Vec::with_capacity(MERGE_MAX_FLOPS + 1),
+        }
+    }
+
+    /// Writes the row `(acols, avals)` times `b` (at most
+    /// [`MERGE_MAX_FLOPS`] products) into `idx`/`val`, columns ascending,
+    /// when it has exactly their length of columns, and returns how many it
+    /// has (the caller checks).
+    fn fill(
+        &mut self,
+        acols: &[u32],
+        avals: &[T],
+        b: &CsrMatrix<T>,
+        idx: &mut [MaybeUninit<u32>],
+        val: &mut [MaybeUninit<T>],
+    ) -> usize {
+        let (keys, prods, runs) = (&mut self.keys, &mut self.prods, &mut self.runs);
+        keys.clear();
+        prods.clear();
+        runs.clear();
+        runs.push(0);
+        for (&p, &av) in acols.iter().zip(avals) {
+            let (bc, bv) = brow(b, p);
+            if bc.is_empty() {
+                continue;
+            }
+            for (&j, &bj) in bc.iter().zip(bv) {
+                keys.push(((j as u64) << 32) | prods.len() as u64);
+                prods.push(av * bj);
+            }
+            runs.push(keys.len());
+        }
+        let n = keys.len();
+        let spare = &mut self.spare[..n];
+        while runs.len() > 2 {
+            let next = &mut self.next;
+            next.clear();
+            next.push(0);
+            for (q, ends) in runs[1..].chunks(2).enumerate() {
+                let lo = runs[2 * q];
+                let mid = ends[0];
+                let hi = *ends.last().unwrap_or(&mid);
+                merge_into(&keys[lo..mid], &keys[mid..hi], &mut spare[lo..hi]);
+                next.push(hi);
+            }
+            keys.copy_from_slice(spare);
+            std::mem::swap(runs, next);
+        }
+        // Sorted by (column, t): equal columns are adjacent, in ascending p.
+        let mut count = 0usize;
+        let mut t = 0;
+        while t < n {
+            let col = (keys[t] >> 32) as u32;
+            let mut v = prods[keys[t] as u32 as usize];
+            t += 1;
+            while t < n && (keys[t] >> 32) as u32 == col {
+                v += prods[keys[t] as u32 as usize];
+                t += 1;
+            }
+            if count < idx.len() && count < val.len() {
+                idx[count].write(col);
+                val[count].write(v);
+            }
+            count += 1;
+        }
+        count
+    }
+}
+
+/// Merges the sorted runs `a` and `b` (distinct keys) into `out`, choosing
+/// each output with a select rather than a branch: which run wins is a coin
+/// toss for random columns.
+#[inline(always)]
+fn merge_into(a: &[u64], b: &[u64], out: &mut [u64]) {
+    let (mut i, mut j, mut k) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        let take = x < y;
+        out[k] = if take { x } else { y };
+        i += usize::from(take);
+        j += usize::from(!take);
+        k += 1;
+    }
+    out[k..k + a.len() - i].copy_from_slice(&a[i..]);
+    let k = k + a.len() - i;
+    out[k..k + b.len() - j].copy_from_slice(&b[j..]);
+}
+
 /// One worker's scratch space, reused across the rows of its chunks.
 pub(super) struct Workspace<T> {
     /// Columns of C.
@@ -332,6 +451,8 @@ pub(super) struct Workspace<T> {
     wide: Option<Dense<T>>,
     /// The short-row accumulator, allocated on the first short row.
     short: Option<Short<T>>,
+    /// The run merger, allocated on the first row it takes.
+    merge: Option<Merge<T>>,
 }
 
 impl<T: Scalar> Workspace<T> {
@@ -345,6 +466,7 @@ impl<T: Scalar> Workspace<T> {
             window: None,
             wide: None,
             short: None,
+            merge: None,
         }
     }
 
@@ -493,6 +615,10 @@ impl<T: Scalar> Workspace<T> {
                 t += 1;
             });
             assert_eq!(t, len, "spgemm: symbolic and numeric passes disagree");
+        } else if shape.flops <= MERGE_MAX_FLOPS {
+            let m = self.merge.get_or_insert_with(Merge::new);
+            let count = m.fill(acols, avals, b, idx, val);
+            assert_eq!(count, len, "spgemm: symbolic and numeric passes disagree");
         } else {
             let (size, shift) = self.table(len);
             let mask = size - 1;

@@ -99,10 +99,18 @@ fn heavy_rows_over_wide_outputs() {
 }
 
 #[test]
-fn light_rows_over_wide_outputs_hash_and_banded_rows_go_dense() {
+fn light_rows_over_wide_outputs_merge_or_hash_and_banded_rows_go_dense() {
+    // 64 products over 2^20 columns: merged runs.
     let a = cases::uniform_rows::<f32>(5000, 5000, 8, 9);
     let b = cases::uniform_rows::<f32>(5000, 1 << 20, 8, 10);
     check("uniform rows, 2^20 columns", &a, &b);
+    // Just past the window, up to 256 products (merged, with repeated
+    // columns across runs), then 272 (hashed).
+    for (k, seed) in [(16, 11), (17, 12)] {
+        let a = cases::uniform_rows::<f64>(3000, 3000, k, seed);
+        let b = cases::uniform_rows::<f64>(3000, 70_000, 16, seed + 1);
+        check(&format!("{k} x 16 products over 70K columns"), &a, &b);
+    }
     // Banded: each row's columns lie in a window of 4 x 200, so dense.
     let p = cases::poisson2d::<f64>(200);
     check("poisson2d-200", &p, &p);
