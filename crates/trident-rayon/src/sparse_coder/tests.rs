@@ -204,12 +204,21 @@ fn every_simd_copy_gives_the_same_bits() {
         },
         22,
     );
+    // Signals that the f32 loop hands to the f64 loop: those copies too.
+    let c32r = duplicate_atom_case(60, StopRule::Error(0.0));
     let b = RayonBackend::with_threads(2).unwrap();
     let run32 = |isa| super::encode_with(&b, &c32.dict, c32.signals_ref(), c32.rule, isa).unwrap();
+    let run32r =
+        |isa| super::encode_with(&b, &c32r.dict, c32r.signals_ref(), c32r.rule, isa).unwrap();
     let run64 = |isa| super::encode_with(&b, &c64.dict, c64.signals_ref(), c64.rule, isa).unwrap();
     let (e32, e64) = (run32(Some(Isa::Baseline)), run64(Some(Isa::Baseline)));
+    let e32r = run32r(Some(Isa::Baseline));
     for isa in Isa::available() {
         assert!(run32(Some(isa)) == e32, "{isa:?} f32 differs from baseline");
+        assert!(
+            run32r(Some(isa)) == e32r,
+            "{isa:?} f32 hand-overs differ from baseline"
+        );
         assert!(run64(Some(isa)) == e64, "{isa:?} f64 differs from baseline");
     }
 }
@@ -223,5 +232,76 @@ fn medium_spec_case_agrees_with_the_reference() {
     for seed in [1, 2] {
         agrees(Input::Omp32(cases::omp_dct(20_000, seed)));
         agrees(Input::Omp64(cases::omp_dct(5_000, seed)));
+    }
+}
+
+/// The DCT dictionary for 4x4 patches (16 x 64) with atom 3 copied into
+/// column 40, and `count` signals of three atoms (no noise, so the residual
+/// ends at rounding level), in f32.
+fn duplicate_atom_case(count: usize, rule: StopRule) -> OmpCase<f32> {
+    let base = cases::dct_dictionary::<f32>(4, 8);
+    let (n, k) = (base.n(), base.atoms());
+    let mut d = base.data().to_vec();
+    for i in 0..n {
+        d[i * k + 40] = d[i * k + 3];
+    }
+    let dict = Dictionary::new(n, k, d).unwrap();
+    let signals = (0..count)
+        .flat_map(|s| {
+            let (a, b) = (3, (7 + 5 * s) % k);
+            let (ga, gb) = (1.5 - 0.01 * s as f64, -0.5 - 0.02 * s as f64);
+            let dict = &dict;
+            (0..n).map(move |i| {
+                let v = ga * dict.data()[i * k + a].to_f64() + gb * dict.data()[i * k + b].to_f64();
+                v as f32
+            })
+        })
+        .collect();
+    OmpCase {
+        dict,
+        signals,
+        count,
+        rule,
+    }
+}
+
+#[test]
+fn f32_rounding_level_decisions_are_the_f64_loops() {
+    // Under Error(0) every signal ends at rounding level: the f32 loop's
+    // residual stays a few 1e-8 ||x|| above zero and its best correlation
+    // falls below its floor, so it hands the signal to the f64 loop, which
+    // applies the contract's stops (the duplicate of atom 3 is never taken).
+    let c = duplicate_atom_case(40, StopRule::Error(0.0));
+    let b = RayonBackend::with_threads(2).unwrap();
+    let got = encode(&b, &c);
+    let f64_loop = super::encode_f64_loop(&b, &c.dict, c.signals_ref(), c.rule).unwrap();
+    assert!(got == f64_loop, "f32 hand-overs differ from the f64 loop");
+    for i in 0..c.count {
+        let (atoms, _) = got.signal(i);
+        assert!(
+            !(atoms.contains(&3) && atoms.contains(&40)),
+            "signal {i}: {atoms:?}"
+        );
+    }
+    agrees(Input::Omp32(c));
+}
+
+#[test]
+fn f32_signals_beyond_f32_squares_use_the_f64_loop() {
+    // ||x||^2 of 1e36 or 1e-36 would overflow or underflow the f32 loop's
+    // squares: such signals are coded in f64 (and still rounded to f32).
+    let c = cases::omp_dct::<f32>(8, 31);
+    let b = RayonBackend::with_threads(1).unwrap();
+    for scale in [1e18f32, 1e-18] {
+        let mut s = c.clone();
+        s.signals.iter_mut().for_each(|v| *v *= scale);
+        let got = encode(&b, &s);
+        let f64_loop = super::encode_f64_loop(&b, &s.dict, s.signals_ref(), s.rule).unwrap();
+        assert!(got == f64_loop, "scale {scale}: differs from the f64 loop");
+        assert!(got.coefs.iter().all(|g| g.is_finite()), "scale {scale}");
+        assert!(
+            got.residual_norm2.iter().all(|r| r.is_finite()),
+            "scale {scale}"
+        );
     }
 }
