@@ -24,7 +24,8 @@ use std::sync::OnceLock;
 
 use trident_core::{Dictionary, Error, MatRef, Result, Scalar, StopRule, omp_zero_correlation};
 
-/// The padding unit of K: a multiple of every block width below.
+/// The padding unit of K: a multiple of every block width below (twice the
+/// argmax lanes included).
 pub(super) const W: usize = 32;
 /// Signals whose `alpha0 = D^T x` is computed together, so that each row of
 /// `D` is loaded once per group rather than once per signal.
@@ -77,16 +78,14 @@ pub(super) trait Float:
     fn from_f64(v: f64) -> Self;
     /// Widening (from f32, exact) or identity.
     fn to_f64(self) -> f64;
-    /// A block index as a float: exact below `2^24` for f32, far above any
-    /// `K` whose `K^2` Gram matrix fits in memory.
-    fn from_index(i: usize) -> Self;
-    fn to_index(self) -> usize;
     /// The best correlation at or below which this loop does not select: the
     /// contract's zero-correlation stop for f64, the recode to f64 for f32.
     fn floor(n: usize, x_norm: f64) -> f64;
     /// `out[q] = D^T xs[q]` (see [`alpha0_blocks`]), with this type's block.
     fn alpha0(d: &[Self], n: usize, kp: usize, xs: &[Self], out: &mut [Self]);
-    /// [`argmax_lanes`] with this type's lanes.
+    /// The largest entry of `c` (length a multiple of twice the lanes, at
+    /// least -1) and the smallest index holding it: [`lane_max`] with this
+    /// type's lanes, a tree of [`halve`], then [`first_index`].
     fn argmax(c: &[Self]) -> (usize, Self);
 }
 
@@ -131,14 +130,6 @@ impl Float for f64 {
     fn to_f64(self) -> f64 {
         self
     }
-    #[inline(always)]
-    fn from_index(i: usize) -> f64 {
-        i as f64
-    }
-    #[inline(always)]
-    fn to_index(self) -> usize {
-        self as usize
-    }
     /// The contract's [`omp_zero_correlation`]: the signal stops there.
     #[inline(always)]
     fn floor(n: usize, x_norm: f64) -> f64 {
@@ -153,7 +144,9 @@ impl Float for f64 {
     /// 8 lanes: one 512-bit vector.
     #[inline(always)]
     fn argmax(c: &[f64]) -> (usize, f64) {
-        argmax_lanes::<f64, 8>(c)
+        let m = lane_max::<f64, 8>(c);
+        let m = halve::<f64, 1>(&halve::<f64, 2>(&halve::<f64, 4>(&m)));
+        (first_index::<f64, 8>(c, m[0]), m[0])
     }
 }
 
@@ -205,14 +198,6 @@ impl Float for f32 {
     fn to_f64(self) -> f64 {
         self as f64
     }
-    #[inline(always)]
-    fn from_index(i: usize) -> f32 {
-        i as f32
-    }
-    #[inline(always)]
-    fn to_index(self) -> usize {
-        self as usize
-    }
     /// The contract's floor formula with f32's epsilon (`64 sqrt(n)
     /// eps_f32 ||x||`, 6e-5 `||x||` at n = 64): far above the f32 loop's
     /// rounding of a correlation (about `sqrt(n) eps_f32 ||x||` per sum, a
@@ -232,7 +217,9 @@ impl Float for f32 {
     /// 16 lanes: one 512-bit vector.
     #[inline(always)]
     fn argmax(c: &[f32]) -> (usize, f32) {
-        argmax_lanes::<f32, 16>(c)
+        let m = lane_max::<f32, 16>(c);
+        let m = halve::<f32, 1>(&halve::<f32, 2>(&halve::<f32, 4>(&halve::<f32, 8>(&m))));
+        (first_index::<f32, 16>(c, m[0]), m[0])
     }
 }
 
@@ -696,30 +683,47 @@ fn residual2<F: Float>(
     sumsq(r)
 }
 
-/// The largest entry of `c` (length a multiple of `V`) and the smallest
-/// index holding it: per lane the first block that reaches the lane's
-/// maximum (strict `>`), then the smallest index over the lanes that hold the
-/// overall maximum. The answer does not depend on `V`.
+/// Per lane of `V`, the largest entry of `c` (length a multiple of `2 V`),
+/// never below -1: two sets of lanes take the even and the odd blocks (two
+/// independent chains), then the larger of the two per lane. Comparisons
+/// are exact and NaN is never taken, so the order does not matter.
 #[inline(always)]
-fn argmax_lanes<F: Float, const V: usize>(c: &[F]) -> (usize, F) {
-    let mut m = [F::NEG_ONE; V];
-    let mut at = [F::ZERO; V];
-    for (b, ch) in c.chunks_exact(V).enumerate() {
-        let bf = F::from_index(b);
+fn lane_max<F: Float, const V: usize>(c: &[F]) -> [F; V] {
+    let mut m0 = [F::NEG_ONE; V];
+    let mut m1 = [F::NEG_ONE; V];
+    for ch in c.chunks_exact(2 * V) {
         for l in 0..V {
-            let gt = ch[l] > m[l];
-            m[l] = if gt { ch[l] } else { m[l] };
-            at[l] = if gt { bf } else { at[l] };
+            m0[l] = if ch[l] > m0[l] { ch[l] } else { m0[l] };
+            m1[l] = if ch[V + l] > m1[l] { ch[V + l] } else { m1[l] };
         }
     }
-    let best = m.iter().fold(F::NEG_ONE, |a, &b| if b > a { b } else { a });
-    let mut j = usize::MAX;
-    for l in 0..V {
-        if m[l] == best {
-            j = j.min(at[l].to_index() * V + l);
+    std::array::from_fn(|l| if m1[l] > m0[l] { m1[l] } else { m0[l] })
+}
+
+/// One level of the tree over the lanes: the larger of lanes `l` and `l + H`.
+#[inline(always)]
+fn halve<F: Float, const H: usize>(m: &[F]) -> [F; H] {
+    std::array::from_fn(|l| if m[l + H] > m[l] { m[l + H] } else { m[l] })
+}
+
+/// The smallest index of `c` (length a multiple of `V`) holding `best`, one
+/// block of `V` compares at a time (`usize::MAX` if none does).
+#[inline(always)]
+fn first_index<F: Float, const V: usize>(c: &[F], best: F) -> usize {
+    for (b, ch) in c.chunks_exact(V).enumerate() {
+        let mut hit = false;
+        for &v in ch {
+            hit |= v == best;
+        }
+        if hit {
+            for (l, &v) in ch.iter().enumerate() {
+                if v == best {
+                    return b * V + l;
+                }
+            }
         }
     }
-    (j, best)
+    usize::MAX
 }
 
 /// One Batch-OMP step's vector work: the new row `u_k = G_{j,:} - sum_t

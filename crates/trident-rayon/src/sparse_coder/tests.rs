@@ -267,10 +267,12 @@ fn duplicate_atom_case(count: usize, rule: StopRule) -> OmpCase<f32> {
 
 #[test]
 fn f32_rounding_level_decisions_are_the_f64_loops() {
-    // Under Error(0) every signal ends at rounding level: the f32 loop's
-    // residual stays a few 1e-8 ||x|| above zero and its best correlation
-    // falls below its floor, so it hands the signal to the f64 loop, which
-    // applies the contract's stops (the duplicate of atom 3 is never taken).
+    // Under Error(0) every signal is coded down to rounding level (the f32
+    // signals are only within f32 rounding of the span of their two atoms,
+    // so the codes go on with atoms of 1e-8 correlations, filling the 16
+    // dimensions): the f32 loop cannot settle such correlations and pivots
+    // and hands every signal to the f64 loop, which applies the contract's
+    // stops (the duplicate of atom 3 is never taken).
     let c = duplicate_atom_case(40, StopRule::Error(0.0));
     let b = RayonBackend::with_threads(2).unwrap();
     let got = encode(&b, &c);
