@@ -706,21 +706,19 @@ fn halve<F: Float, const H: usize>(m: &[F]) -> [F; H] {
     std::array::from_fn(|l| if m[l + H] > m[l] { m[l + H] } else { m[l] })
 }
 
-/// The smallest index of `c` (length a multiple of `V`) holding `best`, one
-/// block of `V` compares at a time (`usize::MAX` if none does).
+/// The smallest index of `c` (length a multiple of `V`, at most 64) holding
+/// `best`, one block of `V` compares at a time, read as a bit mask
+/// (`usize::MAX` if none does).
 #[inline(always)]
 fn first_index<F: Float, const V: usize>(c: &[F], best: F) -> usize {
+    const { assert!(V <= 64) };
     for (b, ch) in c.chunks_exact(V).enumerate() {
-        let mut hit = false;
-        for &v in ch {
-            hit |= v == best;
+        let mut bits = 0u64;
+        for (l, &v) in ch.iter().enumerate() {
+            bits |= ((v == best) as u64) << l;
         }
-        if hit {
-            for (l, &v) in ch.iter().enumerate() {
-                if v == best {
-                    return b * V + l;
-                }
-            }
+        if bits != 0 {
+            return b * V + bits.trailing_zeros() as usize;
         }
     }
     usize::MAX
