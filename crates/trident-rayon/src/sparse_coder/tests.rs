@@ -307,3 +307,63 @@ fn f32_signals_beyond_f32_squares_use_the_f64_loop() {
         );
     }
 }
+
+/// Atoms e0, d1 = cos(th) e0 + sin(th) e1, e2, ..., e7 (no e1) and 20
+/// signals a e0 + b e1 + 2 e2: each takes e2, e0, then d1, with the pivot
+/// sin^2(th) G_jj. Returns the codes of the f32 loop (with its hand-overs) and
+/// of the f64 loop, after checking the f32 ones against the reference.
+fn near_collinear_pair(th: f64) -> (SparseCodes<f32>, SparseCodes<f32>) {
+    let (n, k) = (8, 8);
+    let mut d = vec![0.0f32; n * k];
+    for j in 0..k {
+        if j != 1 {
+            d[j * k + j] = 1.0;
+        }
+    }
+    d[k + 1] = th.sin() as f32;
+    d[1] = th.cos() as f32;
+    let dict = Dictionary::normalize(n, k, d).unwrap();
+    let count = 20;
+    let signals: Vec<f32> = (0..count)
+        .flat_map(|s| {
+            let mut x = vec![0.0f32; n];
+            x[0] = 0.5 + 0.01 * s as f32;
+            x[1] = -0.3 - 0.02 * s as f32;
+            x[2] = 2.0;
+            x
+        })
+        .collect();
+    let c = OmpCase {
+        dict,
+        signals,
+        count,
+        rule: StopRule::Sparsity(3),
+    };
+    let b = RayonBackend::with_threads(1).unwrap();
+    let got = encode(&b, &c);
+    let wide = super::encode_f64_loop(&b, &c.dict, c.signals_ref(), c.rule).unwrap();
+    assert_eq!(got.atoms, wide.atoms);
+    agrees(Input::Omp32(c));
+    (got, wide)
+}
+
+#[test]
+fn f32_ill_conditioned_codes_are_refined_in_f64() {
+    // Pivot sin^2(0.04) = 1.6e-3 G_jj: below the f32 loop's ILL, above its
+    // REDO (cond(G_II) about 2500). The f32 Cholesky coefficients carry
+    // errors of about cond(G) eps_f32 (8.5e-6 relative measured without the
+    // refinement); one f64 refinement step takes them to the f64 loop's.
+    let (got, wide) = near_collinear_pair(0.04);
+    for i in 0..wide.offsets.len() - 1 {
+        let (g, w) = (got.signal(i).1, wide.signal(i).1);
+        let err: f64 = g.iter().zip(w).map(|(a, b)| (a - b).to_f64().powi(2)).sum();
+        let nrm: f64 = w.iter().map(|a| a.to_f64().powi(2)).sum();
+        assert!(
+            err.sqrt() <= 1e-6 * nrm.sqrt(),
+            "signal {i}: {g:?} vs {w:?}"
+        );
+    }
+    // Pivot sin^2(0.01) = 1e-4 G_jj, below REDO: the f64 loop codes them.
+    let (got, wide) = near_collinear_pair(0.01);
+    assert!(got == wide, "pivots below REDO are not handed over");
+}
