@@ -2,8 +2,9 @@
 //! Elad 2008), parallel over signals.
 //!
 //! Design:
-//! - Once per call: the dictionary in f64, padded to a multiple of
-//!   [`kernel::W`] atoms with zero columns, and its Gram matrix `G = D^T D`.
+//! - Once per call: the dictionary in the working type (f32 for f32 inputs,
+//!   f64 for f64 inputs), padded to a multiple of [`kernel::W`] atoms with
+//!   zero columns, and its Gram matrix `G = D^T D`.
 //! - Signals are cut into chunks of [`CHUNK`] (a fixed size, so that which
 //!   signals share a chunk never depends on the thread count); chunks run in
 //!   parallel on the backend's pool, each with its thread's scratch, and their
@@ -19,11 +20,32 @@
 //!   end. This is the same computation as the paper's `alpha0 - G_I gamma`
 //!   with the per-step solves folded into `V` (details in `kernel`).
 //!
-//! Precision: everything after reading the inputs is f64, for f32 inputs too.
-//! Gram-based OMP squares the dictionary's condition number, and coherent
-//! dictionaries (the overcomplete DCT) would cost f32 digits that the contract's
-//! tolerances need; the f64 loop is vectorized and not the bottleneck it
-//! would be in scalar code. Only the outputs are rounded to `T`.
+//! Precision: f64 inputs run everything in f64. f32 inputs run the hot loops
+//! (`alpha0`, the row updates, the argmax) and the Cholesky factor in f32:
+//! the loops are BLAS-2-like (one load per multiply-add), so f32 doubles the
+//! SIMD lanes and halves the bytes. The inputs convert to f32 exactly, and
+//! the contract's f32 tolerances (docs/tolerances.md: near tie `1e-4`
+//! relative, coefficients `1e-3`, residual floor `1e-5 ||x||^2`) sit far above
+//! what the f32 loop's rounding costs (correlations off by about
+//! `sqrt(n) eps_f32 ||x||`, 1e-6 `||x||`), as the all-f32 wgpu backend shows.
+//! What stays in f64, because it is cheap and decides accuracy:
+//! - `||x||^2`, every explicit residual, and the reported `||r||^2`
+//!   (recomputed from `x` and the coefficients as returned);
+//! - the refinement of the coefficients of a signal whose pivots fall below
+//!   0.1 `G_jj` (one step against the explicit residual, see
+//!   `kernel::refine`): the f32 Cholesky coefficients are off by about
+//!   `cond(G_II) eps_f32`, 8.5e-6 relative for a pair of atoms 0.04 rad
+//!   apart, f64-loop level after the step. On the overcomplete DCT no
+//!   benchmark signal needs it: the worst coefficient error of 20K signals
+//!   is 1.7e-3 of the `1e-3` tolerance;
+//! - every decision at rounding level: where the f32 loop would have to tell
+//!   a correlation or a pivot from rounding (a best correlation below
+//!   `64 sqrt(n) eps_f32 ||x||`, a pivot below `1e-3 G_jj`, i.e. an atom
+//!   within 0.03 rad of the span), or where f32 squares could overflow or
+//!   underflow, the signal is coded again from scratch by the f64 loop, so
+//!   the contract's stops below are applied exactly as for f64 inputs. On the
+//!   benchmark's DCT signals no signal takes that path; with an error target
+//!   at rounding level most do.
 //!
 //! Where this differs from textbook Batch-OMP, and why:
 //! - `||r||^2` is tracked as `||x||^2 - ||z||^2`, which cancels once the
@@ -33,6 +55,8 @@
 //!   large numbers (a signal equal to an atom stops after that atom under an
 //!   error target down to about 1e-30 `||x||^2`), and an exactly zero one is
 //!   seen as the reference sees it (an identity dictionary).
+//!   (That is f64's threshold; the f32 loop's is `1e-4 ||x||^2`, see
+//!   `kernel::Float::TRUST`.)
 //! - The reported `||r||^2` is always recomputed in f64 from `x` and the
 //!   coefficients as rounded to `T`: it is the residual of the code returned,
 //!   not an estimate.
@@ -47,13 +71,16 @@
 //!   costs digits of its coefficients, never the selection.
 //!
 //! Determinism: each signal's arithmetic is fixed (sums in a fixed order,
-//! multiply-adds as `mul_add`, one rounding, in every compiled copy), whatever
-//! the chunking, the thread count or the SIMD width picked at run time, so the
-//! output is bit-identical across runs, thread counts and x86 CPUs (a test
-//! compares the copies).
+//! multiply-adds as `mul_add`, one rounding, in every compiled copy, in f32
+//! as in f64; whether an f32 signal goes to the f64 loop depends on that
+//! signal's own arithmetic only), whatever the chunking, the thread count or
+//! the SIMD width picked at run time, so the output is bit-identical across
+//! runs, thread counts and x86 CPUs (a test compares the copies, for f32
+//! signals of both loops and f64).
 //!
 //! What it is not: a dictionary-learning step (no caching of `G` across calls)
-//! or an approximate OMP; memory for `G` is `K^2` f64 per call.
+//! or an approximate OMP; memory for `G` is `K^2` values of the working type
+//! per call (plus `K^2` f64 for an f32 call once a signal needs the f64 loop).
 
 mod kernel;
 #[cfg(test)]
@@ -65,7 +92,7 @@ use trident_core::{
 };
 
 use crate::RayonBackend;
-use kernel::{Chunk, Isa, Prepared, Scratch};
+use kernel::{Chunk, Float, Isa, Prepared, Scratch, Wide};
 
 /// Signals per parallel task: enough to amortise task overhead and the
 /// per-task output vectors, small enough to balance a few threads.
@@ -101,20 +128,58 @@ fn encode_with<T: Scalar>(
             residual_norm2: Vec::new(),
         });
     }
-    let chunks = b.install(|| -> Result<Vec<Chunk<T>>> {
-        let prep = Prepared::new(dict, rule, isa)?;
-        Ok((0..l.div_ceil(CHUNK))
+    let chunks = if is_f32::<T>() {
+        encode_in::<T, f32>(b, dict, &signals, rule, isa)?
+    } else {
+        encode_in::<T, f64>(b, dict, &signals, rule, isa)?
+    };
+    Ok(merge(chunks, l))
+}
+
+/// [`SparseCoder::encode`] with the f64 loop for every signal, whatever
+/// `T` (tests compare the f32 loop's hand-overs with it).
+#[cfg(test)]
+fn encode_f64_loop<T: Scalar>(
+    b: &RayonBackend,
+    dict: &Dictionary<T>,
+    signals: MatRef<'_, T>,
+    rule: StopRule,
+) -> Result<SparseCodes<T>> {
+    validate::encode(dict, &signals, &rule)?;
+    let chunks = encode_in::<T, f64>(b, dict, &signals, rule, None)?;
+    Ok(merge(chunks, signals.rows()))
+}
+
+/// Whether `T` is f32: its signals run the f32 loop (the precision argument
+/// is in the module docs).
+fn is_f32<T: Scalar>() -> bool {
+    std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+}
+
+/// Codes all signals with the loop in `F` (with the f64 loop standing by for
+/// the signals the f32 one hands over), in parallel chunks.
+fn encode_in<T: Scalar, F: Float>(
+    b: &RayonBackend,
+    dict: &Dictionary<T>,
+    signals: &MatRef<'_, T>,
+    rule: StopRule,
+    isa: Option<Isa>,
+) -> Result<Vec<Chunk<T>>> {
+    let l = signals.rows();
+    b.install(|| -> Result<Vec<Chunk<T>>> {
+        let prep = Prepared::<F>::new(dict, rule, isa, true)?;
+        let wide = Wide::new(dict, rule, prep.isa);
+        (0..l.div_ceil(CHUNK))
             .into_par_iter()
             .map_init(
                 || Scratch::new(&prep),
                 |s, c| {
                     let rows = c * CHUNK..l.min((c + 1) * CHUNK);
-                    kernel::encode_rows(&prep, &signals, rows, s)
+                    kernel::encode_rows(&prep, &wide, signals, rows, s)
                 },
             )
-            .collect())
-    })?;
-    Ok(merge(chunks, l))
+            .collect()
+    })
 }
 
 /// Concatenates the chunks' codes in signal order.

@@ -1,41 +1,227 @@
-//! The Batch-OMP loop for one chunk of signals, in f64.
+//! The Batch-OMP loop for one chunk of signals, generic over the working
+//! float type `F`: f32 for f32 inputs, f64 for f64 inputs (the precision
+//! argument is in the module docs of `sparse_coder`).
 //!
 //! The hot loops (`alpha0`, `step`, `argmax`) are written so that the
 //! compiler vectorizes them; they are compiled three times (AVX-512 + FMA,
 //! AVX2 + FMA, baseline) and picked once per call by run-time detection.
 //! Their multiply-adds are written as `mul_add`, a single rounding by
-//! definition: the SIMD copies use the FMA instructions, and the baseline
-//! copy gets the same correctly rounded result from libm's `fma` where the
-//! target has no instruction (slowly, on CPUs older than 2013). Rust never
-//! fuses or reorders float operations on its own, so all three copies
-//! produce the same bits, and FMA halves the arithmetic of the hot loops.
+//! definition, in f32 as in f64: the SIMD copies use the FMA instructions,
+//! and the baseline copy gets the same correctly rounded result from libm's
+//! `fma`/`fmaf` where the target has no instruction (slowly, on CPUs older
+//! than 2013). Rust never fuses or reorders float operations on its own, so
+//! all three copies produce the same bits, and FMA halves the arithmetic of
+//! the hot loops.
+//!
+//! An f32 signal whose coding reaches a question the f32 loop cannot settle
+//! (a pivot or a best correlation near rounding level, a norm outside the
+//! range where f32 squares are safe) is coded again from scratch by the f64
+//! loop, on an f64 copy of the dictionary prepared on first need (see
+//! [`Float`]'s constants and [`Wide`]).
 
-use std::ops::Range;
+use std::ops::{Add, AddAssign, Div, Mul, Neg, Range, Sub, SubAssign};
+use std::sync::OnceLock;
 
 use trident_core::{Dictionary, Error, MatRef, Result, Scalar, StopRule, omp_zero_correlation};
 
-/// The padding unit of K: a multiple of every block width below.
+/// The padding unit of K: a multiple of every block width below (twice the
+/// argmax lanes included).
 pub(super) const W: usize = 32;
-/// Lanes of the `argmax` blocks.
-const V: usize = 8;
-/// Atoms per block of `alpha0`: with [`GROUP`] signals, 64 f64
-/// accumulators (8 AVX-512 registers), enough chains to hide add latency.
-const A: usize = 16;
 /// Signals whose `alpha0 = D^T x` is computed together, so that each row of
 /// `D` is loaded once per group rather than once per signal.
 pub(super) const GROUP: usize = 4;
-/// Below `TRUST * ||x||^2` the tracked `||x||^2 - ||z||^2` has lost most of
-/// its digits to cancellation; stop decisions then use the explicit residual.
-const TRUST: f64 = 1e-8;
 
-/// A pivot `L_kk^2` below `ILL` times `G_jj` (an atom within about 1e-4 rad
-/// of the span of those chosen before it) marks the signal ill-conditioned:
-/// the Gram matrix squares the condition number, so its coefficients are
-/// then refined against the explicit residual (see [`refine`]).
-const ILL: f64 = 1e-8;
-/// Refinement steps for an ill-conditioned signal: each gains about
-/// `-log10(cond(G) eps)` digits, two or more at any angle above 1e-7 rad.
-const REFINE_STEPS: usize = 3;
+/// The working float type of the OMP loop: what differs between the f32 and
+/// the f64 loop. Everything else is written once, generic over it.
+pub(super) trait Float:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + SubAssign
+    + 'static
+{
+    const ZERO: Self;
+    /// Marks chosen atoms in `cabs` (below any `|alpha|`).
+    const NEG_ONE: Self;
+    /// Whether this loop settles rounding-level questions itself (f64: it
+    /// applies the contract's stops) or hands the signal to the f64 loop
+    /// (f32).
+    const EXACT: bool;
+    /// Below `TRUST * ||x||^2` the tracked `||x||^2 - ||z||^2` has lost too
+    /// many of its digits to cancellation; stop decisions then use the
+    /// residual formed explicitly (in f64).
+    const TRUST: f64;
+    /// A pivot `L_kk^2` below `REDO` times `G_jj` sends the signal to the f64
+    /// loop (0 for f64, which has nowhere to send it).
+    const REDO: Self;
+    /// A pivot `L_kk^2` below `ILL` times `G_jj` marks the signal
+    /// ill-conditioned: its coefficients are refined against the explicit
+    /// residual in f64 (see [`refine`]), [`Float::REFINE_STEPS`] times.
+    const ILL: Self;
+    /// Refinement steps for an ill-conditioned signal.
+    const REFINE_STEPS: usize;
+    /// `||x||^2` outside `[MIN_XX, MAX_XX]` sends the signal to the f64 loop.
+    const MIN_XX: f64;
+    const MAX_XX: f64;
+    fn mul_add(self, a: Self, b: Self) -> Self;
+    fn abs(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn is_nan(self) -> bool;
+    /// Rounding (to f32) or identity.
+    fn from_f64(v: f64) -> Self;
+    /// Widening (from f32, exact) or identity.
+    fn to_f64(self) -> f64;
+    /// The best correlation at or below which this loop does not select: the
+    /// contract's zero-correlation stop for f64, the recode to f64 for f32.
+    fn floor(n: usize, x_norm: f64) -> f64;
+    /// `out[q] = D^T xs[q]` (see [`alpha0_blocks`]), with this type's block.
+    fn alpha0(d: &[Self], n: usize, kp: usize, xs: &[Self], out: &mut [Self]);
+    /// The largest entry of `c` (length a multiple of twice the lanes, at
+    /// least -1) and the smallest index holding it: [`lane_max`] with this
+    /// type's lanes, a tree of [`halve`], then [`first_index`].
+    fn argmax(c: &[Self]) -> (usize, Self);
+}
+
+impl Float for f64 {
+    const ZERO: f64 = 0.0;
+    const NEG_ONE: f64 = -1.0;
+    const EXACT: bool = true;
+    /// The tracked difference carries rounding of a few `eps ||x||^2`
+    /// (1e-16); below 1e-8 it has lost half its digits.
+    const TRUST: f64 = 1e-8;
+    const REDO: f64 = 0.0;
+    /// An atom within about 1e-4 rad of the span of those chosen before it:
+    /// the Gram matrix squares the condition number, so its coefficients
+    /// lose digits that refinement wins back.
+    const ILL: f64 = 1e-8;
+    /// Each step gains about `-log10(cond(G) eps)` digits, two or more at any
+    /// angle above 1e-7 rad.
+    const REFINE_STEPS: usize = 3;
+    const MIN_XX: f64 = 0.0;
+    const MAX_XX: f64 = f64::INFINITY;
+    #[inline(always)]
+    fn mul_add(self, a: f64, b: f64) -> f64 {
+        f64::mul_add(self, a, b)
+    }
+    #[inline(always)]
+    fn abs(self) -> f64 {
+        f64::abs(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> f64 {
+        v
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    /// The contract's [`omp_zero_correlation`]: the signal stops there.
+    #[inline(always)]
+    fn floor(n: usize, x_norm: f64) -> f64 {
+        omp_zero_correlation(n, x_norm)
+    }
+    /// 16 atoms x [`GROUP`] signals: 64 f64 accumulators (8 AVX-512
+    /// registers), enough chains to hide add latency.
+    #[inline(always)]
+    fn alpha0(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
+        alpha0_blocks::<f64, 16>(d, n, kp, xs, out)
+    }
+    /// 8 lanes: one 512-bit vector.
+    #[inline(always)]
+    fn argmax(c: &[f64]) -> (usize, f64) {
+        let m = lane_max::<f64, 8>(c);
+        let m = halve::<f64, 1>(&halve::<f64, 2>(&halve::<f64, 4>(&m)));
+        (first_index::<f64, 8>(c, m[0]), m[0])
+    }
+}
+
+impl Float for f32 {
+    const ZERO: f32 = 0.0;
+    const NEG_ONE: f32 = -1.0;
+    const EXACT: bool = false;
+    /// The tracked difference carries rounding of up to a few `1e-6
+    /// ||x||^2` (f32 eps, `k` steps of length-`n` sums); below `1e-4
+    /// ||x||^2` that is over a percent of what is measured, so it is measured
+    /// (the contract's f32 residual floor is `1e-5 ||x||^2`).
+    const TRUST: f64 = 1e-4;
+    /// An atom within about 0.03 rad of the span: in f32 the correlations
+    /// updated through such a pivot carry errors of about `1e-7 / L_kk`
+    /// times `||r||` (3e-6 here), and worse below; the f32 tie window is
+    /// `1e-4` relative. Such a signal is coded in f64 instead.
+    const REDO: f32 = 1e-3;
+    /// Below 0.1 (cond(G_II) of tens to 1e3) the f32 coefficients `L^-T z`
+    /// may be off by up to about `cond(G) eps_f32` (1e-4, against the
+    /// contract's 1e-3): one f64 refinement step (gaining about four digits
+    /// with the f32 factor `L`) puts them at f64-solver level.
+    const ILL: f32 = 1e-1;
+    const REFINE_STEPS: usize = 1;
+    /// Squares of numbers from 1e-15 to 1e15 stay far from f32 underflow
+    /// and overflow (1e-38, 3e38) in every product of the loop.
+    const MIN_XX: f64 = 1e-30;
+    const MAX_XX: f64 = 1e30;
+    #[inline(always)]
+    fn mul_add(self, a: f32, b: f32) -> f32 {
+        f32::mul_add(self, a, b)
+    }
+    #[inline(always)]
+    fn abs(self) -> f32 {
+        f32::abs(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> f32 {
+        v as f32
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    /// The contract's floor formula with f32's epsilon (`64 sqrt(n)
+    /// eps_f32 ||x||`, 6e-5 `||x||` at n = 64): far above the f32 loop's
+    /// rounding of a correlation (about `sqrt(n) eps_f32 ||x||` per sum, a
+    /// duplicate of a chosen atom lands near 1e-7 `||x||`), so whether such a
+    /// correlation is zero is decided by the f64 loop, with the contract's
+    /// f64 floor, never by f32 rounding.
+    #[inline(always)]
+    fn floor(n: usize, x_norm: f64) -> f64 {
+        64.0 * (n.max(1) as f64).sqrt() * f32::EPSILON as f64 * x_norm
+    }
+    /// 32 atoms x [`GROUP`] signals: 128 f32 accumulators (8 AVX-512
+    /// registers).
+    #[inline(always)]
+    fn alpha0(d: &[f32], n: usize, kp: usize, xs: &[f32], out: &mut [f32]) {
+        alpha0_blocks::<f32, 32>(d, n, kp, xs, out)
+    }
+    /// 16 lanes: one 512-bit vector.
+    #[inline(always)]
+    fn argmax(c: &[f32]) -> (usize, f32) {
+        let m = lane_max::<f32, 16>(c);
+        let m = halve::<f32, 1>(&halve::<f32, 2>(&halve::<f32, 4>(&halve::<f32, 8>(&m))));
+        (first_index::<f32, 16>(c, m[0]), m[0])
+    }
+}
 
 /// Which compiled copy of the hot loops to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,41 +277,44 @@ impl Isa {
 }
 
 /// Everything about the dictionary and the rule that all signals share.
-pub(super) struct Prepared {
+pub(super) struct Prepared<F> {
     /// Signal length.
     n: usize,
     /// Atoms padded up to a multiple of [`W`] (the padding atoms are zero).
     kp: usize,
     /// `D` row-major `n x kp`, zero-padded: the layout `alpha0` streams.
-    d: Vec<f64>,
-    /// `D^T`, `k x n`: atom `j` contiguous, for explicit residuals.
-    dt: Vec<f64>,
+    d: Vec<F>,
+    /// `D^T`, `k x n`: atom `j` contiguous, for explicit residuals (widened
+    /// to f64 there, exactly: `F` holds the input type or wider).
+    dt: Vec<F>,
     /// `G = D^T D`, `k x kp` (rows padded with zeros).
-    g: Vec<f64>,
+    g: Vec<F>,
     max_atoms: usize,
     eps: Option<f64>,
     pub(super) isa: Isa,
 }
 
-impl Prepared {
-    /// Widens the dictionary and computes its Gram matrix (in parallel, on the
-    /// current rayon pool) for the kernel copy `isa` (`None`: detect; a forced
-    /// copy must be one that [`Isa::detect`] allows). Errors only when `G`
-    /// does not fit in memory.
+impl<F: Float> Prepared<F> {
+    /// Converts the dictionary to `F` (exactly: `F` is `T` or wider) and
+    /// computes its Gram matrix (in parallel on the current rayon pool when
+    /// `parallel`) for the kernel copy `isa` (`None`: detect; a forced copy
+    /// must be one that [`Isa::detect`] allows). Errors only when `G` does
+    /// not fit in memory.
     pub(super) fn new<T: Scalar>(
         dict: &Dictionary<T>,
         rule: StopRule,
         isa: Option<Isa>,
+        parallel: bool,
     ) -> Result<Self> {
         let (n, k) = (dict.n(), dict.atoms());
         let kp = k.div_ceil(W) * W;
         let isa = isa.unwrap_or_else(Isa::detect);
-        let mut d = vec![0.0f64; n * kp];
-        let mut dt = vec![0.0f64; k * n];
+        let mut d = vec![F::ZERO; n * kp];
+        let mut dt = vec![F::ZERO; k * n];
         for (i, row) in dict.data().chunks_exact(k.max(1)).take(n).enumerate() {
             for (j, &v) in row.iter().enumerate() {
-                d[i * kp + j] = v.to_f64();
-                dt[j * n + i] = v.to_f64();
+                d[i * kp + j] = F::from_f64(v.to_f64());
+                dt[j * n + i] = F::from_f64(v.to_f64());
             }
         }
         let len = k.checked_mul(kp).ok_or(Error::TooLarge {
@@ -133,12 +322,12 @@ impl Prepared {
             value: k as u128 * kp as u128,
             limit: usize::MAX as u128,
         })?;
-        let mut g: Vec<f64> = Vec::new();
+        let mut g: Vec<F> = Vec::new();
         g.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
-            bytes: len as u64 * 8,
+            bytes: len as u64 * std::mem::size_of::<F>() as u64,
             detail: format!("Gram matrix of {k} atoms for Batch-OMP"),
         })?;
-        g.resize(len, 0.0);
+        g.resize(len, F::ZERO);
         let mut p = Self {
             n,
             kp,
@@ -149,32 +338,35 @@ impl Prepared {
             eps: rule.error_target(),
             isa,
         };
-        p.gram();
+        p.gram(parallel);
         Ok(p)
     }
 
     /// `G = D^T D`, row `j` computed as `alpha0` of the signal `x = d_j` by the
     /// very kernel that computes the signals' `alpha0`: so a signal equal to
-    /// an atom gets `alpha0_j == G_jj == ||x||^2` bit for bit, and its
-    /// residual after one step is exactly zero, as in exact arithmetic.
-    fn gram(&mut self) {
+    /// an atom gets `alpha0_j == G_jj` bit for bit, and its residual after
+    /// one step is zero up to the rounding of `alpha0_j / G_jj`, as in exact
+    /// arithmetic.
+    fn gram(&mut self, parallel: bool) {
         use rayon::prelude::*;
         let (n, kp) = (self.n, self.kp);
         if kp == 0 {
             return;
         }
         let (d, dt, isa) = (&self.d, &self.dt, self.isa);
-        self.g
-            .par_chunks_mut(GROUP * kp)
-            .enumerate()
-            .for_each(|(c, rows)| {
-                let m = rows.len() / kp;
-                let mut xs = vec![0.0f64; GROUP * n];
-                xs[..m * n].copy_from_slice(&dt[c * GROUP * n..(c * GROUP + m) * n]);
-                let mut out = vec![0.0f64; GROUP * kp];
-                alpha0_dispatch(isa, d, n, kp, &xs, &mut out);
-                rows.copy_from_slice(&out[..m * kp]);
-            });
+        let rows = |(c, rows): (usize, &mut [F])| {
+            let m = rows.len() / kp;
+            let mut xs = vec![F::ZERO; GROUP * n];
+            xs[..m * n].copy_from_slice(&dt[c * GROUP * n..(c * GROUP + m) * n]);
+            let mut out = vec![F::ZERO; GROUP * kp];
+            alpha0_dispatch(isa, d, n, kp, &xs, &mut out);
+            rows.copy_from_slice(&out[..m * kp]);
+        };
+        if parallel {
+            self.g.par_chunks_mut(GROUP * kp).enumerate().for_each(rows);
+        } else {
+            self.g.chunks_mut(GROUP * kp).enumerate().for_each(rows);
+        }
     }
 
     fn stops(&self, r2: f64, count: usize) -> bool {
@@ -182,62 +374,110 @@ impl Prepared {
     }
 }
 
+/// The f64 loop's dictionary for the signals that the f32 loop hands over,
+/// prepared by the first one that needs it (most calls never do) and shared
+/// by all threads.
+pub(super) struct Wide<'a, T> {
+    dict: &'a Dictionary<T>,
+    rule: StopRule,
+    isa: Isa,
+    prep: OnceLock<Option<Prepared<f64>>>,
+}
+
+impl<'a, T: Scalar> Wide<'a, T> {
+    pub(super) fn new(dict: &'a Dictionary<T>, rule: StopRule, isa: Isa) -> Self {
+        Self {
+            dict,
+            rule,
+            isa,
+            prep: OnceLock::new(),
+        }
+    }
+
+    /// The f64 [`Prepared`]. Its Gram matrix is computed sequentially: this
+    /// runs inside a rayon task, and a parallel loop here could steal another
+    /// chunk's task, which would wait on this very `OnceLock`.
+    fn get(&self) -> Result<&Prepared<f64>> {
+        self.prep
+            .get_or_init(|| Prepared::new(self.dict, self.rule, Some(self.isa), false).ok())
+            .as_ref()
+            .ok_or_else(|| {
+                let k = self.dict.atoms();
+                Error::OutOfMemory {
+                    bytes: (k as u64) * (k.div_ceil(W) * W) as u64 * 8,
+                    detail: format!("f64 Gram matrix of {k} atoms for Batch-OMP"),
+                }
+            })
+    }
+}
+
 /// One thread's buffers, reused for every signal it codes.
-pub(super) struct Scratch {
-    /// `GROUP x n` signals widened to f64.
-    xs: Vec<f64>,
+pub(super) struct Scratch<F> {
+    /// `GROUP x n` signals converted to `F`.
+    xs: Vec<F>,
     /// `GROUP x kp` correlations `D^T x`.
-    a0: Vec<f64>,
-    work: Work,
+    a0: Vec<F>,
+    work: Work<F>,
+    /// The f64 loop's buffers, made on first need (f32 only).
+    wide: Option<Box<Scratch<f64>>>,
 }
 
 /// Per-signal buffers of the OMP loop.
-struct Work {
+struct Work<F> {
     /// The correlations `alpha = D^T r`, updated in place.
-    alpha: Vec<f64>,
+    alpha: Vec<F>,
     /// `|alpha|` per atom, `-1` for atoms already chosen.
-    cabs: Vec<f64>,
+    cabs: Vec<F>,
     /// `U = G_{:,I} L^-T diag(L)`, one row of `kp` per chosen atom; grown on
     /// demand.
-    u: Vec<f64>,
+    u: Vec<F>,
     /// `1 / L_tt`.
-    inv_l: Vec<f64>,
+    inv_l: Vec<F>,
     /// The weights of the rows of `U` in the next row: `L_kt / L_tt`.
-    ws: Vec<f64>,
+    ws: Vec<F>,
     /// `L` packed by rows (row `t` holds `t + 1` entries); grown on demand, so
     /// it is only as large as the longest code so far needs.
-    l: Vec<f64>,
+    l: Vec<F>,
     /// `L^-1 alpha0_I`.
-    z: Vec<f64>,
+    z: Vec<F>,
     /// The coefficients `L^-T z`.
-    gamma: Vec<f64>,
+    gamma: Vec<F>,
     /// The new row of `L`.
-    w: Vec<f64>,
+    w: Vec<F>,
     /// The chosen atoms, in order.
     sel: Vec<usize>,
-    /// An explicit residual.
+    /// An explicit residual (f64).
     r: Vec<f64>,
+    /// The coefficients in f64, refined in place.
+    g64: Vec<f64>,
+    /// [`refine`]'s right-hand side and correction.
+    c64: Vec<f64>,
+    d64: Vec<f64>,
 }
 
-impl Scratch {
-    pub(super) fn new(p: &Prepared) -> Self {
+impl<F: Float> Scratch<F> {
+    pub(super) fn new(p: &Prepared<F>) -> Self {
         let m = p.max_atoms;
         Self {
-            xs: vec![0.0; GROUP * p.n],
-            a0: vec![0.0; GROUP * p.kp],
+            xs: vec![F::ZERO; GROUP * p.n],
+            a0: vec![F::ZERO; GROUP * p.kp],
             work: Work {
-                alpha: vec![0.0; p.kp],
-                cabs: vec![0.0; p.kp],
+                alpha: vec![F::ZERO; p.kp],
+                cabs: vec![F::ZERO; p.kp],
                 u: Vec::new(),
                 l: Vec::new(),
-                z: vec![0.0; m],
-                gamma: vec![0.0; m],
-                w: vec![0.0; m],
-                inv_l: vec![0.0; m],
-                ws: vec![0.0; m],
+                z: vec![F::ZERO; m],
+                gamma: vec![F::ZERO; m],
+                w: vec![F::ZERO; m],
+                inv_l: vec![F::ZERO; m],
+                ws: vec![F::ZERO; m],
                 sel: vec![0; m],
                 r: vec![0.0; p.n],
+                g64: vec![0.0; m],
+                c64: vec![0.0; m],
+                d64: vec![0.0; m],
             },
+            wide: None,
         }
     }
 }
@@ -251,56 +491,60 @@ pub(super) struct Chunk<T> {
     pub(super) residual_norm2: Vec<T>,
 }
 
-/// Codes the signals `rows` of `signals`.
-pub(super) fn encode_rows<T: Scalar>(
-    p: &Prepared,
+/// Codes the signals `rows` of `signals`; errors only when a signal needs
+/// the f64 loop and its Gram matrix does not fit in memory.
+pub(super) fn encode_rows<T: Scalar, F: Float>(
+    p: &Prepared<F>,
+    wide: &Wide<'_, T>,
     signals: &MatRef<'_, T>,
     rows: Range<usize>,
-    s: &mut Scratch,
-) -> Chunk<T> {
+    s: &mut Scratch<F>,
+) -> Result<Chunk<T>> {
     match p.isa {
         // SAFETY: `Isa::detect` found the feature on this CPU.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { rows_avx512(p, signals, rows, s) },
+        Isa::Avx512 => unsafe { rows_avx512(p, wide, signals, rows, s) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { rows_avx2(p, signals, rows, s) },
-        Isa::Baseline => rows_impl(p, signals, rows, s),
+        Isa::Avx2 => unsafe { rows_avx2(p, wide, signals, rows, s) },
+        Isa::Baseline => rows_impl(p, wide, signals, rows, s),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
-unsafe fn rows_avx512<T: Scalar>(
-    p: &Prepared,
+unsafe fn rows_avx512<T: Scalar, F: Float>(
+    p: &Prepared<F>,
+    wide: &Wide<'_, T>,
     signals: &MatRef<'_, T>,
     rows: Range<usize>,
-    s: &mut Scratch,
-) -> Chunk<T> {
-    rows_impl(p, signals, rows, s)
+    s: &mut Scratch<F>,
+) -> Result<Chunk<T>> {
+    rows_impl(p, wide, signals, rows, s)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn rows_avx2<T: Scalar>(
-    p: &Prepared,
+unsafe fn rows_avx2<T: Scalar, F: Float>(
+    p: &Prepared<F>,
+    wide: &Wide<'_, T>,
     signals: &MatRef<'_, T>,
     rows: Range<usize>,
-    s: &mut Scratch,
-) -> Chunk<T> {
-    rows_impl(p, signals, rows, s)
+    s: &mut Scratch<F>,
+) -> Result<Chunk<T>> {
+    rows_impl(p, wide, signals, rows, s)
 }
 
-fn alpha0_dispatch(isa: Isa, d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
+fn alpha0_dispatch<F: Float>(isa: Isa, d: &[F], n: usize, kp: usize, xs: &[F], out: &mut [F]) {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,fma")]
-    unsafe fn avx512(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
-        alpha0(d, n, kp, xs, out)
+    unsafe fn avx512<F: Float>(d: &[F], n: usize, kp: usize, xs: &[F], out: &mut [F]) {
+        F::alpha0(d, n, kp, xs, out)
     }
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn avx2(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
-        alpha0(d, n, kp, xs, out)
+    unsafe fn avx2<F: Float>(d: &[F], n: usize, kp: usize, xs: &[F], out: &mut [F]) {
+        F::alpha0(d, n, kp, xs, out)
     }
     match isa {
         // SAFETY: `Isa::detect` found the feature on this CPU.
@@ -309,17 +553,18 @@ fn alpha0_dispatch(isa: Isa, d: &[f64], n: usize, kp: usize, xs: &[f64], out: &m
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => unsafe { avx2(d, n, kp, xs, out) },
-        Isa::Baseline => alpha0(d, n, kp, xs, out),
+        Isa::Baseline => F::alpha0(d, n, kp, xs, out),
     }
 }
 
 #[inline(always)]
-fn rows_impl<T: Scalar>(
-    p: &Prepared,
+fn rows_impl<T: Scalar, F: Float>(
+    p: &Prepared<F>,
+    wide: &Wide<'_, T>,
     signals: &MatRef<'_, T>,
     rows: Range<usize>,
-    s: &mut Scratch,
-) -> Chunk<T> {
+    s: &mut Scratch<F>,
+) -> Result<Chunk<T>> {
     let (n, kp) = (p.n, p.kp);
     let count = rows.len();
     let mut out = Chunk {
@@ -335,37 +580,62 @@ fn rows_impl<T: Scalar>(
             let x = &mut s.xs[q * n..(q + 1) * n];
             if q < m {
                 for (xv, &v) in x.iter_mut().zip(signals.row(i + q)) {
-                    *xv = v.to_f64();
+                    *xv = F::from_f64(v.to_f64());
                 }
             } else {
-                x.fill(0.0);
+                x.fill(F::ZERO);
             }
         }
-        alpha0(&p.d, n, kp, &s.xs, &mut s.a0);
+        F::alpha0(&p.d, n, kp, &s.xs, &mut s.a0);
         for q in 0..m {
-            code_signal(
+            if !code_signal(
                 p,
                 &s.xs[q * n..(q + 1) * n],
                 &s.a0[q * kp..(q + 1) * kp],
                 &mut s.work,
                 &mut out,
-            );
+            ) {
+                recode(wide, signals.row(i + q), &mut s.wide, &mut out)?;
+            }
         }
         i += m;
     }
-    out
+    Ok(out)
 }
 
-/// `out[q] = D^T xs[q]` for the [`GROUP`] signals `xs` (`GROUP x n`): each
-/// entry a sequential sum over `i` from 0.0, the same order [`sumsq`] uses.
+/// Codes the signal `x` with the f64 loop (for a signal the f32 loop handed
+/// over): exactly what the f64 kernel computes for `x` widened to f64.
 #[inline(always)]
-fn alpha0(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
+fn recode<T: Scalar>(
+    wide: &Wide<'_, T>,
+    x: &[T],
+    s: &mut Option<Box<Scratch<f64>>>,
+    out: &mut Chunk<T>,
+) -> Result<()> {
+    let p = wide.get()?;
+    let s = s.get_or_insert_with(|| Box::new(Scratch::new(p)));
+    let (n, kp) = (p.n, p.kp);
+    // Slots 1.. of the group stay zero: only slot 0 is ever written.
+    for (xv, &v) in s.xs[..n].iter_mut().zip(x) {
+        *xv = v.to_f64();
+    }
+    f64::alpha0(&p.d, n, kp, &s.xs, &mut s.a0);
+    let done = code_signal(p, &s.xs[..n], &s.a0[..kp], &mut s.work, out);
+    debug_assert!(done, "the f64 loop codes every signal");
+    Ok(())
+}
+
+/// `out[q] = D^T xs[q]` for the [`GROUP`] signals `xs` (`GROUP x n`), in
+/// blocks of `A` atoms: each entry a sequential sum over `i` from 0, so that
+/// the result does not depend on the block size.
+#[inline(always)]
+fn alpha0_blocks<F: Float, const A: usize>(d: &[F], n: usize, kp: usize, xs: &[F], out: &mut [F]) {
     for c in (0..kp).step_by(A) {
-        let mut acc = [[0.0f64; A]; GROUP];
+        let mut acc = [[F::ZERO; A]; GROUP];
         for i in 0..n {
             // The slice has exactly A elements, so the conversion cannot fail.
             #[allow(clippy::unwrap_used)]
-            let drow: &[f64; A] = d[i * kp + c..i * kp + c + A].try_into().unwrap();
+            let drow: &[F; A] = d[i * kp + c..i * kp + c + A].try_into().unwrap();
             for q in 0..GROUP {
                 let xv = xs[q * n + i];
                 for l in 0..A {
@@ -379,59 +649,79 @@ fn alpha0(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
     }
 }
 
+/// `||x||^2` in f64, a sequential sum.
 #[inline(always)]
-fn sumsq(x: &[f64]) -> f64 {
-    let mut s = 0.0;
+fn sumsq<F: Float>(x: &[F]) -> f64 {
+    let mut s = 0.0f64;
     for &v in x {
+        let v = v.to_f64();
         s = v.mul_add(v, s);
     }
     s
 }
 
-/// `||x - sum_t coef(t) d_{sel[t]}||^2`, with the residual formed in `r`.
+/// `||x - sum_t coef(t) d_{sel[t]}||^2` in f64, with the residual formed in
+/// `r`.
 #[inline(always)]
-fn residual2(
-    p: &Prepared,
-    x: &[f64],
+fn residual2<F: Float>(
+    p: &Prepared<F>,
+    x: &[F],
     sel: &[usize],
     coef: impl Fn(usize) -> f64,
     r: &mut [f64],
 ) -> f64 {
     let n = p.n;
-    r.copy_from_slice(x);
+    for (ri, &xi) in r.iter_mut().zip(x) {
+        *ri = xi.to_f64();
+    }
     for (t, &j) in sel.iter().enumerate() {
         let g = coef(t);
         for (ri, &dij) in r.iter_mut().zip(&p.dt[j * n..(j + 1) * n]) {
-            *ri = (-g).mul_add(dij, *ri);
+            *ri = (-g).mul_add(dij.to_f64(), *ri);
         }
     }
     sumsq(r)
 }
 
-/// The largest entry of `c` (length a multiple of [`V`]) and the smallest
-/// index holding it: per lane the first block that reaches the lane's
-/// maximum (strict `>`), then the smallest index over the lanes that hold the
-/// overall maximum.
+/// Per lane of `V`, the largest entry of `c` (length a multiple of `2 V`),
+/// never below -1: two sets of lanes take the even and the odd blocks (two
+/// independent chains), then the larger of the two per lane. Comparisons
+/// are exact and NaN is never taken, so the order does not matter.
 #[inline(always)]
-fn argmax(c: &[f64]) -> (usize, f64) {
-    let mut m = [-1.0f64; V];
-    let mut at = [0.0f64; V];
-    for (b, ch) in c.chunks_exact(V).enumerate() {
-        let bf = b as f64;
+fn lane_max<F: Float, const V: usize>(c: &[F]) -> [F; V] {
+    let mut m0 = [F::NEG_ONE; V];
+    let mut m1 = [F::NEG_ONE; V];
+    for ch in c.chunks_exact(2 * V) {
         for l in 0..V {
-            let gt = ch[l] > m[l];
-            m[l] = if gt { ch[l] } else { m[l] };
-            at[l] = if gt { bf } else { at[l] };
+            m0[l] = if ch[l] > m0[l] { ch[l] } else { m0[l] };
+            m1[l] = if ch[V + l] > m1[l] { ch[V + l] } else { m1[l] };
         }
     }
-    let best = m.iter().fold(-1.0f64, |a, &b| if b > a { b } else { a });
-    let mut j = usize::MAX;
-    for l in 0..V {
-        if m[l] == best {
-            j = j.min(at[l] as usize * V + l);
+    std::array::from_fn(|l| if m1[l] > m0[l] { m1[l] } else { m0[l] })
+}
+
+/// One level of the tree over the lanes: the larger of lanes `l` and `l + H`.
+#[inline(always)]
+fn halve<F: Float, const H: usize>(m: &[F]) -> [F; H] {
+    std::array::from_fn(|l| if m[l + H] > m[l] { m[l + H] } else { m[l] })
+}
+
+/// The smallest index of `c` (length a multiple of `V`, at most 64) holding
+/// `best`, one block of `V` compares at a time, read as a bit mask
+/// (`usize::MAX` if none does).
+#[inline(always)]
+fn first_index<F: Float, const V: usize>(c: &[F], best: F) -> usize {
+    const { assert!(V <= 64) };
+    for (b, ch) in c.chunks_exact(V).enumerate() {
+        let mut bits = 0u64;
+        for (l, &v) in ch.iter().enumerate() {
+            bits |= ((v == best) as u64) << l;
+        }
+        if bits != 0 {
+            return b * V + bits.trailing_zeros() as usize;
         }
     }
-    (j, best)
+    usize::MAX
 }
 
 /// One Batch-OMP step's vector work: the new row `u_k = G_{j,:} - sum_t
@@ -444,20 +734,20 @@ fn argmax(c: &[f64]) -> (usize, f64) {
 /// as possible. The loop vectorizer handles this form reliably in all three
 /// compiled copies, where register-blocked accumulator arrays spilled.
 #[inline(always)]
-fn step(
-    prev: &[f64],
-    uk: &mut [f64],
-    grow: &[f64],
-    ws: &[f64],
-    c: f64,
-    alpha: &mut [f64],
-    cabs: &mut [f64],
+fn step<F: Float>(
+    prev: &[F],
+    uk: &mut [F],
+    grow: &[F],
+    ws: &[F],
+    c: F,
+    alpha: &mut [F],
+    cabs: &mut [F],
 ) {
     let kp = uk.len();
     let row = |t: usize| &prev[t * kp..(t + 1) * kp];
     let m = ws.len();
     if m == 0 {
-        return pass::<0, true, true>(uk, grow, [], [], c, alpha, cabs);
+        return pass::<F, 0, true, true>(uk, grow, [], [], c, alpha, cabs);
     }
     let mut t = 0;
     while t < m {
@@ -465,13 +755,15 @@ fn step(
         let (first, last) = (t == 0, t + r == m);
         macro_rules! go {
             ($r:literal) => {{
-                let rows: [&[f64]; $r] = std::array::from_fn(|i| row(t + i));
-                let w: [f64; $r] = std::array::from_fn(|i| ws[t + i]);
+                let rows: [&[F]; $r] = std::array::from_fn(|i| row(t + i));
+                let w: [F; $r] = std::array::from_fn(|i| ws[t + i]);
                 match (first, last) {
-                    (true, true) => pass::<$r, true, true>(uk, grow, rows, w, c, alpha, cabs),
-                    (true, false) => pass::<$r, true, false>(uk, grow, rows, w, c, alpha, cabs),
-                    (false, true) => pass::<$r, false, true>(uk, grow, rows, w, c, alpha, cabs),
-                    (false, false) => pass::<$r, false, false>(uk, grow, rows, w, c, alpha, cabs),
+                    (true, true) => pass::<F, $r, true, true>(uk, grow, rows, w, c, alpha, cabs),
+                    (true, false) => pass::<F, $r, true, false>(uk, grow, rows, w, c, alpha, cabs),
+                    (false, true) => pass::<F, $r, false, true>(uk, grow, rows, w, c, alpha, cabs),
+                    (false, false) => {
+                        pass::<F, $r, false, false>(uk, grow, rows, w, c, alpha, cabs)
+                    }
                 }
             }};
         }
@@ -487,14 +779,14 @@ fn step(
 
 /// One pass of [`step`] over `R` rows of `U`.
 #[inline(always)]
-fn pass<const R: usize, const FIRST: bool, const LAST: bool>(
-    uk: &mut [f64],
-    grow: &[f64],
-    rows: [&[f64]; R],
-    ws: [f64; R],
-    c: f64,
-    alpha: &mut [f64],
-    cabs: &mut [f64],
+fn pass<F: Float, const R: usize, const FIRST: bool, const LAST: bool>(
+    uk: &mut [F],
+    grow: &[F],
+    rows: [&[F]; R],
+    ws: [F; R],
+    c: F,
+    alpha: &mut [F],
+    cabs: &mut [F],
 ) {
     let n = uk.len();
     let (grow, alpha, cabs) = (&grow[..n], &mut alpha[..n], &mut cabs[..n]);
@@ -514,54 +806,58 @@ fn pass<const R: usize, const FIRST: bool, const LAST: bool>(
 }
 
 /// `gamma = L^-T z` by back substitution, column by column so that each step
-/// reads a contiguous row of the packed `L`.
+/// reads a contiguous row of the packed `L` (a factor in `F`, the vectors in
+/// `G`: the loop's type, or f64 for [`refine`]).
 #[inline(always)]
-fn back_substitute(l: &[f64], z: &[f64], gamma: &mut [f64]) {
+fn back_substitute<F: Float, G: Float>(l: &[F], z: &[G], gamma: &mut [G]) {
     let m = z.len();
     gamma[..m].copy_from_slice(z);
     for u in (0..m).rev() {
         let row = &l[u * (u + 1) / 2..][..u + 1];
-        let g = gamma[u] / row[u];
+        let g = gamma[u] / G::from_f64(row[u].to_f64());
         gamma[u] = g;
         for (a, &lut) in gamma[..u].iter_mut().zip(&row[..u]) {
-            *a -= lut * g;
+            *a -= G::from_f64(lut.to_f64()) * g;
         }
     }
 }
 
-/// One step of iterative refinement of `gamma` (the first `count`
-/// coefficients): `gamma += (L L^T)^-1 D_I^T (x - D_I gamma)`, with the
-/// residual formed explicitly. Used only for ill-conditioned signals, where
+/// One step of iterative refinement, in f64, of the coefficients `g64` (the
+/// first `count`): `g += (L L^T)^-1 D_I^T (x - D_I g)`, with the residual
+/// formed explicitly. Used only for ill-conditioned signals, where
 /// `gamma = L^-T z` from the Gram matrix has lost digits (the selection is
-/// not affected: it is final by then).
-fn refine(p: &Prepared, x: &[f64], w: &mut Work, count: usize) {
+/// not affected: it is final by then). With an f32 factor `L` each step
+/// still gains about `-log10(cond(G) eps_f32)` digits.
+fn refine<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>, count: usize) {
     let n = p.n;
-    let gamma = &w.gamma;
-    residual2(p, x, &w.sel[..count], |t| gamma[t], &mut w.r);
+    let g = &w.g64;
+    residual2(p, x, &w.sel[..count], |t| g[t], &mut w.r);
     // c = D_I^T r, then L y = c (forward), then L^T delta = y (back).
     for t in 0..count {
         let j = w.sel[t];
         let mut c = 0.0f64;
         for (&dij, &ri) in p.dt[j * n..(j + 1) * n].iter().zip(&w.r) {
-            c = dij.mul_add(ri, c);
+            c = dij.to_f64().mul_add(ri, c);
         }
-        w.w[t] = c;
+        w.c64[t] = c;
     }
     for u in 0..count {
         let row = &w.l[u * (u + 1) / 2..][..u + 1];
-        let mut v = w.w[u];
+        let mut v = w.c64[u];
         for t in 0..u {
-            v = (-row[t]).mul_add(w.w[t], v);
+            v = (-row[t].to_f64()).mul_add(w.c64[t], v);
         }
-        w.w[u] = v / row[u];
+        w.c64[u] = v / row[u].to_f64();
     }
-    back_substitute(&w.l, &w.w[..count], &mut w.ws);
+    back_substitute(&w.l, &w.c64[..count], &mut w.d64);
     for t in 0..count {
-        w.gamma[t] += w.ws[t];
+        w.g64[t] += w.d64[t];
     }
 }
 
-/// Batch-OMP on one signal `x` with `a0 = D^T x`; appends its code to `out`.
+/// Batch-OMP on one signal `x` with `a0 = D^T x`; appends its code to `out`
+/// and returns `true`, or returns `false` (appending nothing) when the f32
+/// loop hands the signal to the f64 loop.
 ///
 /// With `L L^T = G_II`, `z = L^-1 alpha0_I` and `V = G_{:,I} L^-T`, the
 /// correlations are `alpha = alpha0 - V z`, the new row of `L` for atom `j`
@@ -571,27 +867,41 @@ fn refine(p: &Prepared, x: &[f64], w: &mut Work, count: usize) {
 /// `U = V diag(L)` (row `t` of `U` is `L_tt` times row `t` of `V`), so that the
 /// divisions by `L_tt` fall on scalars, not on whole rows.
 #[inline(always)]
-fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out: &mut Chunk<T>) {
+fn code_signal<T: Scalar, F: Float>(
+    p: &Prepared<F>,
+    x: &[F],
+    a0: &[F],
+    w: &mut Work<F>,
+    out: &mut Chunk<T>,
+) -> bool {
     let kp = p.kp;
     let xx = sumsq(x);
-    let floor = omp_zero_correlation(p.n, xx.sqrt());
+    let floor = F::floor(p.n, xx.sqrt());
     let mut count = 0usize;
     let mut ill = false;
     if !p.stops(xx, 0) {
+        if !(F::MIN_XX..=F::MAX_XX).contains(&xx) {
+            return false;
+        }
+        let xxf = F::from_f64(xx);
         w.alpha.copy_from_slice(a0);
-        for (c, a) in w.cabs.iter_mut().zip(a0) {
+        for (c, &a) in w.cabs.iter_mut().zip(a0) {
             *c = a.abs();
         }
-        let mut zz = 0.0f64;
+        let mut zz = F::ZERO;
         loop {
-            let (j, best) = argmax(&w.cabs);
-            if best <= floor {
-                // Zero up to rounding: nothing left that the dictionary can
-                // reach, or a duplicate of a chosen atom (reference rule 4).
-                break;
+            let (j, best) = F::argmax(&w.cabs);
+            if best.to_f64() <= floor {
+                if F::EXACT {
+                    // Zero up to rounding: nothing left that the dictionary
+                    // can reach, or a duplicate of a chosen atom (reference
+                    // rule 4).
+                    break;
+                }
+                return false;
             }
             // Row `count` of L is L^-1 G_{I,j}: entry j of the rows of V, U[t][j] / L_tt.
-            let mut ww = 0.0f64;
+            let mut ww = F::ZERO;
             for t in 0..count {
                 let v = w.u[t * kp + j] * w.inv_l[t];
                 w.w[t] = v;
@@ -600,38 +910,45 @@ fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out
             }
             let gjj = p.g[j * kp + j];
             let d2 = gjj - ww;
-            if d2.is_nan() || d2 <= 0.0 {
-                // `d_j` in the span of the chosen atoms up to rounding: the
-                // Cholesky update has no real square root. The reference's
-                // rule 5 (an exactly singular least-squares system).
-                break;
+            if d2.is_nan() || d2 <= F::ZERO || d2 < F::REDO * gjj {
+                if F::EXACT {
+                    // `d_j` in the span of the chosen atoms up to rounding:
+                    // the Cholesky update has no real square root. The
+                    // reference's rule 5 (an exactly singular least-squares
+                    // system).
+                    break;
+                }
+                return false;
             }
-            ill |= d2 < ILL * gjj;
+            ill |= d2 < F::ILL * gjj;
             let lkk = d2.sqrt();
             let base = count * (count + 1) / 2;
             if w.l.len() < base + count + 1 {
-                w.l.resize(base + count + 1, 0.0);
+                w.l.resize(base + count + 1, F::ZERO);
             }
             w.l[base..base + count].copy_from_slice(&w.w[..count]);
             w.l[base + count] = lkk;
-            let inv_lkk = 1.0 / lkk;
+            let inv_lkk = F::from_f64(1.0) / lkk;
             w.inv_l[count] = inv_lkk;
             let zk = w.alpha[j] / lkk;
             w.z[count] = zk;
             w.sel[count] = j;
             count += 1;
             zz += zk * zk;
-            let mut r2 = xx - zz;
-            if r2 <= TRUST * xx {
+            if count >= p.max_atoms {
+                break;
+            }
+            let mut r2 = (xxf - zz).to_f64();
+            if r2 <= F::TRUST * xx {
                 back_substitute(&w.l, &w.z[..count], &mut w.gamma);
                 let gamma = &w.gamma;
-                r2 = residual2(p, x, &w.sel[..count], |t| gamma[t], &mut w.r);
+                r2 = residual2(p, x, &w.sel[..count], |t| gamma[t].to_f64(), &mut w.r);
             }
             if p.stops(r2, count) {
                 break;
             }
             if w.u.len() < count * kp {
-                w.u.resize(count * kp, 0.0);
+                w.u.resize(count * kp, F::ZERO);
             }
             let (prev, uk) = w.u[..count * kp].split_at_mut((count - 1) * kp);
             step(
@@ -644,17 +961,20 @@ fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out
                 &mut w.cabs,
             );
             for &s in &w.sel[..count] {
-                w.cabs[s] = -1.0;
+                w.cabs[s] = F::NEG_ONE;
             }
         }
     }
     back_substitute(&w.l, &w.z[..count], &mut w.gamma);
+    for (g, &v) in w.g64[..count].iter_mut().zip(&w.gamma[..count]) {
+        *g = v.to_f64();
+    }
     if ill {
-        for _ in 0..REFINE_STEPS {
+        for _ in 0..F::REFINE_STEPS {
             refine(p, x, w, count);
         }
     }
-    let coefs: &[f64] = &w.gamma[..count];
+    let coefs: &[f64] = &w.g64[..count];
     out.atoms.extend(w.sel[..count].iter().map(|&j| j as u32));
     out.coefs.extend(coefs.iter().map(|&g| T::from_f64(g)));
     out.counts.push(count as u32);
@@ -667,4 +987,5 @@ fn code_signal<T: Scalar>(p: &Prepared, x: &[f64], a0: &[f64], w: &mut Work, out
         &mut w.r,
     );
     out.residual_norm2.push(T::from_f64(r2));
+    true
 }

@@ -204,12 +204,21 @@ fn every_simd_copy_gives_the_same_bits() {
         },
         22,
     );
+    // Signals that the f32 loop hands to the f64 loop: those copies too.
+    let c32r = duplicate_atom_case(60, StopRule::Error(0.0));
     let b = RayonBackend::with_threads(2).unwrap();
     let run32 = |isa| super::encode_with(&b, &c32.dict, c32.signals_ref(), c32.rule, isa).unwrap();
+    let run32r =
+        |isa| super::encode_with(&b, &c32r.dict, c32r.signals_ref(), c32r.rule, isa).unwrap();
     let run64 = |isa| super::encode_with(&b, &c64.dict, c64.signals_ref(), c64.rule, isa).unwrap();
     let (e32, e64) = (run32(Some(Isa::Baseline)), run64(Some(Isa::Baseline)));
+    let e32r = run32r(Some(Isa::Baseline));
     for isa in Isa::available() {
         assert!(run32(Some(isa)) == e32, "{isa:?} f32 differs from baseline");
+        assert!(
+            run32r(Some(isa)) == e32r,
+            "{isa:?} f32 hand-overs differ from baseline"
+        );
         assert!(run64(Some(isa)) == e64, "{isa:?} f64 differs from baseline");
     }
 }
@@ -224,4 +233,137 @@ fn medium_spec_case_agrees_with_the_reference() {
         agrees(Input::Omp32(cases::omp_dct(20_000, seed)));
         agrees(Input::Omp64(cases::omp_dct(5_000, seed)));
     }
+}
+
+/// The DCT dictionary for 4x4 patches (16 x 64) with atom 3 copied into
+/// column 40, and `count` signals of three atoms (no noise, so the residual
+/// ends at rounding level), in f32.
+fn duplicate_atom_case(count: usize, rule: StopRule) -> OmpCase<f32> {
+    let base = cases::dct_dictionary::<f32>(4, 8);
+    let (n, k) = (base.n(), base.atoms());
+    let mut d = base.data().to_vec();
+    for i in 0..n {
+        d[i * k + 40] = d[i * k + 3];
+    }
+    let dict = Dictionary::new(n, k, d).unwrap();
+    let signals = (0..count)
+        .flat_map(|s| {
+            let (a, b) = (3, (7 + 5 * s) % k);
+            let (ga, gb) = (1.5 - 0.01 * s as f64, -0.5 - 0.02 * s as f64);
+            let dict = &dict;
+            (0..n).map(move |i| {
+                let v = ga * dict.data()[i * k + a].to_f64() + gb * dict.data()[i * k + b].to_f64();
+                v as f32
+            })
+        })
+        .collect();
+    OmpCase {
+        dict,
+        signals,
+        count,
+        rule,
+    }
+}
+
+#[test]
+fn f32_rounding_level_decisions_are_the_f64_loops() {
+    // Under Error(0) every signal is coded down to rounding level (the f32
+    // signals are only within f32 rounding of the span of their two atoms,
+    // so the codes go on with atoms of 1e-8 correlations, filling the 16
+    // dimensions): the f32 loop cannot settle such correlations and pivots
+    // and hands every signal to the f64 loop, which applies the contract's
+    // stops (the duplicate of atom 3 is never taken).
+    let c = duplicate_atom_case(40, StopRule::Error(0.0));
+    let b = RayonBackend::with_threads(2).unwrap();
+    let got = encode(&b, &c);
+    let f64_loop = super::encode_f64_loop(&b, &c.dict, c.signals_ref(), c.rule).unwrap();
+    assert!(got == f64_loop, "f32 hand-overs differ from the f64 loop");
+    for i in 0..c.count {
+        let (atoms, _) = got.signal(i);
+        assert!(
+            !(atoms.contains(&3) && atoms.contains(&40)),
+            "signal {i}: {atoms:?}"
+        );
+    }
+    agrees(Input::Omp32(c));
+}
+
+#[test]
+fn f32_signals_beyond_f32_squares_use_the_f64_loop() {
+    // ||x||^2 of 1e36 or 1e-36 would overflow or underflow the f32 loop's
+    // squares: such signals are coded in f64 (and still rounded to f32).
+    let c = cases::omp_dct::<f32>(8, 31);
+    let b = RayonBackend::with_threads(1).unwrap();
+    for scale in [1e18f32, 1e-18] {
+        let mut s = c.clone();
+        s.signals.iter_mut().for_each(|v| *v *= scale);
+        let got = encode(&b, &s);
+        let f64_loop = super::encode_f64_loop(&b, &s.dict, s.signals_ref(), s.rule).unwrap();
+        assert!(got == f64_loop, "scale {scale}: differs from the f64 loop");
+        assert!(got.coefs.iter().all(|g| g.is_finite()), "scale {scale}");
+        assert!(
+            got.residual_norm2.iter().all(|r| r.is_finite()),
+            "scale {scale}"
+        );
+    }
+}
+
+/// Atoms e0, d1 = cos(th) e0 + sin(th) e1, e2, ..., e7 (no e1) and 20
+/// signals a e0 + b e1 + 2 e2: each takes e2, e0, then d1, with the pivot
+/// sin^2(th) G_jj. Returns the codes of the f32 loop (with its hand-overs) and
+/// of the f64 loop, after checking the f32 ones against the reference.
+fn near_collinear_pair(th: f64) -> (SparseCodes<f32>, SparseCodes<f32>) {
+    let (n, k) = (8, 8);
+    let mut d = vec![0.0f32; n * k];
+    for j in 0..k {
+        if j != 1 {
+            d[j * k + j] = 1.0;
+        }
+    }
+    d[k + 1] = th.sin() as f32;
+    d[1] = th.cos() as f32;
+    let dict = Dictionary::normalize(n, k, d).unwrap();
+    let count = 20;
+    let signals: Vec<f32> = (0..count)
+        .flat_map(|s| {
+            let mut x = vec![0.0f32; n];
+            x[0] = 0.5 + 0.01 * s as f32;
+            x[1] = -0.3 - 0.02 * s as f32;
+            x[2] = 2.0;
+            x
+        })
+        .collect();
+    let c = OmpCase {
+        dict,
+        signals,
+        count,
+        rule: StopRule::Sparsity(3),
+    };
+    let b = RayonBackend::with_threads(1).unwrap();
+    let got = encode(&b, &c);
+    let wide = super::encode_f64_loop(&b, &c.dict, c.signals_ref(), c.rule).unwrap();
+    assert_eq!(got.atoms, wide.atoms);
+    agrees(Input::Omp32(c));
+    (got, wide)
+}
+
+#[test]
+fn f32_ill_conditioned_codes_are_refined_in_f64() {
+    // Pivot sin^2(0.04) = 1.6e-3 G_jj: below the f32 loop's ILL, above its
+    // REDO (cond(G_II) about 2500). The f32 Cholesky coefficients carry
+    // errors of about cond(G) eps_f32 (8.5e-6 relative measured without the
+    // refinement); one f64 refinement step takes them to the f64 loop's.
+    let (got, wide) = near_collinear_pair(0.04);
+    for i in 0..wide.offsets.len() - 1 {
+        let (g, w) = (got.signal(i).1, wide.signal(i).1);
+        let err: f64 = g.iter().zip(w).map(|(a, b)| (a - b).to_f64().powi(2)).sum();
+        let nrm: f64 = w.iter().map(|a| a.to_f64().powi(2)).sum();
+        assert!(
+            err.sqrt() <= 1e-6 * nrm.sqrt(),
+            "signal {i}: {g:?} vs {w:?}"
+        );
+    }
+    // Pivot sin^2(0.01) = 1e-4 G_jj, below REDO: the f64 loop codes them.
+    let (got, wide) = near_collinear_pair(0.01);
+    assert!(got == wide, "pivots below REDO are not handed over");
 }
