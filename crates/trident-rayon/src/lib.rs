@@ -15,6 +15,18 @@ mod nearest_pairs;
 mod sparse_coder;
 mod sparse_gemm;
 
+/// Splits `s` into consecutive pieces of the given lengths (so that parallel
+/// tasks can each fill their own part of one output).
+pub(crate) fn split_by<X>(mut s: &mut [X], lens: impl Iterator<Item = usize>) -> Vec<&mut [X]> {
+    let mut parts = Vec::new();
+    for len in lens {
+        let (head, tail) = s.split_at_mut(len);
+        parts.push(head);
+        s = tail;
+    }
+    parts
+}
+
 /// Hints the CPU to pull the cache line holding `x` into L1: for loops whose
 /// loads are random and each too short for the CPU to overlap on its own.
 #[inline(always)]

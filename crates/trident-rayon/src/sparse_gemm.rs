@@ -63,7 +63,7 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 use trident_core::{CsrMatrix, Error, Result, Scalar, SparseGemm, validate};
 
-use crate::RayonBackend;
+use crate::{RayonBackend, split_by};
 use accum::{AHEAD, Workspace, prefetch_offsets, prefetch_rows};
 use trident_core::mem::advise_huge;
 
@@ -168,17 +168,6 @@ fn nnz_lower_bound<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> (u128, bool
             (longest, banded)
         })
         .reduce(|| (0, true), |x, y| (x.0 + y.0, x.1 && y.1))
-}
-
-/// Splits `s` into consecutive pieces of the given lengths.
-fn split_by<X>(mut s: &mut [X], lens: impl Iterator<Item = usize>) -> Vec<&mut [X]> {
-    let mut parts = Vec::new();
-    for len in lens {
-        let (head, tail) = s.split_at_mut(len);
-        parts.push(head);
-        s = tail;
-    }
-    parts
 }
 
 /// One workspace per worker of the current pool, reused by every row that
