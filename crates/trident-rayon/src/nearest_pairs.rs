@@ -20,7 +20,9 @@
 //!   in input order: once the bound is below B's spacing a query reads one
 //!   cell, and the grid builds in two parallel passes where the kd-tree's
 //!   median splits and A's spatial order were most of a 16-core call.
-//!   Clustered B keeps the kd-tree. Both give the same exact answer.
+//!   Clustered B keeps the kd-tree, and so do the queries whose search would
+//!   reach across much of the grid (far outside B's box). Both give the same
+//!   exact answer.
 //!
 //! - Coordinates so large that f32 squared distances would overflow (beyond
 //!   about 4.6e18) are scaled down by a power of two first
@@ -306,6 +308,11 @@ fn closest_pairs(a: &[Point], b: &[Point], k: usize, index: Index) -> Vec<Pair> 
         // A in input order: a query touches one cell table entry and a
         // cache line or two of B, no tree descent to keep warm.
         let t_prep = t0.elapsed();
+        // Queries whose search would reach across much of the grid (far
+        // outside B's box, or in a hole of B) go to a kd-tree, built on the
+        // first such query only.
+        let tree = std::sync::OnceLock::new();
+        let handed = std::sync::atomic::AtomicUsize::new(0);
         let tops: Vec<Top> = a
             .par_chunks(CHUNK)
             .enumerate()
@@ -317,18 +324,25 @@ fn closest_pairs(a: &[Point], b: &[Point], k: usize, index: Index) -> Vec<Pair> 
                     grid.locate(qs, at);
                     for (t, (q, at)) in qs.iter().zip(at.iter()).enumerate() {
                         let bound = top.bound();
-                        let i = (c * CHUNK + t) as u32;
-                        top.offer(i, grid.nearest(q, *at, bound), bound);
+                        let best = grid.nearest(q, *at, bound).unwrap_or_else(|| {
+                            handed.fetch_add(1, Ordering::Relaxed);
+                            let tree: &KdTree = tree.get_or_init(|| KdTree::build(b));
+                            let mut loc = [Located::default(); BATCH];
+                            tree.locate(std::slice::from_ref(q), &mut loc);
+                            tree.nearest(q, loc[0], bound)
+                        });
+                        top.offer((c * CHUNK + t) as u32, best, bound);
                     }
                     top
                 },
             )
             .collect();
-        (
-            tops,
-            t_prep,
-            format!("grid (a point of B sees {:.2})", grid.seen),
-        )
+        let how = format!(
+            "grid (a point of B sees {:.2}; {} queries handed to a kd-tree)",
+            grid.seen,
+            handed.load(Ordering::Relaxed)
+        );
+        (tops, t_prep, how)
     } else {
         let (tree, (qa, order)) = build_and_order(a, b);
         let t_prep = t0.elapsed();

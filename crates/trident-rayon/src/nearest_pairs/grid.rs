@@ -13,7 +13,10 @@
 //! When not: a grid is only as good as its fullest cells. [`Grid::build`]
 //! measures the occupancy a point of B sees (`sum count^2 / |B|`) and declines
 //! clustered input, which then takes the kd-tree (it balances any
-//! distribution).
+//! distribution). A query whose ball would reach across much of the grid
+//! (far outside B's box, or in a hole of B) is not searched here either:
+//! [`Grid::nearest`] declines it and the caller asks a kd-tree, built only
+//! if some query needs it, so no query ever walks every cell.
 //!
 //! Exactness: a query scans its own cell, then (once it has a candidate)
 //! every cell that overlaps the ball of its best distance so far. The
@@ -47,6 +50,13 @@ const MAX_SEEN: f64 = 6.0 * (OCCUPANCY + 1.0);
 /// Most cells along one axis (keeps the cell index in `u32` and the tables
 /// bounded for flat or needle-shaped input).
 const MAX_DIM: u32 = 1 << 10;
+/// Most rings of cells [`Grid::nearest`] searches for a first candidate, and
+/// most cells of the box around its best distance: beyond them it hands the
+/// query to the kd-tree. Evenly spread queries inside B's box never get near
+/// either (a ring or two, a box of a few cells).
+const MAX_RING: i64 = 3;
+/// See [`MAX_RING`].
+const MAX_BOX_CELLS: i64 = 512;
 /// Below this many points of B the kd-tree is used: its build is cheap there
 /// and the grid's tables would not pay for themselves.
 pub(super) const MIN_POINTS: usize = 1 << 14;
@@ -268,7 +278,12 @@ impl Grid {
     /// ball's index range comes from the same monotone formula that placed
     /// B's points, its radius enlarged past f32 `dist2`'s rounding, so it
     /// holds every point that could beat `best` (see the module docs).
-    pub(super) fn nearest(&self, q: &Point, at: Start, bound: u64) -> u64 {
+    ///
+    /// `None` when the search would visit more than [`MAX_RING`] rings or a
+    /// box of more than [`MAX_BOX_CELLS`] cells: a query far outside B's box,
+    /// or in a hole of B, whose ball reaches across much of the grid. The
+    /// caller then asks the kd-tree, whose node boxes prune such a search.
+    pub(super) fn nearest(&self, q: &Point, at: Start, bound: u64) -> Option<u64> {
         let mut best = bound;
         self.scan(at.s, at.e, q, &mut best);
         let ci = at.cell.map(|v| v as i64);
@@ -277,7 +292,10 @@ impl Grid {
         while key_d2(best) == f32::INFINITY {
             r += 1;
             if (0..3).all(|d| ci[d] - r < 0 && ci[d] + r > top[d]) {
-                return best;
+                return Some(best);
+            }
+            if r > MAX_RING {
+                return None;
             }
             let lo = ci.map(|c| c - r);
             let hi = ci.map(|c| c + r);
@@ -293,6 +311,10 @@ impl Grid {
         let rad = (key_d2(best) as f64 * (1.0 + 2e-5) + 1e-44).sqrt();
         let lo = [0, 1, 2].map(|d| self.axis_cell(d, q[d] as f64 - rad) as i64);
         let hi = [0, 1, 2].map(|d| self.axis_cell(d, q[d] as f64 + rad) as i64);
+        let cells: i64 = (0..3).map(|d| hi[d] - lo[d] + 1).product();
+        if cells > MAX_BOX_CELLS {
+            return None;
+        }
         // Cells inside the rings already scanned are skipped.
         self.visit_box(
             q,
@@ -301,7 +323,7 @@ impl Grid {
             |c| (0..3).any(|d| (c[d] - ci[d]).abs() > r),
             &mut best,
         );
-        best
+        Some(best)
     }
 
     /// The cell index along axis `d` of coordinate `x`, clamped to the grid.
@@ -428,9 +450,10 @@ mod tests {
         (*s >> 40) as f32 / (1u64 << 24) as f32
     }
 
-    /// Exact nearest keys against brute force: queries inside and far outside
+    /// Exact nearest keys against brute force: queries inside and outside
     /// the box, on a lattice full of equal distances, on a flat set, and at
-    /// subnormal squared distances.
+    /// subnormal squared distances; queries inside the box are always
+    /// answered, some outside it are handed over.
     #[test]
     fn nearest_is_exact() {
         let mut s = 7u64;
@@ -445,18 +468,28 @@ mod tests {
             .collect();
         // Squared distances in f32's subnormal range, where rounding is absolute.
         let tiny: Vec<Point> = random.iter().map(|p| p.map(|v| v * 1e-20)).collect();
+        let mut handed = 0;
         for b in [&lattice, &random, &flat, &tiny] {
             let g = Grid::build(b).expect("even input takes the grid");
             let (lo, hi) = bounds(b);
             for t in 0..400 {
                 let f = [0, 1, 2].map(|_| lcg(&mut s) as f64 * 1.6 - 0.3);
                 let q: Point = [0, 1, 2].map(|d| (lo[d] + f[d] * (hi[d] - lo[d])) as f32);
+                let inside = t % 50 == 0 || f.iter().all(|v| (0.0..=1.0).contains(v));
                 let q = if t % 50 == 0 { b[t] } else { q };
                 let mut at = [Start::default()];
                 g.locate(&[q], &mut at);
-                assert_eq!(g.nearest(&q, at[0], NO_KEY), brute(&q, b), "query {q:?}");
+                match g.nearest(&q, at[0], NO_KEY) {
+                    Some(k) => assert_eq!(k, brute(&q, b), "query {q:?}"),
+                    // Only queries outside B's box may be handed to the kd-tree.
+                    None => {
+                        assert!(!inside, "query {q:?} inside the box was handed over");
+                        handed += 1;
+                    }
+                }
             }
         }
+        assert!(handed > 0, "the far queries exercise the hand-over");
     }
 
     /// Clustered input and a single repeated point are declined.

@@ -340,3 +340,36 @@ fn grid_and_kdtree_pairs_agree() {
         brute_pairs(a, b, 300)
     );
 }
+
+/// Queries far outside an evenly spread B (whose balls reach across the
+/// whole grid) are handed to the kd-tree: same pairs as the kd-tree path,
+/// and no search over every cell per query (this test would take minutes).
+#[test]
+fn grid_hands_far_queries_to_the_kdtree() {
+    use super::{Index, closest_pairs};
+    let mut rng = Rng(12);
+    let b = rng.int_points(40_000, 2_000);
+    let mut a = rng.int_points(100_000, 2_000);
+    for (i, p) in a.iter_mut().enumerate() {
+        if i % 3 != 0 {
+            *p = [p[0] + 1e6, p[1] - 3e5, p[2]];
+        }
+    }
+    assert!(
+        super::grid::Grid::build(&b).is_some(),
+        "uniform B takes the grid"
+    );
+    for k in [10, 1000, 100_000] {
+        assert_eq!(
+            closest_pairs(&a, &b, k, Index::Auto),
+            closest_pairs(&a, &b, k, Index::KdTree),
+            "k={k}"
+        );
+    }
+    // Every query far away (the bound stays large).
+    let far: Vec<Point> = a.iter().map(|p| [p[0] + 5e6, p[1], p[2]]).collect();
+    assert_eq!(
+        closest_pairs(&far, &b, 100, Index::Auto),
+        closest_pairs(&far, &b, 100, Index::KdTree)
+    );
+}
