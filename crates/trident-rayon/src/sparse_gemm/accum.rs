@@ -182,6 +182,19 @@ impl<T: Scalar> Dense<T> {
         }
     }
 
+    /// [`Dense::drain`] for rows that set `bits` only (no summary): walks
+    /// the words of `lo..=hi` themselves, and clears them.
+    #[inline(always)]
+    fn drain_words(&mut self, lo: usize, hi: usize, mut f: impl FnMut(&mut Self, usize)) {
+        for w in lo / 64..=hi / 64 {
+            let mut x = std::mem::take(&mut self.bits[w]);
+            while x != 0 {
+                f(self, w * 64 + x.trailing_zeros() as usize);
+                x &= x - 1;
+            }
+        }
+    }
+
     /// Makes sure the blocks of `vals` covering `lo..=hi` hold `-0.0`.
     #[inline]
     fn ready(&mut self, lo: usize, hi: usize) {
@@ -515,8 +528,14 @@ impl<T: Scalar> Workspace<T> {
         if shape.flops == 0 {
             return 0;
         }
-        if let Some((sh, base)) = self.short(&shape) {
-            return sh.count(acols, b, base);
+        // Any row within the window counts by tags (one load and store per
+        // product at its column's address): the bitmap's read-modify-writes
+        // of one summary word made a chain through every product of a
+        // banded row (a 27-point stencil squared ran at a third of scipy's
+        // speed per product).
+        if shape.hi - shape.lo < DENSE_WINDOW {
+            let sh = self.short.get_or_insert_with(Short::new);
+            return sh.count(acols, b, shape.lo);
         }
         if let Some((d, base)) = self.dense(&shape) {
             let (bits, summary) = (&mut d.bits, &mut d.summary);
@@ -592,6 +611,9 @@ impl<T: Scalar> Workspace<T> {
         }
         if let Some((d, base)) = self.dense(&shape) {
             d.ready(shape.lo - base, shape.hi - base);
+            // A window row (at most 1024 words) sets its bits only and is
+            // drained word by word: no summary word to update per product.
+            let window = shape.hi - shape.lo < DENSE_WINDOW;
             // Locals, so the loop keeps the three base pointers in registers.
             let Dense {
                 bits,
@@ -604,16 +626,26 @@ impl<T: Scalar> Workspace<T> {
                 for (&j, &bj) in bc.iter().zip(bv) {
                     let r = j as usize - base;
                     vals[r] += av * bj;
-                    mark(bits, summary, r);
+                    if window {
+                        bits[r / 64] |= 1u64 << (r % 64);
+                    } else {
+                        mark(bits, summary, r);
+                    }
                 }
             }
             let mut t = 0;
-            d.drain(shape.lo - base, shape.hi - base, |d, r| {
+            let mut emit = |d: &mut Dense<T>, r: usize| {
                 // Indexing panics (a bug of ours) should the passes disagree.
                 idx[t].write((r + base) as u32);
                 val[t].write(std::mem::replace(&mut d.vals[r], T::from_f64(-0.0)));
                 t += 1;
-            });
+            };
+            let (lo, hi) = (shape.lo - base, shape.hi - base);
+            if window {
+                d.drain_words(lo, hi, &mut emit);
+            } else {
+                d.drain(lo, hi, &mut emit);
+            }
             assert_eq!(t, len, "spgemm: symbolic and numeric passes disagree");
         } else if shape.flops <= MERGE_MAX_FLOPS {
             let m = self.merge.get_or_insert_with(Merge::new);
