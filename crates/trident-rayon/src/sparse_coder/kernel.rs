@@ -19,7 +19,7 @@
 //! loop, on an f64 copy of the dictionary prepared on first need (see
 //! [`Float`]'s constants and [`Wide`]).
 
-use std::ops::{Add, AddAssign, Div, Mul, Neg, Range, Sub, SubAssign};
+use std::ops::Range;
 use std::sync::OnceLock;
 
 use trident_core::{Dictionary, Error, MatRef, Result, Scalar, StopRule, omp_zero_correlation};
@@ -33,21 +33,7 @@ pub(super) const GROUP: usize = 4;
 
 /// The working float type of the OMP loop: what differs between the f32 and
 /// the f64 loop. Everything else is written once, generic over it.
-pub(super) trait Float:
-    Copy
-    + Send
-    + Sync
-    + PartialOrd
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Div<Output = Self>
-    + Neg<Output = Self>
-    + AddAssign
-    + SubAssign
-    + 'static
-{
-    const ZERO: Self;
+pub(super) trait Float: Scalar {
     /// Marks chosen atoms in `cabs` (below any `|alpha|`).
     const NEG_ONE: Self;
     /// Whether this loop settles rounding-level questions itself (f64: it
@@ -70,14 +56,6 @@ pub(super) trait Float:
     /// `||x||^2` outside `[MIN_XX, MAX_XX]` sends the signal to the f64 loop.
     const MIN_XX: f64;
     const MAX_XX: f64;
-    fn mul_add(self, a: Self, b: Self) -> Self;
-    fn abs(self) -> Self;
-    fn sqrt(self) -> Self;
-    fn is_nan(self) -> bool;
-    /// Rounding (to f32) or identity.
-    fn from_f64(v: f64) -> Self;
-    /// Widening (from f32, exact) or identity.
-    fn to_f64(self) -> f64;
     /// The best correlation at or below which this loop does not select: the
     /// contract's zero-correlation stop for f64, the recode to f64 for f32.
     fn floor(n: usize, x_norm: f64) -> f64;
@@ -90,7 +68,6 @@ pub(super) trait Float:
 }
 
 impl Float for f64 {
-    const ZERO: f64 = 0.0;
     const NEG_ONE: f64 = -1.0;
     const EXACT: bool = true;
     /// The tracked difference carries rounding of a few `eps ||x||^2`
@@ -106,30 +83,6 @@ impl Float for f64 {
     const REFINE_STEPS: usize = 3;
     const MIN_XX: f64 = 0.0;
     const MAX_XX: f64 = f64::INFINITY;
-    #[inline(always)]
-    fn mul_add(self, a: f64, b: f64) -> f64 {
-        f64::mul_add(self, a, b)
-    }
-    #[inline(always)]
-    fn abs(self) -> f64 {
-        f64::abs(self)
-    }
-    #[inline(always)]
-    fn sqrt(self) -> f64 {
-        f64::sqrt(self)
-    }
-    #[inline(always)]
-    fn is_nan(self) -> bool {
-        f64::is_nan(self)
-    }
-    #[inline(always)]
-    fn from_f64(v: f64) -> f64 {
-        v
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self
-    }
     /// The contract's [`omp_zero_correlation`]: the signal stops there.
     #[inline(always)]
     fn floor(n: usize, x_norm: f64) -> f64 {
@@ -151,7 +104,6 @@ impl Float for f64 {
 }
 
 impl Float for f32 {
-    const ZERO: f32 = 0.0;
     const NEG_ONE: f32 = -1.0;
     const EXACT: bool = false;
     /// The tracked difference carries rounding of up to a few `1e-6
@@ -174,30 +126,6 @@ impl Float for f32 {
     /// and overflow (1e-38, 3e38) in every product of the loop.
     const MIN_XX: f64 = 1e-30;
     const MAX_XX: f64 = 1e30;
-    #[inline(always)]
-    fn mul_add(self, a: f32, b: f32) -> f32 {
-        f32::mul_add(self, a, b)
-    }
-    #[inline(always)]
-    fn abs(self) -> f32 {
-        f32::abs(self)
-    }
-    #[inline(always)]
-    fn sqrt(self) -> f32 {
-        f32::sqrt(self)
-    }
-    #[inline(always)]
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
-    }
-    #[inline(always)]
-    fn from_f64(v: f64) -> f32 {
-        v as f32
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
     /// The contract's floor formula with f32's epsilon (`64 sqrt(n)
     /// eps_f32 ||x||`, 6e-5 `||x||` at n = 64): far above the f32 loop's
     /// rounding of a correlation (about `sqrt(n) eps_f32 ||x||` per sum, a
@@ -910,7 +838,7 @@ fn code_signal<T: Scalar, F: Float>(
             }
             let gjj = p.g[j * kp + j];
             let d2 = gjj - ww;
-            if d2.is_nan() || d2 <= F::ZERO || d2 < F::REDO * gjj {
+            if d2.to_f64().is_nan() || d2 <= F::ZERO || d2 < F::REDO * gjj {
                 if F::EXACT {
                     // `d_j` in the span of the chosen atoms up to rounding:
                     // the Cholesky update has no real square root. The
