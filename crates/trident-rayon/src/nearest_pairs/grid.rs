@@ -382,30 +382,9 @@ fn safe_d2(v: f64) -> f32 {
     }
 }
 
-/// B's bounding box in f64, in parallel.
+/// B's bounding box in f64.
 fn bounds(b: &[Point]) -> ([f64; 3], [f64; 3]) {
-    let (lo, hi) = b
-        .par_iter()
-        .with_min_len(4096)
-        .fold(
-            || ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]),
-            |(mut lo, mut hi), p| {
-                for d in 0..3 {
-                    lo[d] = lo[d].min(p[d]);
-                    hi[d] = hi[d].max(p[d]);
-                }
-                (lo, hi)
-            },
-        )
-        .reduce(
-            || ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]),
-            |(l1, h1), (l2, h2)| {
-                (
-                    [0, 1, 2].map(|d| l1[d].min(l2[d])),
-                    [0, 1, 2].map(|d| h1[d].max(h2[d])),
-                )
-            },
-        );
+    let (lo, hi) = super::order::bounds(b);
     (lo.map(f64::from), hi.map(f64::from))
 }
 

@@ -35,8 +35,28 @@ fn morton_order(a: &[Point]) -> Vec<u32> {
         return (0..n as u32).collect();
     }
     let side = 1u32 << bits;
-    let (lo, hi) = a
-        .par_iter()
+    let (lo, hi) = bounds(a);
+    // In f64 so that extreme extents cannot overflow; cells only steer the
+    // order, so rounding here cannot affect any result.
+    let scale: [f64; 3] = [0, 1, 2].map(|d| {
+        let ext = hi[d] as f64 - lo[d] as f64;
+        if ext > 0.0 { side as f64 / ext } else { 0.0 }
+    });
+    let cell = |p: &Point| -> u32 {
+        let c = [0, 1, 2].map(|d| {
+            let v = ((p[d] as f64 - lo[d] as f64) * scale[d]) as u32;
+            v.min(side - 1)
+        });
+        spread(c[0]) | (spread(c[1]) << 1) | (spread(c[2]) << 2)
+    };
+    let cells: Vec<u32> = a.par_iter().map(cell).collect();
+    counting_sort(&cells, 1usize << (3 * bits))
+}
+
+/// The bounding box `(lo, hi)` of `pts` (non-empty), in parallel.
+pub(super) fn bounds(pts: &[Point]) -> ([f32; 3], [f32; 3]) {
+    pts.par_iter()
+        .with_min_len(4096)
         .fold(
             || ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]),
             |(mut lo, mut hi), p| {
@@ -55,22 +75,7 @@ fn morton_order(a: &[Point]) -> Vec<u32> {
                     [0, 1, 2].map(|d| h1[d].max(h2[d])),
                 )
             },
-        );
-    // In f64 so that extreme extents cannot overflow; cells only steer the
-    // order, so rounding here cannot affect any result.
-    let scale: [f64; 3] = [0, 1, 2].map(|d| {
-        let ext = hi[d] as f64 - lo[d] as f64;
-        if ext > 0.0 { side as f64 / ext } else { 0.0 }
-    });
-    let cell = |p: &Point| -> u32 {
-        let c = [0, 1, 2].map(|d| {
-            let v = ((p[d] as f64 - lo[d] as f64) * scale[d]) as u32;
-            v.min(side - 1)
-        });
-        spread(c[0]) | (spread(c[1]) << 1) | (spread(c[2]) << 2)
-    };
-    let cells: Vec<u32> = a.par_iter().map(cell).collect();
-    counting_sort(&cells, 1usize << (3 * bits))
+        )
 }
 
 /// Most pieces the counting sort cuts `cells` into: each holds a histogram of
