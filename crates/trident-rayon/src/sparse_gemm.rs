@@ -23,7 +23,8 @@
 //! accumulator is picked per row: a row of at most 64 products within a
 //! 64K-column window (stencil rows, light R-MAT rows) gets the short-row
 //! one (a tag and a sum per window column, its few columns sorted by
-//! insertion); otherwise a dense one over a 64K-column window
+//! insertion), and every row within the window is counted with those tags;
+//! otherwise a dense one over a 64K-column window
 //! starting at the row's first column when the row's columns can only fall in
 //! such a window (banded matrices, moderate `n`: it stays in L2 whatever `n`
 //! is), an `n`-wide dense one for rows of thousands of products when `n` is
@@ -31,7 +32,8 @@
 //! the typical row of a few dozen products), sorted on output. The numeric
 //! pass writes such rows of at most 256 products (uniform random rows) by
 //! merging their already sorted B rows instead (no hash, no sort). The dense
-//! accumulators are branch-free (a bitmap with a summary word per 64 words,
+//! accumulators are branch-free (a bitmap, with a summary word per 64 words
+//! for the `n`-wide one only, whose rows can span millions of columns;
 //! values kept at `-0.0`, the exact additive identity, between rows) and
 //! yield the row's columns sorted with no sort. A row with one entry in `A` is
 //! a scaled copy of one `B` row and skips both. Both passes prefetch the `B`

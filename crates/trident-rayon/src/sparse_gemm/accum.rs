@@ -391,7 +391,8 @@ impl<T: Scalar> Merge<T> {
             runs.push(keys.len());
         }
         let n = keys.len();
-        let spare = &mut self.spare[..n];
+        // Each level merges `src` into `dst`, then the two swap roles.
+        let (mut src, mut dst) = (&mut keys[..], &mut self.spare[..n]);
         while runs.len() > 2 {
             let next = &mut self.next;
             next.clear();
@@ -400,12 +401,13 @@ impl<T: Scalar> Merge<T> {
                 let lo = runs[2 * q];
                 let mid = ends[0];
                 let hi = *ends.last().unwrap_or(&mid);
-                merge_into(&keys[lo..mid], &keys[mid..hi], &mut spare[lo..hi]);
+                merge_into(&src[lo..mid], &src[mid..hi], &mut dst[lo..hi]);
                 next.push(hi);
             }
-            keys.copy_from_slice(spare);
+            std::mem::swap(&mut src, &mut dst);
             std::mem::swap(runs, next);
         }
+        let keys: &[u64] = src;
         // Sorted by (column, t): equal columns are adjacent, in ascending p.
         let mut count = 0usize;
         let mut t = 0;
