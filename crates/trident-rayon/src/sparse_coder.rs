@@ -212,9 +212,9 @@ fn merge<T: Scalar>(chunks: Vec<Chunk<T>>, l: usize) -> SparseCodes<T> {
                 &mut residual_norm2.spare_capacity_mut()[..l],
                 sig(),
             ))
-            .zip(chunks.par_iter().zip(bases).collect::<Vec<_>>());
+            .zip(chunks.iter().zip(bases))
+            .collect::<Vec<_>>();
         parts
-            .collect::<Vec<_>>()
             .into_par_iter()
             .for_each(|((((o, a), f), r), (c, base))| {
                 // What the SAFETY note below relies on (the kernel pushes one
