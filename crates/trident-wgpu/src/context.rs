@@ -220,6 +220,19 @@ impl Context {
         })
     }
 
+    /// The names the shader preprocessor defines on this device
+    /// (`pipeline.rs`).
+    pub(crate) fn defines(&self) -> Vec<&'static str> {
+        let mut d = Vec::new();
+        if self.subgroups {
+            d.push("SUBGROUPS");
+            if self.info.subgroup_min_size == 32 && self.info.subgroup_max_size == 32 {
+                d.push("SUBGROUP32");
+            }
+        }
+        d
+    }
+
     /// Blocks until all submitted work is done; a wgpu poll failure (device
     /// lost, timeout) is an [`Error::Backend`].
     ///

@@ -9,9 +9,12 @@
 //! point may leave some of its group's bindings unused.
 //!
 //! Shader text goes through a tiny preprocessor before compiling: lines between
-//! `// #if SUBGROUPS` and `// #else` are kept when the device has the
-//! `subgroups` feature, lines between `// #else` and `// #endif` when it has
-//! not. Directives do not nest.
+//! `// #if NAME` and `// #else` are kept when the device defines `NAME`,
+//! lines between `// #else` and `// #endif` when it does not. Directives do
+//! not nest. Names ([`Context::defines`](crate::context::Context)):
+//! `SUBGROUPS`, the device has the `subgroups` feature; `SUBGROUP32`, and
+//! every subgroup has 32 invocations (NVIDIA, AMD RDNA in wave32), so code
+//! may treat a subgroup as a warp.
 //!
 //! A shader whose text holds the line `// #unchecked` is built without the
 //! checks wgpu adds to shaders (index clamping on every array access and a
@@ -87,8 +90,9 @@ fn poisoned() -> Error {
     failure("pipeline cache", "lock poisoned by a panic")
 }
 
-/// Applies the `// #if SUBGROUPS` / `// #else` / `// #endif` directives.
-pub(crate) fn preprocess(parts: &[&str], subgroups: bool) -> String {
+/// Applies the `// #if NAME` / `// #else` / `// #endif` directives, `NAME`
+/// being defined when it is in `defines`.
+pub(crate) fn preprocess(parts: &[&str], defines: &[&str]) -> String {
     // No `enable subgroups;`: naga turns subgroup operations on through the
     // device feature and rejects the enable directive.
     let mut out = String::new();
@@ -97,8 +101,8 @@ pub(crate) fn preprocess(parts: &[&str], subgroups: bool) -> String {
         let mut state: Option<bool> = None;
         for line in part.lines() {
             let t = line.trim();
-            if t == "// #if SUBGROUPS" {
-                state = Some(subgroups);
+            if let Some(name) = t.strip_prefix("// #if ") {
+                state = Some(defines.contains(&name.trim()));
             } else if t == "// #else" {
                 state = state.map(|k| !k);
             } else if t == "// #endif" {
@@ -139,7 +143,21 @@ impl WgpuBackend {
                 .clone()
                 .map_err(|e| failure(format!("shaders/{}.wgsl", shader.name), e));
         }
-        let text = preprocess(shader.parts, self.ctx.subgroups);
+        let r = self.build_module(shader, &self.ctx.defines());
+        w.insert(
+            shader.name,
+            r.as_ref().map(Clone::clone).map_err(|e| e.to_string()),
+        );
+        r
+    }
+
+    /// Compiles `shader` with the preprocessor names `defines`.
+    pub(crate) fn build_module(
+        &self,
+        shader: &'static Shader,
+        defines: &[&str],
+    ) -> Result<wgpu::ShaderModule> {
+        let text = preprocess(shader.parts, defines);
         let scope = CallScope::open(&self.ctx.device);
         let desc = wgpu::ShaderModuleDescriptor {
             label: Some(shader.name),
@@ -160,12 +178,7 @@ impl WgpuBackend {
             self.ctx.device.create_shader_module(desc)
         };
         let op = format!("compiling shaders/{}.wgsl", shader.name);
-        let r = scope.close(&op).map(|()| module);
-        w.insert(
-            shader.name,
-            r.as_ref().map(Clone::clone).map_err(|e| e.to_string()),
-        );
-        r
+        scope.close(&op).map(|()| module)
     }
 
     /// The pipeline of `k`, built on first use and cached for this device.
@@ -510,5 +523,25 @@ impl Encoder<'_> {
     /// and `synchronize` do).
     pub fn submit(self) -> wgpu::SubmissionIndex {
         self.be.ctx.queue.submit([self.enc.finish()])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::preprocess;
+
+    #[test]
+    fn preprocess_keeps_the_branch_of_each_name() {
+        let src = "a\n// #if X\nx\n// #else\nnot x\n// #endif\n// #if Y\ny\n// #endif\nb";
+        let kept = |d: &[&str]| {
+            preprocess(&[src], d)
+                .lines()
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        assert_eq!(kept(&[]), "a,not x,b");
+        assert_eq!(kept(&["X"]), "a,x,b");
+        assert_eq!(kept(&["Y", "X"]), "a,x,y,b");
     }
 }
