@@ -21,7 +21,8 @@
 //     column is the minimum head; the lists holding it are summed in A's
 //     order. The output comes out sorted: nothing to hash, nothing to sort.
 //     Team rows go instead to the team kernels (`spg_*_team`, 32 threads
-//     per row, products in workgroup memory).
+//     per row: a subgroup sorting the row's products in registers where
+//     subgroups are 32 wide, else products compared in workgroup memory).
 //  3. General bin (`spg_*_general`), one workgroup per row, rows drawn from a
 //     queue (a global atomic counter) by a fixed number of workgroups (on
 //     CPU adapters one row per workgroup, `one_row`: Mesa's llvmpipe ends a
@@ -85,7 +86,9 @@ struct SpgParams {
     one_row: u32,
     // The adapter's max_compute_workgroups_per_dimension (spg_bins).
     max_dim: u32,
-    _p1: u32,
+    // 1: B has at most 2^26 columns, so column * 64 + t fits a u32 (the
+    // numeric team sort's keys).
+    keyed: u32,
 }
 
 @group(0) @binding(0) var<uniform> sp: SpgParams;
@@ -432,15 +435,23 @@ fn spg_num_merge(
 // Merge-bin rows of TEAM_MIN + 1 to TEAM_W products (uniform's 64): a
 // team of TEAM_T threads per row, TEAMS rows per workgroup. Lane l holds
 // products t = l and l + TEAM_T (t: position in the concatenation of the B
-// rows of A's row, p in order) in workgroup memory. Then, per product, in
-// one pass over the row's products in t order: it is its column's first
-// product iff no earlier one has the column, and (numeric) the first one
-// sums the column's products in t order, i.e. the fma chain in A's order.
-// Symbolic: the row's nnz is its number of first products. Numeric: a first
-// product's place in the row is the number of distinct smaller columns,
-// counted in the same pass (one loop instead of two). All loops run at
-// most TEAM_W times; loads and stores of a row are made by neighbouring
-// lanes (a thread per row scatters them across rows).
+// rows of A's row, p in order); a walk over A's row finds their places in B
+// and the loads follow it, all in flight at once (loads inside the walk
+// took 1.04 + 1.78 ms against 0.92 + 1.33 ms on uniform's two passes).
+// Two ways on from there:
+//  - Subgroups of 32 (`team_sort`, NVIDIA): the team is a subgroup and
+//    sorts its 64 keys in registers with shuffles. Measured on the H100 for
+//    uniform's two passes: 0.92 + 1.33 ms.
+//  - Otherwise (`team`, any adapter, and the numeric pass when B has over
+//    2^26 columns): the products go to workgroup memory and each is
+//    compared with all of the row's: it is its column's first product iff
+//    no earlier one has the column, and (numeric) the first one sums the
+//    column's products in t order, i.e. the fma chain in A's order.
+//    Symbolic: the row's nnz is its number of first products. Numeric: a
+//    first product's place in the row is the number of distinct smaller
+//    columns, counted in the same loop. Four barriers a row; 1.44 + 2.13
+//    ms on the H100 (with the loads inside the walk).
+// Both give the same bits (a test compares them on the GPU machine).
 // Tried on the H100 for uniform's two passes, against 1.5 + 2.9 ms with
 // the comparison loops: binary searches in the row's sorted B rows with a
 // scan of the first flags for the places, 2.1 + 5.9 ms; a hash table of
@@ -459,7 +470,8 @@ const TEAM_W: u32 = 64u;
 // 7.5 ms in teams), the teams on uniform random rows of 64 products (whole
 // product 8.5 ms against 29.9 ms with the merge).
 const TEAM_MIN: u32 = 32u;
-var<workgroup> t_col: array<u32, 512>;
+// Columns, four to a word (the comparison loop reads a word per step).
+var<workgroup> t_col: array<vec4<u32>, 128>;
 var<workgroup> t_a: array<f32, 512>;
 var<workgroup> t_b: array<f32, 512>;
 var<workgroup> t_first: array<u32, 512>;
@@ -469,19 +481,32 @@ var<workgroup> t_lbs: array<u32, 64>;
 var<workgroup> t_llen: array<u32, 64>;
 var<workgroup> t_lav: array<u32, 64>;
 
-// Product `t - pre` of B row `p` (of `len` entries from `bs`, A value `av`)
-// as (column, A value, B value) when t falls in it, else `cur`.
-fn team_pick(cur: vec3<u32>, t: u32, pre: u32, len: u32, bs: u32, av: u32, numeric: bool) -> vec3<u32> {
-    var r = cur;
-    if (t >= pre && t - pre < len) {
-        let f = bs + t - pre;
-        r.x = b_idx[f];
+// Where product t is: (its place in B, A's value) when t falls in the B row
+// of `len` entries from `bs` that starts at product `pre`, else `cur`. The
+// walk over A's row only finds the places; the loads come after it
+// (`team_load`), one per product, all in flight together.
+fn team_at(cur: vec2<u32>, t: u32, pre: u32, len: u32, bs: u32, av: u32) -> vec2<u32> {
+    return select(cur, vec2<u32>(bs + t - pre, av), t >= pre && t - pre < len);
+}
+
+// Product at `at` (from team_at) as (column, A value, B value), NONE past
+// the row.
+fn team_load(at: vec2<u32>, numeric: bool) -> vec3<u32> {
+    var r = vec3<u32>(NONE, 0u, 0u);
+    if (at.x != NONE) {
+        r.x = b_idx[at.x];
         if (numeric) {
-            r.y = av;
-            r.z = bitcast<u32>(b_val[f]);
+            r.y = at.y;
+            r.z = bitcast<u32>(b_val[at.x]);
         }
     }
     return r;
+}
+
+// How many of the four are true.
+fn count4(m: vec4<bool>) -> u32 {
+    let u = select(vec4<u32>(0u), vec4<u32>(1u), m);
+    return u.x + u.y + u.z + u.w;
 }
 
 // The team kernels; `k` runs over the team rows, TEAMS rows per workgroup.
@@ -517,8 +542,8 @@ fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
     // Each lane's two products, and the row's product count, in one walk
     // of A's row.
     var w = 0u;
-    var k0 = vec3<u32>(NONE, 0u, 0u);
-    var k1 = vec3<u32>(NONE, 0u, 0u);
+    var at0 = vec2<u32>(NONE, 0u);
+    var at1 = vec2<u32>(NONE, 0u);
     for (var q = 0u; q < n; q = q + 1u) {
         let bs = t_lbs[lb + q];
         let len = t_llen[lb + q];
@@ -526,17 +551,19 @@ fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
         if (numeric) {
             av = t_lav[lb + q];
         }
-        k0 = team_pick(k0, lane, w, len, bs, av, numeric);
-        k1 = team_pick(k1, lane + TEAM_T, w, len, bs, av, numeric);
+        at0 = team_at(at0, lane, w, len, bs, av);
+        at1 = team_at(at1, lane + TEAM_T, w, len, bs, av);
         w = w + len;
     }
+    var k0 = team_load(at0, numeric);
+    var k1 = team_load(at1, numeric);
     let mine = w > TEAM_MIN && w <= TEAM_W && row != NONE;
     if (!mine) {
         k0.x = NONE;
         k1.x = NONE;
     }
-    t_col[base + lane] = k0.x;
-    t_col[base + lane + TEAM_T] = k1.x;
+    t_col[(base + lane) / 4u][lane % 4u] = k0.x;
+    t_col[(base + lane + TEAM_T) / 4u][lane % 4u] = k1.x;
     t_a[base + lane] = bitcast<f32>(k0.y);
     t_a[base + lane + TEAM_T] = bitcast<f32>(k1.y);
     t_b[base + lane] = bitcast<f32>(k0.z);
@@ -546,37 +573,61 @@ fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
     var f1 = 0u;
     var v0 = 0.0;
     var v1 = 0.0;
-    // Products of smaller column than each of this lane's two.
+    // Products of smaller column than each of this lane's two (numeric), and
+    // of the same column (1: its own only, the usual case).
     var r0 = 0u;
     var r1 = 0u;
+    var e0 = 0u;
+    var e1 = 0u;
     if (mine) {
         f0 = select(0u, 1u, lane < w);
         f1 = select(0u, 1u, lane + TEAM_T < w);
-        // Symbolic: only earlier products can make one not first.
-        var end = w;
-        if (!numeric) {
-            end = min(w, lane + TEAM_T);
-        }
-        for (var i = 0u; i < end; i = i + 1u) {
-            let c = t_col[base + i];
+        // Four columns per load, branch-free: the loop's cost is issued
+        // instructions (32 lanes read the same word), so it carries only
+        // compares and adds. Slots past w hold NONE, which is neither equal
+        // to nor smaller than a column.
+        let q0 = vec4<u32>(k0.x);
+        let q1 = vec4<u32>(k1.x);
+        let b4 = base / 4u;
+        for (var i = 0u; i < (w + 3u) / 4u; i = i + 1u) {
+            let c = t_col[b4 + i];
+            e0 = e0 + count4(c == q0);
+            e1 = e1 + count4(c == q1);
             if (numeric) {
-                r0 = r0 + select(0u, 1u, c < k0.x);
-                r1 = r1 + select(0u, 1u, c < k1.x);
+                r0 = r0 + count4(c < q0);
+                r1 = r1 + count4(c < q1);
             }
-            if (c == k0.x) {
-                if (i < lane) {
-                    f0 = 0u;
-                }
-                if (numeric) {
-                    v0 = fma(t_a[base + i], t_b[base + i], v0);
+        }
+        if (numeric) {
+            // fma from 0, as the chain below starts (a -0 product gives +0).
+            v0 = fma(bitcast<f32>(k0.y), bitcast<f32>(k0.z), 0.0);
+            v1 = fma(bitcast<f32>(k1.y), bitcast<f32>(k1.z), 0.0);
+        }
+        // A repeated column (in two of the row's B rows): its first product
+        // sums them all in t order, the others are not first.
+        if (e0 > 1u && f0 != 0u) {
+            v0 = 0.0;
+            for (var i = 0u; i < w; i = i + 1u) {
+                if (t_col[b4 + i / 4u][i % 4u] == k0.x) {
+                    if (i < lane) {
+                        f0 = 0u;
+                    }
+                    if (numeric) {
+                        v0 = fma(t_a[base + i], t_b[base + i], v0);
+                    }
                 }
             }
-            if (c == k1.x) {
-                if (i < lane + TEAM_T) {
-                    f1 = 0u;
-                }
-                if (numeric) {
-                    v1 = fma(t_a[base + i], t_b[base + i], v1);
+        }
+        if (e1 > 1u && f1 != 0u) {
+            v1 = 0.0;
+            for (var i = 0u; i < w; i = i + 1u) {
+                if (t_col[b4 + i / 4u][i % 4u] == k1.x) {
+                    if (i < lane + TEAM_T) {
+                        f1 = 0u;
+                    }
+                    if (numeric) {
+                        v1 = fma(t_a[base + i], t_b[base + i], v1);
+                    }
                 }
             }
         }
@@ -623,13 +674,188 @@ fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
     return total;
 }
 
+// #if SUBGROUP32
+// Team rows where every subgroup is 32 wide (NVIDIA): a team is a subgroup
+// and sorts its row's products in registers, as the CUDA backend's bins 1-3
+// do: a bitonic network over 64 keys, two per lane, whose exchanges between
+// lanes are shuffles. No workgroup memory and no barrier per row (the
+// comparison loops above need four, and their 64 steps a product). Keys are
+// the columns (symbolic) or column * 64 + t (numeric, where B has at most
+// 2^26 columns: sp.keyed), so equal columns end up adjacent and in t order.
+var<workgroup> t_next: atomic<u32>;
+
+// Sorts 64 keys ascending, held two per lane at positions 2 * lane and
+// 2 * lane + 1. Called by all 32 lanes of the subgroup.
+fn sort64(lane: u32, x: vec2<u32>) -> vec2<u32> {
+    var v = x;
+    for (var k = 2u; k <= 64u; k = k << 1u) {
+        let up = ((2u * lane) & k) == 0u;
+        for (var j = k >> 1u; j > 0u; j = j >> 1u) {
+            if (j == 1u) {
+                let lo = min(v.x, v.y);
+                let hi = max(v.x, v.y);
+                v = select(vec2<u32>(hi, lo), vec2<u32>(lo, hi), up);
+            } else {
+                let o = vec2<u32>(subgroupShuffleXor(v.x, j >> 1u), subgroupShuffleXor(v.y, j >> 1u));
+                let keep_lo = (((2u * lane) & j) == 0u) == up;
+                v = select(max(v, o), min(v, o), keep_lo);
+            }
+        }
+    }
+    return v;
+}
+
+// The team kernels' row with subgroup operations; returns (symbolic) the
+// nnz this lane adds to the total.
+fn team_sort(lid: u32, lane: u32, wflat: u32, numeric: bool) -> u32 {
+    // Each subgroup takes one of the workgroup's TEAMS slots (whatever the
+    // driver's mapping of invocations to subgroups).
+    if (lid == 0u) {
+        atomicStore(&t_next, 0u);
+    }
+    workgroupBarrier();
+    var slot = 0u;
+    if (lane == 0u) {
+        slot = atomicAdd(&t_next, 1u);
+    }
+    let k = wflat * TEAMS + subgroupBroadcast(slot, 0u);
+    var row = NONE;
+    var s = 0u;
+    var n = 0u;
+    // Numeric: the row's offset in C, loaded early (it is used last).
+    var out = 0u;
+    if (k < tpos[sp.rows]) {
+        row = list[mpos[sp.rows] - tpos[sp.rows] + k];
+        s = a_off[2u * row];
+        n = a_off[2u * row + 2u] - s;
+        if (numeric) {
+            out = cnt[row];
+        }
+    }
+    // Lane q < n holds A's entry q: its B row's start and length, A's value.
+    var bs = 0u;
+    var len = 0u;
+    var av = 0u;
+    if (lane < n) {
+        let p = a_idx[s + lane];
+        bs = b_off[2u * p];
+        len = b_off[2u * p + 2u] - bs;
+        if (numeric) {
+            av = bitcast<u32>(a_val[s + lane]);
+        }
+    }
+    let pre = subgroupExclusiveAdd(len);
+    let w = subgroupAdd(len);
+    if (!(w > TEAM_MIN && w <= TEAM_W && row != NONE)) {
+        return 0u;
+    }
+    // This lane's products t = lane and lane + 32.
+    var at0 = vec2<u32>(NONE, 0u);
+    var at1 = vec2<u32>(NONE, 0u);
+    for (var q = 0u; q < n; q = q + 1u) {
+        let pq = subgroupShuffle(pre, q);
+        let lq = subgroupShuffle(len, q);
+        let bq = subgroupShuffle(bs, q);
+        let aq = subgroupShuffle(av, q);
+        at0 = team_at(at0, lane, pq, lq, bq, aq);
+        at1 = team_at(at1, lane + TEAM_T, pq, lq, bq, aq);
+    }
+    let k0 = team_load(at0, numeric);
+    let k1 = team_load(at1, numeric);
+    let p0 = 2u * lane;
+    if (!numeric) {
+        // Sorted columns (NONE past w, last); the row's nnz is the number
+        // of positions below w whose column differs from the one before.
+        let v = sort64(lane, vec2<u32>(k0.x, k1.x));
+        let before = subgroupShuffleUp(v.y, 1u);
+        let h0 = p0 < w && (lane == 0u || v.x != before);
+        let h1 = p0 + 1u < w && v.y != v.x;
+        let c = subgroupAdd(u32(h0) + u32(h1));
+        if (lane == 0u) {
+            cnt[row] = c;
+            return c;
+        }
+        return 0u;
+    }
+    let x0 = select(NONE, (k0.x << 6u) | lane, lane < w);
+    let x1 = select(NONE, (k1.x << 6u) | (lane + TEAM_T), lane + TEAM_T < w);
+    let v = sort64(lane, vec2<u32>(x0, x1));
+    let c = v >> vec2<u32>(6u);
+    let before = subgroupShuffleUp(c.y, 1u);
+    let after = subgroupShuffleDown(c.x, 1u);
+    // A column's first position (in t order) writes it.
+    let h0 = p0 < w && (lane == 0u || c.x != before);
+    let h1 = p0 + 1u < w && c.y != c.x;
+    // The usual column has one product: fma from 0, as the chain starts.
+    let prod0 = fma(bitcast<f32>(k0.y), bitcast<f32>(k0.z), 0.0);
+    let prod1 = fma(bitcast<f32>(k1.y), bitcast<f32>(k1.z), 0.0);
+    let t0 = v.x & 63u;
+    let t1 = v.y & 63u;
+    let g0 = vec2<f32>(subgroupShuffle(prod0, t0 & 31u), subgroupShuffle(prod1, t0 & 31u));
+    let g1 = vec2<f32>(subgroupShuffle(prod0, t1 & 31u), subgroupShuffle(prod1, t1 & 31u));
+    var v0 = select(g0.x, g0.y, t0 >= TEAM_T);
+    var v1 = select(g1.x, g1.y, t1 >= TEAM_T);
+    // A column in several B rows (the next position has it too): its chain
+    // over all the row's products in t order, when the subgroup has one.
+    let run0 = h0 && p0 + 1u < w && c.y == c.x;
+    let run1 = h1 && p0 + 2u < w && after == c.y;
+    if (subgroupAny(run0 || run1)) {
+        var acc0 = 0.0;
+        var acc1 = 0.0;
+        for (var h = 0u; h < 2u; h = h + 1u) {
+            let kk = select(k0, k1, h == 1u);
+            for (var src = 0u; src < TEAM_T; src = src + 1u) {
+                if (h * TEAM_T + src >= w) {
+                    break;
+                }
+                let ct = subgroupShuffle(kk.x, src);
+                let at = bitcast<f32>(subgroupShuffle(kk.y, src));
+                let bt = bitcast<f32>(subgroupShuffle(kk.z, src));
+                if (ct == c.x) {
+                    acc0 = fma(at, bt, acc0);
+                }
+                if (ct == c.y) {
+                    acc1 = fma(at, bt, acc1);
+                }
+            }
+        }
+        if (run0) {
+            v0 = acc0;
+        }
+        if (run1) {
+            v1 = acc1;
+        }
+    }
+    // Places: the number of first positions before.
+    let place = subgroupExclusiveAdd(u32(h0) + u32(h1));
+    if (h0) {
+        c_idx[out + place] = c.x;
+        c_val[out + place] = v0;
+    }
+    if (h1) {
+        let q = out + place + u32(h0);
+        c_idx[q] = c.y;
+        c_val[q] = v1;
+    }
+    return 0u;
+}
+// #endif
+
 @compute @workgroup_size(256)
 fn spg_sym_team(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
+// #if SUBGROUP32
+    @builtin(subgroup_invocation_id) sg_id: u32,
+// #endif
 ) {
-    let n = team(lid, wid.x + wid.y * nwg.x, false);
+    let wflat = wid.x + wid.y * nwg.x;
+// #if SUBGROUP32
+    let n = team_sort(lid, sg_id, wflat, false);
+// #else
+    let n = team(lid, wflat, false);
+// #endif
     add_total(lid, n);
 }
 
@@ -638,8 +864,18 @@ fn spg_num_team(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
+// #if SUBGROUP32
+    @builtin(subgroup_invocation_id) sg_id: u32,
+// #endif
 ) {
-    team(lid, wid.x + wid.y * nwg.x, true);
+    let wflat = wid.x + wid.y * nwg.x;
+// #if SUBGROUP32
+    if (sp.keyed != 0u) {
+        team_sort(lid, sg_id, wflat, true);
+        return;
+    }
+// #endif
+    team(lid, wflat, true);
 }
 
 // Writes C's offsets as u64 from the scanned counts (rows + 1 threads).

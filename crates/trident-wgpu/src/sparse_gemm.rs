@@ -132,7 +132,9 @@ struct Params {
     one_row: u32,
     /// `max_compute_workgroups_per_dimension` (indirect dispatch sizes).
     max_dim: u32,
-    _pad: u32,
+    /// 1: B has at most 2^26 columns (the numeric team sort's keys are
+    /// column * 64 + product).
+    keyed: u32,
 }
 
 /// Core's buffer-size check ([`trident_core::validate::device_csr`]) plus this
@@ -178,7 +180,7 @@ impl WgpuBackend {
             rows: rows as u32,
             one_row: u32::from(cpu),
             max_dim: self.ctx.limits.max_compute_workgroups_per_dimension,
-            _pad: 0,
+            keyed: u32::from(b.cols() <= 1 << 26),
         });
         let (a_off, b_off) = (a.offsets.cast_ref::<u32>()?, b.offsets.cast_ref::<u32>()?);
         let (a_val, b_val) = (a.values.cast_ref::<f32>()?, b.values.cast_ref::<f32>()?);
@@ -417,6 +419,20 @@ mod tests {
         assert_eq!(c, again, "{what}: not deterministic");
         let bits = |m: &CsrMatrix<f32>| m.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&c), bits(&again), "{what}: not bit-identical");
+        // The paths without subgroups (team rows by comparison loops) give
+        // the same bits as those with (on NVIDIA: team rows sorted).
+        let plain = WgpuBackend::with_options(&crate::WgpuOptions {
+            subgroups: false,
+            ..Default::default()
+        })
+        .unwrap();
+        let c_plain = plain.spgemm(a, b).unwrap();
+        assert_eq!(c, c_plain, "{what}: with and without subgroups");
+        assert_eq!(
+            bits(&c),
+            bits(&c_plain),
+            "{what}: bits with and without subgroups"
+        );
         let want = host_product(a, b);
         assert_eq!((c.rows(), c.cols()), (a.rows(), b.cols()), "{what}");
         for (i, row) in want.iter().enumerate() {
@@ -436,6 +452,24 @@ mod tests {
 
     fn csr(rows: usize, cols: usize, t: &[(u32, u32, f32)]) -> CsrMatrix<f32> {
         CsrMatrix::from_triplets(rows, cols, t).unwrap()
+    }
+
+    /// The team kernels' subgroup path (`SUBGROUP32`: a team is a 32-wide
+    /// subgroup, as on NVIDIA) compiles wherever subgroups exist, also on
+    /// adapters that run the other path (llvmpipe's subgroups are 8 wide);
+    /// the GPU machine's verify runs it.
+    #[test]
+    fn subgroup32_team_path_compiles() {
+        let Ok(be) = WgpuBackend::new() else {
+            println!("SKIPPED: no wgpu adapter");
+            return;
+        };
+        if !be.has_subgroups() {
+            println!("SKIPPED: no subgroups on this adapter");
+            return;
+        }
+        be.build_module(&SHADER, &["SUBGROUPS", "SUBGROUP32"])
+            .unwrap();
     }
 
     /// Both bins (short rows merged by one thread, long or wide rows by a
