@@ -29,9 +29,13 @@ use crate::context::failure;
 ///
 /// A buffer enters when the last handle to it is dropped (a [`WgpuBuffer`]
 /// and all its [`WgpuBuffer::cast_ref`] views): wgpu orders later queued
-/// work after the work already queued on it, so reuse never races. A buffer
-/// that would take the pool past its bound is released instead, so the pool
-/// never holds more than `limit` bytes of device memory that no one uses.
+/// work after the work already queued on it, so reuse never races. When a
+/// buffer would take the pool past its bound, the buffers released longest
+/// ago are dropped to make room (a buffer larger than the bound is dropped
+/// itself), so the pool never holds more than `limit` bytes of device memory
+/// that no one uses, and it follows the sizes in use now. (Keeping the old
+/// buffers instead left a bench run's pool full of an earlier case's sizes:
+/// every later SpGEMM created C afresh, 7x slower on the H100.)
 pub(crate) struct Pool {
     state: Mutex<PoolState>,
     limit: AtomicU64,
@@ -39,10 +43,31 @@ pub(crate) struct Pool {
 
 #[derive(Default)]
 struct PoolState {
-    /// Idle buffers by byte size.
-    free: BTreeMap<u64, Vec<wgpu::Buffer>>,
+    /// Idle buffers by byte size, each with its release stamp (ascending).
+    free: BTreeMap<u64, Vec<(u64, wgpu::Buffer)>>,
+    /// Release stamp -> size of every idle buffer, oldest first.
+    order: BTreeMap<u64, u64>,
     /// Sum of their sizes.
     bytes: u64,
+    /// The next release stamp.
+    next: u64,
+}
+
+impl PoolState {
+    /// Drops the idle buffer released longest ago; `false` when none is left.
+    fn drop_oldest(&mut self) -> bool {
+        let Some((stamp, size)) = self.order.pop_first() else {
+            return false;
+        };
+        if let Some(list) = self.free.get_mut(&size) {
+            list.retain(|(s, _)| *s != stamp);
+            if list.is_empty() {
+                self.free.remove(&size);
+            }
+        }
+        self.bytes -= size;
+        true
+    }
 }
 
 impl Pool {
@@ -54,48 +79,47 @@ impl Pool {
         }
     }
 
-    /// Keeps `b` for reuse, or drops it when the pool is full. (A poisoned
-    /// lock only turns pooling off: the buffer is dropped.)
+    /// Keeps `b` for reuse, dropping the oldest idle buffers to make room,
+    /// or drops `b` when it alone exceeds the bound. (A poisoned lock only
+    /// turns pooling off: the buffer is dropped.)
     fn give(&self, b: wgpu::Buffer) {
         let size = b.size();
-        if let Ok(mut st) = self.state.lock()
-            && st.bytes + size <= self.limit.load(Ordering::Relaxed)
-        {
+        let limit = self.limit.load(Ordering::Relaxed);
+        if size > limit {
+            return;
+        }
+        if let Ok(mut st) = self.state.lock() {
+            while st.bytes + size > limit && st.drop_oldest() {}
+            let stamp = st.next;
+            st.next += 1;
             st.bytes += size;
-            st.free.entry(size).or_default().push(b);
+            st.order.insert(stamp, size);
+            st.free.entry(size).or_default().push((stamp, b));
         }
     }
 
-    /// The smallest idle buffer of `min..=max` bytes, if any.
+    /// The smallest idle buffer of `min..=max` bytes (of those, the one
+    /// released last), if any.
     fn take(&self, min: u64, max: u64) -> Option<wgpu::Buffer> {
         let mut st = self.state.lock().ok()?;
         let (&size, list) = st.free.range_mut(min..=max).next()?;
-        let b = list.pop()?;
+        let (stamp, b) = list.pop()?;
         if list.is_empty() {
             st.free.remove(&size);
         }
+        st.order.remove(&stamp);
         st.bytes -= size;
         Some(b)
     }
 
-    /// Sets the bound and releases the largest idle buffers until the pool
+    /// Sets the bound and releases the oldest idle buffers until the pool
     /// holds at most that many bytes.
     fn set_limit(&self, limit: u64) {
         self.limit.store(limit, Ordering::Relaxed);
         let Ok(mut st) = self.state.lock() else {
             return;
         };
-        while st.bytes > limit {
-            let Some(mut e) = st.free.last_entry() else {
-                break;
-            };
-            let size = *e.key();
-            e.get_mut().pop();
-            if e.get().is_empty() {
-                e.remove();
-            }
-            st.bytes -= size;
-        }
+        while st.bytes > limit && st.drop_oldest() {}
     }
 
     /// Bytes held idle now.
@@ -603,6 +627,21 @@ mod tests {
         drop(many);
         let kept = be.buffer_pool_bytes();
         assert!((900_000..=1 << 20).contains(&kept), "{kept}");
+        // A full pool makes room for the newest buffer (the oldest go), so
+        // it follows the sizes in use: 100 KB buffers fill it, then a 600 KB
+        // one released is kept and served again.
+        let big = be.alloc_uninit::<u8>(600_000, "big").unwrap();
+        let big_raw = big.raw().clone();
+        drop(big);
+        let kept = be.buffer_pool_bytes();
+        assert!((600_000..=1 << 20).contains(&kept), "{kept}");
+        let again = be.alloc_uninit::<u8>(600_000, "big again").unwrap();
+        assert!(*again.raw() == big_raw, "the newest buffer was not kept");
+        drop(again);
+        // A buffer larger than the bound is not kept and evicts nothing.
+        let before = be.buffer_pool_bytes();
+        drop(be.alloc_uninit::<u8>(2 << 20, "huge").unwrap());
+        assert_eq!(be.buffer_pool_bytes(), before);
         // Lowering the bound releases the excess; zero turns pooling off.
         be.set_buffer_pool_limit(300_000);
         assert!(be.buffer_pool_bytes() <= 300_000);
