@@ -87,6 +87,12 @@ pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
     /// One line on what it runs on (device name, thread count).
     fn describe(&self) -> String;
+    /// `true` when the backend's device is the host CPU emulating a GPU
+    /// (wgpu on llvmpipe or another software adapter): it runs, but far
+    /// slower than the CPU backend, so the facade ranks it after rayon.
+    fn software_device(&self) -> bool {
+        false
+    }
 }
 
 /// All five primitives in both precisions: what `verify` and the facade hold as

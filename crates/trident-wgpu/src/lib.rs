@@ -13,8 +13,9 @@
 //! [`Error::Unsupported`], which the facade's [`Trident`] handle passes on to
 //! the next backend and `verify` reports as skipped.
 //!
-//! Implemented: DenseGemm, SparseGemm, NearestPairs (host and device-resident
-//! traits). SparseCoder and MaxFlow answer `Unsupported` for now.
+//! All five primitives, host and device-resident traits. On a CPU adapter
+//! (llvmpipe) [`Backend::software_device`] is `true`, and the facade ranks
+//! the backend after rayon.
 //!
 //! [`Trident`]: https://docs.rs/trident
 #![warn(missing_docs)]
@@ -188,6 +189,11 @@ impl Backend for WgpuBackend {
                 ""
             }
         )
+    }
+    /// A CPU adapter (llvmpipe): measured on the 2-core CI box, 9x (pairs)
+    /// to 320x (cut) slower than rayon (BENCHMARKS.md).
+    fn software_device(&self) -> bool {
+        self.ctx.info.device_type == wgpu::DeviceType::Cpu
     }
 }
 

@@ -95,6 +95,20 @@ fn probed() -> &'static Probed {
     })
 }
 
+/// The order in which the facade offers calls to backends given in
+/// preference order as `(name, software_device)`: the same order, except
+/// that software devices move to just after rayon (when rayon is there).
+fn ranked(backends: &[(&str, bool)]) -> Vec<usize> {
+    let Some(r) = backends.iter().position(|&(n, _)| n == "rayon") else {
+        return (0..backends.len()).collect();
+    };
+    let slow = |i: usize| i < r && backends[i].1;
+    let mut order: Vec<usize> = (0..=r).filter(|&i| !slow(i)).collect();
+    order.extend((0..r).filter(|&i| slow(i)));
+    order.extend(r + 1..backends.len());
+    order
+}
+
 impl Trident {
     /// The compiled-in backends that run here (or the one `TRIDENT_BACKEND`
     /// names), probed once per process (see the module docs).
@@ -142,16 +156,22 @@ impl Trident {
         })
     }
 
-    /// Every compiled-in backend that runs here, in [`PREFERENCE`] order.
+    /// Every compiled-in backend that runs here, in [`PREFERENCE`] order,
+    /// except that a backend on a software device (wgpu on llvmpipe) comes
+    /// after rayon.
     pub fn probe() -> Self {
-        let mut chain = Vec::new();
+        let mut chain: Vec<Arc<dyn Primitives>> = Vec::new();
         let mut candidates = Vec::new();
         for (name, b) in probed() {
             match b {
                 Ok(b) => {
+                    let mut d = b.describe();
+                    if b.software_device() {
+                        d.push_str("; a software device, ranked after rayon");
+                    }
                     candidates.push(Candidate {
                         name,
-                        outcome: Ok(b.describe()),
+                        outcome: Ok(d),
                     });
                     chain.push(b.clone());
                 }
@@ -161,6 +181,13 @@ impl Trident {
                 }),
             }
         }
+        let ranks: Vec<(&str, bool)> = chain
+            .iter()
+            .map(|b| (b.name(), b.software_device()))
+            .collect();
+        let order = ranked(&ranks);
+        let mut slots: Vec<Option<Arc<dyn Primitives>>> = chain.into_iter().map(Some).collect();
+        let chain = order.iter().filter_map(|&i| slots[i].take()).collect();
         Self {
             chain,
             candidates,
@@ -212,6 +239,13 @@ impl Trident {
     /// (`None` before the first call).
     pub fn last_choice(&self) -> Option<Choice> {
         self.last.lock().ok().and_then(|l| l.clone())
+    }
+
+    /// Name of the backend that served the last call (the one calls are
+    /// offered to first, [`Trident::primary`], before any call): what a
+    /// report of a finished call should name.
+    pub fn served_last(&self) -> &'static str {
+        self.last_choice().map_or(self.primary(), |c| c.backend)
     }
 
     /// Name of the backend that calls are offered to first (it may still hand
@@ -408,5 +442,32 @@ impl MaxFlow for Trident {
         self.serve(Primitive::MaxFlow, g.nodes() as f64, |be| {
             be.network_flow(g)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ranked;
+
+    #[test]
+    fn software_devices_go_after_rayon() {
+        let c = |v: &[(&str, bool)]| ranked(v);
+        // wgpu on llvmpipe: rayon first, then wgpu, then the reference.
+        let v = [
+            ("cuda", false),
+            ("wgpu", true),
+            ("rayon", false),
+            ("reference", false),
+        ];
+        assert_eq!(c(&v), [0, 2, 1, 3]);
+        let v = [("wgpu", true), ("rayon", false), ("reference", false)];
+        assert_eq!(c(&v), [1, 0, 2]);
+        // A GPU adapter keeps its place.
+        let v = [("wgpu", false), ("rayon", false), ("reference", false)];
+        assert_eq!(c(&v), [0, 1, 2]);
+        // Without rayon nothing moves.
+        let v = [("wgpu", true), ("reference", false)];
+        assert_eq!(c(&v), [0, 1]);
+        assert_eq!(c(&[]), Vec::<usize>::new());
     }
 }

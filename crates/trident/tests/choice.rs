@@ -124,7 +124,9 @@ fn small_calls_go_to_rayon_and_large_ones_to_the_gpu() {
         .unwrap()
         .with_cost_model(model());
     assert!(t.last_choice().is_none());
+    assert_eq!(t.served_last(), "cuda", "before any call: the primary");
     t.spgemm(&diag(10), &diag(10)).unwrap();
+    assert_eq!(t.served_last(), "rayon");
     let c = t.last_choice().unwrap();
     assert_eq!(
         (c.primitive, c.backend, c.work),

@@ -90,9 +90,7 @@ where
     c.resize(len, T::ZERO);
     let engine = ctx.engine()?;
     let lib = |e| Fail::from_lib("gemm", e);
-    let pb = ctx
-        .progress
-        .spinner(format!("gemm {m}x{k}x{n} on {}", engine.primary()));
+    let pb = ctx.progress.spinner(format!("gemm {m}x{k}x{n}"));
     let t1 = Instant::now();
     engine
         .gemm(
@@ -112,11 +110,11 @@ where
         text: format!(
             "C = A B: {m} x {n} ({}), k = {k}, {compute_s:.3} s ({gflops:.1} GFLOP/s) on {} -> {}\n",
             T::NAME,
-            engine.primary(),
+            engine.served_last(),
             args.output.display()
         ),
         json: json!({
-            "ok": true, "backend": engine.primary(), "precision": T::NAME,
+            "ok": true, "backend": engine.served_last(), "precision": T::NAME,
             "m": m, "n": n, "k": k, "gflops": gflops,
             "output": args.output.display().to_string(),
             "timings": {"read_s": read_s, "compute_s": compute_s, "write_s": write_s},

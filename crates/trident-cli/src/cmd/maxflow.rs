@@ -41,9 +41,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     let read_s = secs(t0);
     probe_memory(&name, g.nodes())?;
     let engine = ctx.engine()?;
-    let pb = ctx
-        .progress
-        .spinner(format!("max flow on {}", engine.primary()));
+    let pb = ctx.progress.spinner("max flow");
     let t1 = Instant::now();
     let r = engine
         .network_flow(&g)
@@ -69,10 +67,10 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
             r.flow,
             g.nodes(),
             compute_s,
-            engine.primary()
+            engine.served_last()
         ),
         json: json!({
-            "ok": true, "backend": engine.primary(), "flow": r.flow,
+            "ok": true, "backend": engine.served_last(), "flow": r.flow,
             "nodes": g.nodes(), "arcs": g.arcs().len(), "source_side": side,
             "cut": args.cut.as_ref().map(|c| c.display().to_string()),
             "timings": {"read_s": read_s, "compute_s": compute_s},

@@ -118,7 +118,7 @@ where
     let x = MatRef::dense(&signals, l, n)
         .map_err(|e| Fail::from_lib(&args.signals.display().to_string(), e))?;
     let engine = ctx.engine()?;
-    let pb = ctx.progress.spinner(format!("omp on {}", engine.primary()));
+    let pb = ctx.progress.spinner("omp");
     let t1 = Instant::now();
     let codes = engine
         .encode(&dict, x, rule)
@@ -154,11 +154,11 @@ where
         text: format!(
             "omp: {l} signals of length {n} over {atoms} atoms ({}), {mean_atoms:.2} atoms per signal, {compute_s:.3} s on {} -> {}\n",
             T::NAME,
-            engine.primary(),
+            engine.served_last(),
             args.output.display()
         ),
         json: json!({
-            "ok": true, "backend": engine.primary(), "precision": T::NAME,
+            "ok": true, "backend": engine.served_last(), "precision": T::NAME,
             "signals": l, "n": n, "atoms": atoms, "mean_atoms": mean_atoms,
             "output": args.output.display().to_string(),
             "timings": {"read_s": read_s, "compute_s": compute_s, "write_s": write_s},

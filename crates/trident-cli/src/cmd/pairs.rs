@@ -40,9 +40,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     let read_s = secs(t0);
     let engine = ctx.engine()?;
     let lib = |e| Fail::from_lib("pairs", e);
-    let pb = ctx
-        .progress
-        .spinner(format!("pairs on {}", engine.primary()));
+    let pb = ctx.progress.spinner("pairs");
     let t1 = Instant::now();
     let (mode, rows): (&str, Vec<String>) = if let Some(k) = args.knn {
         let len = a.len().checked_mul(k).ok_or_else(|| {
@@ -107,11 +105,11 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
             a.len(),
             b.len(),
             rows.len(),
-            engine.primary(),
+            engine.served_last(),
             args.output.display()
         ),
         json: json!({
-            "ok": true, "backend": engine.primary(), "mode": mode,
+            "ok": true, "backend": engine.served_last(), "mode": mode,
             "a_points": a.len(), "b_points": b.len(), "rows": rows.len(),
             "output": args.output.display().to_string(),
             "timings": {"read_s": read_s, "compute_s": compute_s, "write_s": write_s},

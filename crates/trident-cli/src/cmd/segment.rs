@@ -125,9 +125,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     )
     .map_err(|e| Fail::from_lib(&args.image.display().to_string(), e))?;
     let engine = ctx.engine()?;
-    let pb = ctx
-        .progress
-        .spinner(format!("graph cut {w} x {h} on {}", engine.primary()));
+    let pb = ctx.progress.spinner(format!("graph cut {w} x {h}"));
     let t1 = Instant::now();
     let cut = engine
         .grid_cut(&g)
@@ -143,11 +141,11 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
             "segment: {w} x {h}, {fg_pixels} foreground pixels ({:.1}%), cut {}, {compute_s:.3} s on {} -> {}\n",
             100.0 * fg_pixels as f64 / (w as f64 * h as f64).max(1.0),
             cut.flow,
-            engine.primary(),
+            engine.served_last(),
             args.output.display()
         ),
         json: json!({
-            "ok": true, "backend": engine.primary(), "width": w, "height": h,
+            "ok": true, "backend": engine.served_last(), "width": w, "height": h,
             "foreground_pixels": fg_pixels, "cut": cut.flow,
             "models": {"foreground": [fg.mean, fg.var], "background": [bg.mean, bg.var]},
             "output": args.output.display().to_string(),

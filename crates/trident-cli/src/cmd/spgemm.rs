@@ -62,9 +62,7 @@ where
     }
     let read_s = secs(t0);
     let engine = ctx.engine()?;
-    let pb = ctx
-        .progress
-        .spinner(format!("spgemm on {}", engine.primary()));
+    let pb = ctx.progress.spinner("spgemm");
     let t1 = Instant::now();
     let c = engine
         .spgemm(&a, &b)
@@ -82,11 +80,11 @@ where
             c.cols(),
             c.nnz(),
             compute_s,
-            engine.primary(),
+            engine.served_last(),
             args.output.display()
         ),
         json: json!({
-            "ok": true, "backend": engine.primary(), "precision": T::NAME,
+            "ok": true, "backend": engine.served_last(), "precision": T::NAME,
             "a": {"rows": a.rows(), "cols": a.cols(), "nnz": a.nnz()},
             "b": {"rows": b.rows(), "cols": b.cols(), "nnz": b.nnz()},
             "c": {"rows": c.rows(), "cols": c.cols(), "nnz": c.nnz()},
