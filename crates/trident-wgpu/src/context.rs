@@ -164,8 +164,18 @@ pub(crate) struct Context {
     pub(crate) pool: Arc<crate::buffer::Pool>,
 }
 
+/// Held while a device is opened: one at a time per process. On the H100
+/// machine's NVIDIA Vulkan driver, the trident-wgpu test binary, whose 16
+/// test threads each open devices at once, hung in every one of four runs
+/// (all threads waiting on futexes, the driver's among them).
+static OPENING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 impl Context {
     pub(crate) fn open(opts: &WgpuOptions) -> Result<Self> {
+        // A panic elsewhere while opening leaves nothing to repair.
+        let _one = OPENING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
         if let Some(b) = opts.backends {
             desc.backends = b;

@@ -226,6 +226,37 @@ mod tests {
         assert!(matches!(r, Err(Error::BackendUnavailable(_))), "{r:?}");
     }
 
+    /// Backends opened by many threads at once all work (on the H100's
+    /// Vulkan driver, devices opened concurrently hung the test binary
+    /// before `Context::open` took them one at a time).
+    #[test]
+    fn backends_open_from_many_threads() {
+        let ok = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    s.spawn(move || {
+                        let Ok(b) = WgpuBackend::new() else {
+                            return None;
+                        };
+                        let host: Vec<u32> = (0..1000).map(|v| v * i).collect();
+                        let buf = b.upload(&host).unwrap();
+                        let mut back = vec![0u32; 1000];
+                        b.download(&buf, &mut back).unwrap();
+                        Some(back == host)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
+        });
+        if ok.iter().all(Option::is_none) {
+            println!("SKIPPED: no wgpu adapter");
+        }
+        assert!(ok.iter().flatten().all(|&same| same), "{ok:?}");
+    }
+
     /// f64 answers Unsupported with the reason, so the facade moves on.
     #[test]
     fn f64_is_unsupported() {
