@@ -273,8 +273,8 @@ impl<T: Scalar> Short<T> {
 
     /// Writes the row `(acols, avals)` times `b` (columns in
     /// `base..base + DENSE_WINDOW`, at most [`SHORT_MAX_FLOPS`] products)
-    /// into `idx`/`val`, columns ascending, when it has exactly their
-    /// length of columns, and returns how many it has (the caller checks).
+    /// into the front of `idx`/`val`, columns ascending, when they have room
+    /// for its columns, and returns how many it has (the caller checks).
     #[inline]
     fn fill(
         &mut self,
@@ -317,7 +317,7 @@ impl<T: Scalar> Short<T> {
             cols[q] = c;
         }
         let neg_zero = T::from_f64(-0.0);
-        if count == idx.len() && count == val.len() {
+        if count <= idx.len() && count <= val.len() {
             for ((&c, i), v) in cols.iter().zip(idx).zip(val) {
                 let r = (c as usize - base) & (DENSE_WINDOW - 1);
                 i.write(c);
@@ -363,8 +363,8 @@ impl<T: Scalar> Merge<T> {
     }
 
     /// Writes the row `(acols, avals)` times `b` (at most
-    /// [`MERGE_MAX_FLOPS`] products) into `idx`/`val`, columns ascending,
-    /// when it has exactly their length of columns, and returns how many it
+    /// [`MERGE_MAX_FLOPS`] products) into the front of `idx`/`val`, columns
+    /// ascending, as far as they have room, and returns how many columns it
     /// has (the caller checks).
     fn fill(
         &mut self,
@@ -576,40 +576,51 @@ impl<T: Scalar> Workspace<T> {
         }
     }
 
-    /// Writes row `i` of `A * B` into `idx`/`val`, whose length is the row's
-    /// count from [`Self::count_row`], columns ascending.
-    pub(super) fn fill_row(
+    /// Writes row `i` of `A * B`, columns ascending, into the front of the
+    /// slices that `room` returns when given an upper bound on the row's
+    /// entries (its products, at most `n`), and returns how many it wrote.
+    /// The slices must hold the whole row: the two-pass product passes the
+    /// row's exact slot (its count from [`Self::count_row`]) and checks the
+    /// returned count; the fused one passes room for the bound. A row that
+    /// does not fit panics (a bug of ours) rather than be cut short.
+    pub(super) fn fill_row<'o>(
         &mut self,
         a: &CsrMatrix<T>,
         b: &CsrMatrix<T>,
         i: usize,
-        idx: &mut [MaybeUninit<u32>],
-        val: &mut [MaybeUninit<T>],
-    ) {
-        let len = idx.len();
-        if len == 0 {
-            return;
-        }
+        room: impl FnOnce(usize) -> (&'o mut [MaybeUninit<u32>], &'o mut [MaybeUninit<T>]),
+    ) -> usize {
         let (acols, avals) = a.row(i);
-        if acols.len() == 1 {
-            let (bc, bv) = brow(b, acols[0]);
-            assert_eq!(
-                bc.len(),
-                len,
-                "spgemm: symbolic and numeric passes disagree"
-            );
-            let av = avals[0];
-            for t in 0..len {
-                idx[t].write(bc[t]);
-                val[t].write(av * bv[t]);
+        match acols.len() {
+            0 => return 0,
+            1 => {
+                let (bc, bv) = brow(b, acols[0]);
+                let len = bc.len();
+                let (idx, val) = room(len);
+                let av = avals[0];
+                for ((i, v), (&j, &bj)) in idx[..len]
+                    .iter_mut()
+                    .zip(&mut val[..len])
+                    .zip(bc.iter().zip(bv))
+                {
+                    i.write(j);
+                    v.write(av * bj);
+                }
+                return len;
             }
-            return;
+            _ => {}
         }
+        let shape = row_shape(acols, b);
+        if shape.flops == 0 {
+            return 0;
+        }
+        let (idx, val) = room(shape.flops.min(self.n));
+        let len = idx.len().min(val.len());
         let shape = row_shape(acols, b);
         if let Some((sh, base)) = self.short(&shape) {
             let count = sh.fill(acols, avals, b, base, idx, val);
-            assert_eq!(count, len, "spgemm: symbolic and numeric passes disagree");
-            return;
+            assert!(count <= len, "spgemm: the row does not fit its slot");
+            return count;
         }
         if let Some((d, base)) = self.dense(&shape) {
             d.ready(shape.lo - base, shape.hi - base);
@@ -648,11 +659,12 @@ impl<T: Scalar> Workspace<T> {
             } else {
                 d.drain(lo, hi, &mut emit);
             }
-            assert_eq!(t, len, "spgemm: symbolic and numeric passes disagree");
+            t
         } else if shape.flops <= MERGE_MAX_FLOPS {
             let m = self.merge.get_or_insert_with(Merge::new);
             let count = m.fill(acols, avals, b, idx, val);
-            assert_eq!(count, len, "spgemm: symbolic and numeric passes disagree");
+            assert!(count <= len, "spgemm: the row does not fit its slot");
+            count
         } else {
             let (size, shift) = self.table(len);
             let mask = size - 1;
@@ -672,8 +684,8 @@ impl<T: Scalar> Workspace<T> {
                         }
                         if k == EMPTY {
                             // A full table would make this loop spin: fail loudly
-                            // should the passes ever disagree (a bug of ours).
-                            assert!(cols.len() < len, "spgemm: passes disagree");
+                            // should the row outgrow its slot (a bug of ours).
+                            assert!(cols.len() < len, "spgemm: the row does not fit its slot");
                             keys[s] = j;
                             vals[s] = prod;
                             cols.push(j);
@@ -683,11 +695,7 @@ impl<T: Scalar> Workspace<T> {
                     }
                 }
             }
-            assert_eq!(
-                cols.len(),
-                len,
-                "spgemm: symbolic and numeric passes disagree"
-            );
+            let count = cols.len();
             cols.sort_unstable();
             for (t, &j) in cols.iter().enumerate() {
                 let mut s = slot(j, shift);
@@ -699,6 +707,7 @@ impl<T: Scalar> Workspace<T> {
             }
             keys.fill(EMPTY);
             cols.clear();
+            count
         }
     }
 }
