@@ -37,11 +37,18 @@ const DENSE_WINDOW: usize = 1 << 16;
 /// outputs hash such rows, whose table is bounded by the row's products.
 const DENSE_MAX_COLS: usize = 1 << 22;
 
-/// Rows of at most this many products whose columns fall in a
+/// Rows of at most [`SHORT_NARROW_FLOPS`] products whose columns fall in a
 /// [`DENSE_WINDOW`] go to the short-row accumulator ([`Short`]): stencil rows
 /// (25 products into 13 columns for the 5-point Laplacian squared) and the
-/// light rows of R-MAT. Its slot numbers are a byte, so this must stay below 256.
-const SHORT_MAX_FLOPS: usize = 64;
+/// light rows of R-MAT; so do rows of up to `SHORT_MAX_FLOPS` products whose
+/// columns span less than [`SHORT_WIDE_SPAN`]: a 9-point stencil row squared
+/// (81 products into 25 columns within 4 grid lines) sorts its few columns
+/// faster than the window's bitmap is scanned (a tenth of
+/// stencil2d-9pt-724), while an R-MAT row of a hundred random columns would
+/// sort them slower. Its slot numbers are a byte, so this must stay below 256.
+const SHORT_MAX_FLOPS: usize = 128;
+const SHORT_NARROW_FLOPS: usize = 64;
+const SHORT_WIDE_SPAN: usize = 1 << 13;
 const _: () = assert!(SHORT_MAX_FLOPS.is_power_of_two() && SHORT_MAX_FLOPS <= 256);
 
 /// Rows of at most this many products that no window or dense accumulator
@@ -488,7 +495,10 @@ impl<T: Scalar> Workspace<T> {
     /// The short-row accumulator and the column its tag 0 stands for, when
     /// the row is short enough for it.
     fn short(&mut self, r: &RowShape) -> Option<(&mut Short<T>, usize)> {
-        (r.flops <= SHORT_MAX_FLOPS && r.hi - r.lo < DENSE_WINDOW)
+        let span = r.hi - r.lo;
+        (span < DENSE_WINDOW
+            && (r.flops <= SHORT_NARROW_FLOPS
+                || (r.flops <= SHORT_MAX_FLOPS && span < SHORT_WIDE_SPAN)))
             .then(|| (self.short.get_or_insert_with(Short::new), r.lo))
     }
 
