@@ -282,8 +282,14 @@ impl<T: Scalar> Short<T> {
     /// `base..base + DENSE_WINDOW`, at most [`SHORT_MAX_FLOPS`] products)
     /// into the front of `idx`/`val`, columns ascending, when they have room
     /// for its columns, and returns how many it has (the caller checks).
+    ///
+    /// `NARROW`: the row's columns span less than [`SHORT_WIDE_SPAN`]
+    /// (stencil rows), whose pattern of new and repeated columns is the same
+    /// from row to row: a branch on it is predicted, and cheaper than the
+    /// branch-free update that wider rows (R-MAT, whose repeats are a coin
+    /// toss) keep.
     #[inline]
-    fn fill(
+    fn fill<const NARROW: bool>(
         &mut self,
         acols: &[u32],
         avals: &[T],
@@ -304,12 +310,19 @@ impl<T: Scalar> Short<T> {
             let (bc, bv) = brow(b, p);
             for (&j, &bj) in bc.iter().zip(bv) {
                 let r = (j as usize - base) & (DENSE_WINDOW - 1);
-                let seen = tags[r] == g;
-                tags[r] = g;
-                // Written every time, kept only for a new column: no branch
-                // (`seen` is a coin toss for stencil rows).
-                cols[count & M] = j;
-                count += usize::from(!seen);
+                if NARROW {
+                    if tags[r] != g {
+                        tags[r] = g;
+                        cols[count & M] = j;
+                        count += 1;
+                    }
+                } else {
+                    let seen = tags[r] == g;
+                    tags[r] = g;
+                    // Written every time, kept only for a new column.
+                    cols[count & M] = j;
+                    count += usize::from(!seen);
+                }
                 sums[r] += av * bj;
             }
         }
@@ -628,7 +641,11 @@ impl<T: Scalar> Workspace<T> {
         let len = idx.len().min(val.len());
         let shape = row_shape(acols, b);
         if let Some((sh, base)) = self.short(&shape) {
-            let count = sh.fill(acols, avals, b, base, idx, val);
+            let count = if shape.hi - shape.lo < SHORT_WIDE_SPAN {
+                sh.fill::<true>(acols, avals, b, base, idx, val)
+            } else {
+                sh.fill::<false>(acols, avals, b, base, idx, val)
+            };
             assert!(count <= len, "spgemm: the row does not fit its slot");
             return count;
         }
@@ -744,7 +761,10 @@ mod short_tests {
             assert_eq!(sh.count(&[0, 1], &b, 0), 3);
             let mut idx = [MaybeUninit::uninit(); 3];
             let mut val = [MaybeUninit::uninit(); 3];
-            assert_eq!(sh.fill(&[0, 1], &[1.0, 1.0], &b, 0, &mut idx, &mut val), 3);
+            assert_eq!(
+                sh.fill::<true>(&[0, 1], &[1.0, 1.0], &b, 0, &mut idx, &mut val),
+                3
+            );
             // SAFETY: `fill` wrote all three, as it returned their count.
             let (idx, val) =
                 unsafe { (idx.map(|x| x.assume_init()), val.map(|x| x.assume_init())) };
