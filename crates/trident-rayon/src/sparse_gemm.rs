@@ -113,9 +113,15 @@ fn product<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, fuse: bool) -> Result<
     // `validate::spgemm` and lower bound took a fifth of the product's
     // time. Any failure is reported by the serial check itself, so the
     // error is the canonical one.
-    // `A * A` (a square of one matrix) scans its values once.
-    let same = std::ptr::eq(a.values(), b.values());
-    if a.cols() != b.rows() || !all_finite(a.values()) || (!same && !all_finite(b.values())) {
+    // One pass over each matrix's rows gathers what the checks and the
+    // choice of pass need; `A * A` (a square of one matrix) scans it once.
+    let sa = scan(a);
+    let sb = if std::ptr::eq(a.values(), b.values()) {
+        sa
+    } else {
+        scan(b)
+    };
+    if a.cols() != b.rows() || !sa.finite || !sb.finite {
         validate::spgemm(a, b)?;
     }
     if a.nnz() == 0 || b.nnz() == 0 {
@@ -127,10 +133,9 @@ fn product<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, fuse: bool) -> Result<
     // is at least one product), the lower bound's pass over A's
     // entries is skipped: on 16 cores it was a tenth of poisson2d.
     let entry = 4 + size_of::<T>() as u128;
-    let longest_b = longest_row(b);
-    let upper = a.nnz() as u128 * longest_b as u128;
+    let upper = a.nnz() as u128 * sb.longest as u128;
     let banded = if upper * entry <= trident_core::mem::host_memory_limit() as u128 {
-        banded(a)
+        sa.banded
     } else {
         let (at_least, banded) = nnz_lower_bound(a, b);
         trident_core::mem::check_bytes(at_least * entry, || {
@@ -150,7 +155,7 @@ fn product<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, fuse: bool) -> Result<
     if fuse
         && banded
         && upper * entry <= trident_core::mem::host_memory_limit() as u128
-        && longest_row(a).saturating_mul(longest_b) <= FUSED_MAX_FLOPS
+        && sa.longest.saturating_mul(sb.longest) <= FUSED_MAX_FLOPS
         && let Some(c) = fused(a, b, threads, upper as usize, &mut trace)?
     {
         return Ok(c);
@@ -178,20 +183,47 @@ impl Trace {
     }
 }
 
-/// Whether every value is finite, in parallel.
-fn all_finite<T: Scalar>(v: &[T]) -> bool {
-    v.par_chunks(SCAN_BLOCK)
-        .all(|c| c.iter().all(|x| x.is_finite()))
+/// What one pass over a matrix's rows tells: whether its values are all
+/// finite, its longest row, and whether it is banded (see [`row_banded`]).
+#[derive(Clone, Copy)]
+struct Scan {
+    finite: bool,
+    longest: usize,
+    banded: bool,
 }
 
-/// The longest row of `m`, in parallel.
-fn longest_row<T: Scalar>(m: &CsrMatrix<T>) -> usize {
-    m.offsets()
-        .par_windows(2)
-        .with_min_len(SCAN_BLOCK)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or(0)
+/// [`Scan`] of `m`, in parallel over blocks of [`SCAN_BLOCK`] rows (each
+/// block's values checked as one slice): one pass where three (values,
+/// offsets, then offsets and indices again) took a twentieth of
+/// poisson2d-5pt-1024 on 2 cores.
+fn scan<T: Scalar>(m: &CsrMatrix<T>) -> Scan {
+    let o = m.offsets();
+    (0..m.rows().div_ceil(SCAN_BLOCK))
+        .into_par_iter()
+        .map(|blk| {
+            let (r0, r1) = (blk * SCAN_BLOCK, ((blk + 1) * SCAN_BLOCK).min(m.rows()));
+            Scan {
+                finite: m.values()[o[r0]..o[r1]].iter().all(|x| x.is_finite()),
+                longest: o[r0..=r1]
+                    .windows(2)
+                    .map(|w| w[1] - w[0])
+                    .max()
+                    .unwrap_or(0),
+                banded: (r0..r1).all(|i| row_banded(i, m.row(i).0)),
+            }
+        })
+        .reduce(
+            || Scan {
+                finite: true,
+                longest: 0,
+                banded: true,
+            },
+            |x, y| Scan {
+                finite: x.finite && y.finite,
+                longest: x.longest.max(y.longest),
+                banded: x.banded && y.banded,
+            },
+        )
 }
 
 /// Whether row `i` of `A` has every entry within [`BAND`] of the diagonal
@@ -201,15 +233,6 @@ fn row_banded(i: usize, cols: &[u32]) -> bool {
         (Some(&lo), Some(&hi)) => i.abs_diff(lo as usize).max(i.abs_diff(hi as usize)) <= BAND,
         _ => true,
     }
-}
-
-/// Whether `A` is banded (see [`nnz_lower_bound`]), in parallel: two
-/// indices per row.
-fn banded<T: Scalar>(a: &CsrMatrix<T>) -> bool {
-    (0..a.rows())
-        .into_par_iter()
-        .with_min_len(SCAN_BLOCK)
-        .all(|i| row_banded(i, a.row(i).0))
 }
 
 /// [`CsrMatrix::product_nnz_lower_bound`] in parallel (per row of `A`, the
