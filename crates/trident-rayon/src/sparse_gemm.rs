@@ -452,7 +452,7 @@ fn gustavson<T: Scalar>(
                         let (s, e) = (offsets[i] - base, offsets[i + 1] - base);
                         if s < e {
                             let (idx, val) = (&mut idx[s..e], &mut val[s..e]);
-                            let count = ws.fill_row(a, b, i, |_| (idx, val));
+                            let count = ws.fill_row::<false>(a, b, i, |_| (idx, val));
                             assert_eq!(
                                 count,
                                 e - s,
@@ -613,7 +613,7 @@ fn fused<T: Scalar>(
                     let mut len = 0;
                     row_ends.clear();
                     for i in rows(k) {
-                        let count = ws.fill_row(a, b, i, |bound| {
+                        let count = ws.fill_row::<true>(a, b, i, |bound| {
                             if idx.len() < len + bound {
                                 let grow = (len + bound).max(2 * idx.len());
                                 idx.resize(grow, MaybeUninit::uninit());

@@ -283,11 +283,12 @@ impl<T: Scalar> Short<T> {
     /// into the front of `idx`/`val`, columns ascending, when they have room
     /// for its columns, and returns how many it has (the caller checks).
     ///
-    /// `NARROW`: the row's columns span less than [`SHORT_WIDE_SPAN`]
-    /// (stencil rows), whose pattern of new and repeated columns is the same
-    /// from row to row: a branch on it is predicted, and cheaper than the
-    /// branch-free update that wider rows (R-MAT, whose repeats are a coin
-    /// toss) keep.
+    /// `NARROW`: the row's columns span less than [`SHORT_WIDE_SPAN`], or
+    /// the row is one of the fused pass's (stencil rows, a 7-point one in 3D
+    /// spans two grid planes), whose pattern of new and repeated columns is
+    /// the same from row to row: a branch on it is predicted, and cheaper
+    /// than the branch-free update that other rows (R-MAT, whose repeats
+    /// are a coin toss) keep.
     #[inline]
     fn fill<const NARROW: bool>(
         &mut self,
@@ -606,7 +607,11 @@ impl<T: Scalar> Workspace<T> {
     /// row's exact slot (its count from [`Self::count_row`]) and checks the
     /// returned count; the fused one passes room for the bound. A row that
     /// does not fit panics (a bug of ours) rather than be cut short.
-    pub(super) fn fill_row<'o>(
+    ///
+    /// `PATTERNED`: short rows branch on new columns whatever their span
+    /// (see [`Short::fill`]); the fused pass's rows (banded, light) repeat
+    /// one pattern.
+    pub(super) fn fill_row<'o, const PATTERNED: bool>(
         &mut self,
         a: &CsrMatrix<T>,
         b: &CsrMatrix<T>,
@@ -640,8 +645,9 @@ impl<T: Scalar> Workspace<T> {
         let (idx, val) = room(shape.flops.min(self.n));
         let len = idx.len().min(val.len());
         let shape = row_shape(acols, b);
+        let narrow = PATTERNED || shape.hi - shape.lo < SHORT_WIDE_SPAN;
         if let Some((sh, base)) = self.short(&shape) {
-            let count = if shape.hi - shape.lo < SHORT_WIDE_SPAN {
+            let count = if narrow {
                 sh.fill::<true>(acols, avals, b, base, idx, val)
             } else {
                 sh.fill::<false>(acols, avals, b, base, idx, val)
