@@ -27,7 +27,10 @@
 //! the counts of the blocks before it ([`Chain`]; a worker never waits on a
 //! descheduled one, it counts that block itself). The output is reserved
 //! at its upper bound (`nnz(A)` times B's longest row; pages never written
-//! are never faulted in) and shrunk after.
+//! are never faulted in) and shrunk after. When no row can have more than
+//! 128 products (5-, 7- and 9-point stencils) rows go straight to the
+//! short-row accumulator, its slots indexed by column modulo the window and
+//! the row's span checked after, rather than found by a pass of its own.
 //!
 //! Each worker has one workspace for the whole call ([`accum`]); the
 //! accumulator is picked per row: a row of at most 64 products within a
@@ -156,7 +159,14 @@ fn product<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, fuse: bool) -> Result<
         && banded
         && upper * entry <= trident_core::mem::host_memory_limit() as u128
         && sa.longest.saturating_mul(sb.longest) <= FUSED_MAX_FLOPS
-        && let Some(c) = fused(a, b, threads, upper as usize, &mut trace)?
+        && let Some(c) = fused(
+            a,
+            b,
+            threads,
+            upper as usize,
+            sa.longest * sb.longest,
+            &mut trace,
+        )?
     {
         return Ok(c);
     }
@@ -579,6 +589,7 @@ fn fused<T: Scalar>(
     b: &CsrMatrix<T>,
     threads: usize,
     upper: usize,
+    row_flops: usize,
     trace: &mut Trace,
 ) -> Result<Option<CsrMatrix<T>>> {
     let (m, n) = (a.rows(), b.cols());
@@ -591,6 +602,8 @@ fn fused<T: Scalar>(
     let blocks = m.div_ceil(FUSED_ROWS);
     let rows = |k: usize| k * FUSED_ROWS..((k + 1) * FUSED_ROWS).min(m);
     let chain = Chain::new(blocks);
+    // No row has more products than the short-row accumulator takes.
+    let short = row_flops <= accum::SHORT_MAX_FLOPS;
     let next = AtomicUsize::new(0);
     let (po, pi, pv) = (
         Out(offsets.as_mut_ptr()),
@@ -613,14 +626,22 @@ fn fused<T: Scalar>(
                     let mut len = 0;
                     row_ends.clear();
                     for i in rows(k) {
-                        let count = ws.fill_row::<true>(a, b, i, |bound| {
+                        let (idx, val) = (&mut idx, &mut val);
+                        let room = move |bound: usize| {
+                            // Moved in, so that the room outlives the call.
+                            let (idx, val) = (idx, val);
                             if idx.len() < len + bound {
                                 let grow = (len + bound).max(2 * idx.len());
                                 idx.resize(grow, MaybeUninit::uninit());
                                 val.resize(grow, MaybeUninit::uninit());
                             }
                             (&mut idx[len..len + bound], &mut val[len..len + bound])
-                        });
+                        };
+                        let count = if short {
+                            ws.fill_short_row(a, b, i, row_flops, room)
+                        } else {
+                            ws.fill_row::<true>(a, b, i, room)
+                        };
                         len += count;
                         row_ends.push(len);
                     }

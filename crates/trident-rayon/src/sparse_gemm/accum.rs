@@ -46,7 +46,7 @@ const DENSE_MAX_COLS: usize = 1 << 22;
 /// faster than the window's bitmap is scanned (a tenth of
 /// stencil2d-9pt-724), while an R-MAT row of a hundred random columns would
 /// sort them slower. Its slot numbers are a byte, so this must stay below 256.
-const SHORT_MAX_FLOPS: usize = 128;
+pub(super) const SHORT_MAX_FLOPS: usize = 128;
 const SHORT_NARROW_FLOPS: usize = 64;
 const SHORT_WIDE_SPAN: usize = 1 << 13;
 const _: () = assert!(SHORT_MAX_FLOPS.is_power_of_two() && SHORT_MAX_FLOPS <= 256);
@@ -276,6 +276,75 @@ impl<T: Scalar> Short<T> {
             }
         }
         count
+    }
+
+    /// [`Self::fill`] of a row of at most [`SHORT_MAX_FLOPS`] products whose
+    /// span is not known yet: slots are indexed by the column modulo the
+    /// window, and the span is checked after. `None` when it is the
+    /// window's or more (columns then share slots): the sums are put back to
+    /// `-0.0` and the caller takes another accumulator. Saves the pass that
+    /// finds a row's span first (a seventh of poisson2d-5pt on 2 cores).
+    #[inline]
+    fn fill_any(
+        &mut self,
+        acols: &[u32],
+        avals: &[T],
+        b: &CsrMatrix<T>,
+        idx: &mut [MaybeUninit<u32>],
+        val: &mut [MaybeUninit<T>],
+    ) -> Option<usize> {
+        const M: usize = SHORT_MAX_FLOPS - 1;
+        const W: usize = DENSE_WINDOW - 1;
+        let g = self.next_generation();
+        let tags = &mut self.tags[..DENSE_WINDOW];
+        let sums = &mut self.sums[..DENSE_WINDOW];
+        let cols = &mut self.cols[..SHORT_MAX_FLOPS];
+        let (mut lo, mut hi) = (u32::MAX, 0);
+        let mut count = 0usize;
+        for (&p, &av) in acols.iter().zip(avals) {
+            let (bc, bv) = brow(b, p);
+            if let (Some(&first), Some(&last)) = (bc.first(), bc.last()) {
+                lo = lo.min(first);
+                hi = hi.max(last);
+            }
+            for (&j, &bj) in bc.iter().zip(bv) {
+                let r = j as usize & W;
+                // A branch, as in `fill::<true>`: the callers' rows repeat
+                // one pattern.
+                if tags[r] != g {
+                    tags[r] = g;
+                    cols[count & M] = j;
+                    count += 1;
+                }
+                sums[r] += av * bj;
+            }
+        }
+        let neg_zero = T::from_f64(-0.0);
+        if lo <= hi && (hi - lo) as usize >= DENSE_WINDOW {
+            for &p in acols {
+                for &j in brow(b, p).0 {
+                    sums[j as usize & W] = neg_zero;
+                }
+            }
+            return None;
+        }
+        let cols = &mut cols[..count.min(SHORT_MAX_FLOPS)];
+        for h in 1..cols.len() {
+            let c = cols[h];
+            let mut q = h;
+            while q > 0 && cols[q - 1] > c {
+                cols[q] = cols[q - 1];
+                q -= 1;
+            }
+            cols[q] = c;
+        }
+        // The caller gives room for every product; should it not, the
+        // indexing panics (a bug of ours).
+        for (t, &c) in cols.iter().enumerate() {
+            idx[t].write(c);
+            val[t].write(std::mem::replace(&mut sums[c as usize & W], neg_zero));
+        }
+        Some(count)
     }
 
     /// Writes the row `(acols, avals)` times `b` (columns in
@@ -597,6 +666,31 @@ impl<T: Scalar> Workspace<T> {
             }
             keys.fill(EMPTY);
             count
+        }
+    }
+
+    /// [`Self::fill_row`] (patterned) for a product none of whose rows has
+    /// more than `bound` products, `bound` at most [`SHORT_MAX_FLOPS`]: rows
+    /// of two or more A entries go straight to the short-row accumulator,
+    /// their span checked after ([`Short::fill_any`]).
+    pub(super) fn fill_short_row<'o>(
+        &mut self,
+        a: &CsrMatrix<T>,
+        b: &CsrMatrix<T>,
+        i: usize,
+        bound: usize,
+        room: impl FnOnce(usize) -> (&'o mut [MaybeUninit<u32>], &'o mut [MaybeUninit<T>]),
+    ) -> usize {
+        debug_assert!(bound <= SHORT_MAX_FLOPS);
+        let (acols, avals) = a.row(i);
+        if acols.len() < 2 {
+            return self.fill_row::<true>(a, b, i, room);
+        }
+        let (idx, val) = room(bound.min(self.n));
+        let sh = self.short.get_or_insert_with(Short::new);
+        match sh.fill_any(acols, avals, b, idx, val) {
+            Some(count) => count,
+            None => self.fill_row::<true>(a, b, i, |_| (idx, val)),
         }
     }
 

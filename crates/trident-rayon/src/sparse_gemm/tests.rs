@@ -252,4 +252,24 @@ fn short_rows_merge_duplicates_keep_empty_rows_and_cancellations() {
     )
     .unwrap();
     check("short rows, unsorted arrival, wide span", &a, &b);
+    // Columns a window apart share a slot of the short accumulator when a
+    // row's span is not checked first (the fused pass): such rows go
+    // elsewhere, and the rows after them still start from clean sums.
+    let b = CsrMatrix::new(
+        2,
+        (1 << 16) + 2,
+        vec![0, 1, 3],
+        vec![1, 0, (1 << 16) + 1],
+        vec![2.0f32, 3.0, 5.0],
+    )
+    .unwrap();
+    let a = CsrMatrix::new(
+        3,
+        2,
+        vec![0, 2, 4, 6],
+        vec![0, 1, 0, 1, 0, 1],
+        vec![1.0f32, 1.0, -1.0, 0.5, 4.0, 1.0],
+    )
+    .unwrap();
+    check("short rows whose columns share a slot", &a, &b);
 }
