@@ -19,6 +19,19 @@
 //!    and its pages are first touched by the worker that writes them. Nothing
 //!    is copied after.
 //!
+//! **Fused pass** (instead of 1 and 2) when `A` is banded and no row can
+//! have more than [`FUSED_MAX_FLOPS`] products (stencil and Poisson
+//! matrices, whose rows cost as much to count as to compute): blocks of
+//! rows, claimed in row order, are computed once into the worker's buffer
+//! (L2-resident) and copied to their offset, which each block learns from
+//! the counts of the blocks before it ([`Chain`]; a worker never waits on a
+//! descheduled one, it counts that block itself). The output is reserved
+//! at its upper bound (`nnz(A)` times B's longest row; pages never written
+//! are never faulted in) and shrunk after. When no row can have more than
+//! 128 products (5-, 7- and 9-point stencils) rows go straight to the
+//! short-row accumulator, its slots indexed by column modulo the window and
+//! the row's span checked after, rather than found by a pass of its own.
+//!
 //! Each worker has one workspace for the whole call ([`accum`]); the
 //! accumulator is picked per row: a row of at most 64 products within a
 //! 64K-column window (stencil rows, light R-MAT rows) gets the short-row
@@ -60,7 +73,9 @@ mod accum;
 #[cfg(test)]
 mod tests;
 
+use std::mem::MaybeUninit;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 use trident_core::{CsrMatrix, Error, Result, Scalar, SparseGemm, validate};
@@ -88,45 +103,74 @@ const MIN_CHUNK_WORK: usize = 1 << 15;
 
 impl<T: Scalar> SparseGemm<T> for RayonBackend {
     fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
-        self.install(|| {
-            let mut trace = Trace::new();
-            // The contract's checks, in parallel: on 16 cores the serial
-            // `validate::spgemm` and lower bound took a fifth of the product's
-            // time. Any failure is reported by the serial check itself, so the
-            // error is the canonical one.
-            // `A * A` (a square of one matrix) scans its values once.
-            let same = std::ptr::eq(a.values(), b.values());
-            if a.cols() != b.rows() || !all_finite(a.values()) || (!same && !all_finite(b.values()))
-            {
-                validate::spgemm(a, b)?;
-            }
-            if a.nnz() == 0 || b.nnz() == 0 {
-                return CsrMatrix::zeros(a.rows(), b.cols());
-            }
-            // An output that cannot fit (an outer product of billions of entries)
-            // is refused before the symbolic pass spends seconds counting it.
-            // When even `nnz(A)` times B's longest row fits (every entry of C
-            // is at least one product), the lower bound's pass over A's
-            // entries is skipped: on 16 cores it was a tenth of poisson2d.
-            let entry = 4 + size_of::<T>() as u128;
-            let upper = a.nnz() as u128 * longest_row(b) as u128;
-            let banded = if upper * entry <= trident_core::mem::host_memory_limit() as u128 {
-                banded(a)
-            } else {
-                let (at_least, banded) = nnz_lower_bound(a, b);
-                trident_core::mem::check_bytes(at_least * entry, || {
-                    format!(
-                        "the {} x {} product, which has at least {at_least} entries,",
-                        a.rows(),
-                        b.cols()
-                    )
-                })?;
-                banded
-            };
-            trace.lap("checks and lower bound");
-            gustavson(a, b, rayon::current_num_threads(), !banded, &mut trace)
-        })
+        self.install(|| product(a, b, true))
     }
+}
+
+/// `A * B` on the current pool; `fuse` allows the fused pass (the tests
+/// turn it off to check the two-pass product on the same small inputs,
+/// which are all banded).
+fn product<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, fuse: bool) -> Result<CsrMatrix<T>> {
+    let mut trace = Trace::new();
+    // The contract's checks, in parallel: on 16 cores the serial
+    // `validate::spgemm` and lower bound took a fifth of the product's
+    // time. Any failure is reported by the serial check itself, so the
+    // error is the canonical one.
+    // One pass over each matrix's rows gathers what the checks and the
+    // choice of pass need; `A * A` (a square of one matrix) scans it once.
+    let sa = scan(a);
+    let sb = if std::ptr::eq(a.values(), b.values()) {
+        sa
+    } else {
+        scan(b)
+    };
+    if a.cols() != b.rows() || !sa.finite || !sb.finite {
+        validate::spgemm(a, b)?;
+    }
+    if a.nnz() == 0 || b.nnz() == 0 {
+        return CsrMatrix::zeros(a.rows(), b.cols());
+    }
+    // An output that cannot fit (an outer product of billions of entries)
+    // is refused before the symbolic pass spends seconds counting it.
+    // When even `nnz(A)` times B's longest row fits (every entry of C
+    // is at least one product), the lower bound's pass over A's
+    // entries is skipped: on 16 cores it was a tenth of poisson2d.
+    let entry = 4 + size_of::<T>() as u128;
+    let upper = a.nnz() as u128 * sb.longest as u128;
+    let banded = if upper * entry <= trident_core::mem::host_memory_limit() as u128 {
+        sa.banded
+    } else {
+        let (at_least, banded) = nnz_lower_bound(a, b);
+        trident_core::mem::check_bytes(at_least * entry, || {
+            format!(
+                "the {} x {} product, which has at least {at_least} entries,",
+                a.rows(),
+                b.cols()
+            )
+        })?;
+        banded
+    };
+    trace.lap("checks and lower bound");
+    let threads = rayon::current_num_threads();
+    // The fused pass reserves the upper bound, so only when the bound fits
+    // the machine (and the allocator agrees); and only when no row can be
+    // heavy: the blocks after a heavy one would wait for it or count it again.
+    if fuse
+        && banded
+        && upper * entry <= trident_core::mem::host_memory_limit() as u128
+        && sa.longest.saturating_mul(sb.longest) <= FUSED_MAX_FLOPS
+        && let Some(c) = fused(
+            a,
+            b,
+            threads,
+            upper as usize,
+            sa.longest * sb.longest,
+            &mut trace,
+        )?
+    {
+        return Ok(c);
+    }
+    gustavson(a, b, threads, !banded, &mut trace)
 }
 
 /// Phase times on stderr when `TRIDENT_SPGEMM_TRACE` is set.
@@ -149,20 +193,47 @@ impl Trace {
     }
 }
 
-/// Whether every value is finite, in parallel.
-fn all_finite<T: Scalar>(v: &[T]) -> bool {
-    v.par_chunks(SCAN_BLOCK)
-        .all(|c| c.iter().all(|x| x.is_finite()))
+/// What one pass over a matrix's rows tells: whether its values are all
+/// finite, its longest row, and whether it is banded (see [`row_banded`]).
+#[derive(Clone, Copy)]
+struct Scan {
+    finite: bool,
+    longest: usize,
+    banded: bool,
 }
 
-/// The longest row of `m`, in parallel.
-fn longest_row<T: Scalar>(m: &CsrMatrix<T>) -> usize {
-    m.offsets()
-        .par_windows(2)
-        .with_min_len(SCAN_BLOCK)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or(0)
+/// [`Scan`] of `m`, in parallel over blocks of [`SCAN_BLOCK`] rows (each
+/// block's values checked as one slice): one pass where three (values,
+/// offsets, then offsets and indices again) took a twentieth of
+/// poisson2d-5pt-1024 on 2 cores.
+fn scan<T: Scalar>(m: &CsrMatrix<T>) -> Scan {
+    let o = m.offsets();
+    (0..m.rows().div_ceil(SCAN_BLOCK))
+        .into_par_iter()
+        .map(|blk| {
+            let (r0, r1) = (blk * SCAN_BLOCK, ((blk + 1) * SCAN_BLOCK).min(m.rows()));
+            Scan {
+                finite: m.values()[o[r0]..o[r1]].iter().all(|x| x.is_finite()),
+                longest: o[r0..=r1]
+                    .windows(2)
+                    .map(|w| w[1] - w[0])
+                    .max()
+                    .unwrap_or(0),
+                banded: (r0..r1).all(|i| row_banded(i, m.row(i).0)),
+            }
+        })
+        .reduce(
+            || Scan {
+                finite: true,
+                longest: 0,
+                banded: true,
+            },
+            |x, y| Scan {
+                finite: x.finite && y.finite,
+                longest: x.longest.max(y.longest),
+                banded: x.banded && y.banded,
+            },
+        )
 }
 
 /// Whether row `i` of `A` has every entry within [`BAND`] of the diagonal
@@ -172,15 +243,6 @@ fn row_banded(i: usize, cols: &[u32]) -> bool {
         (Some(&lo), Some(&hi)) => i.abs_diff(lo as usize).max(i.abs_diff(hi as usize)) <= BAND,
         _ => true,
     }
-}
-
-/// Whether `A` is banded (see [`nnz_lower_bound`]), in parallel: two
-/// indices per row.
-fn banded<T: Scalar>(a: &CsrMatrix<T>) -> bool {
-    (0..a.rows())
-        .into_par_iter()
-        .with_min_len(SCAN_BLOCK)
-        .all(|i| row_banded(i, a.row(i).0))
 }
 
 /// [`CsrMatrix::product_nnz_lower_bound`] in parallel (per row of `A`, the
@@ -398,7 +460,15 @@ fn gustavson<T: Scalar>(
                             prefetch_ahead(a, b, i, r1, true);
                         }
                         let (s, e) = (offsets[i] - base, offsets[i + 1] - base);
-                        ws.fill_row(a, b, i, &mut idx[s..e], &mut val[s..e]);
+                        if s < e {
+                            let (idx, val) = (&mut idx[s..e], &mut val[s..e]);
+                            let count = ws.fill_row::<false>(a, b, i, |_| (idx, val));
+                            assert_eq!(
+                                count,
+                                e - s,
+                                "spgemm: symbolic and numeric passes disagree"
+                            );
+                        }
                     }
                 })
             });
@@ -407,8 +477,8 @@ fn gustavson<T: Scalar>(
     // chunks' output ranges tile `0..nnz` (chunk `c` holds
     // `offsets[bounds[c]]..offsets[bounds[c + 1]]`, and `offsets[0] = 0`,
     // `offsets[m] = nnz`), each chunk's rows tile its range, and `fill_row`
-    // writes every element of the range it is given (it asserts that the row
-    // has exactly that many entries).
+    // writes the first `count` elements of the range it is given, which the
+    // loop asserts is all of it.
     unsafe {
         indices.set_len(nnz);
         values.set_len(nnz);
@@ -417,4 +487,214 @@ fn gustavson<T: Scalar>(
     Ok(CsrMatrix::from_parts_unchecked(
         m, n, offsets, indices, values,
     ))
+}
+
+/// Rows per block of the fused pass: a block's output (a few dozen entries
+/// per stencil row) stays in L2 between being computed and copied.
+const FUSED_ROWS: usize = 1 << 8;
+
+/// The most products a row may have for the fused pass (`A`'s longest row
+/// times `B`'s): a 27-point stencil squared has 729. Past it a block of
+/// rows can cost far more than the others, and the blocks after it, which
+/// need its count, would wait for it or count it again.
+const FUSED_MAX_FLOPS: usize = 1 << 10;
+
+/// A block's count or end offset not yet known.
+const PENDING: usize = usize::MAX;
+
+/// Spins a waiting worker makes before it counts a block itself (none in
+/// tests, so that they take that path).
+const PATIENCE: u32 = if cfg!(test) { 0 } else { 1 << 11 };
+
+/// A pointer to an output buffer that workers write disjoint ranges of,
+/// ranges known only as the pass runs.
+#[derive(Clone, Copy)]
+struct Out<X>(*mut X);
+// SAFETY: the fused pass only writes through it ranges that no other worker
+// writes (see `fused`), and `X` is sent between threads by value.
+unsafe impl<X: Send> Send for Out<X> {}
+// SAFETY: as above; the pointer is never read through.
+unsafe impl<X: Send> Sync for Out<X> {}
+
+impl<X> Out<X> {
+    /// The pointer (a method, so closures capture the whole `Out`).
+    fn get(self) -> *mut X {
+        self.0
+    }
+}
+
+/// What the fused pass's workers tell each other about block `k`: its
+/// entries (`count`, known once computed, or counted by a worker that
+/// needs it) and its end offset in the output (`end`, known once every
+/// block before it has a count).
+struct Chain {
+    count: Vec<AtomicUsize>,
+    end: Vec<AtomicUsize>,
+}
+
+impl Chain {
+    fn new(blocks: usize) -> Self {
+        let pending = || (0..blocks).map(|_| AtomicUsize::new(PENDING)).collect();
+        Self {
+            count: pending(),
+            end: pending(),
+        }
+    }
+
+    /// The start offset of block `k`: the end of the nearest block before
+    /// it that has one, plus the counts of the blocks in between. A block
+    /// with neither, after [`PATIENCE`] spins, is counted by `count_block`
+    /// (its worker may have been descheduled): no worker ever waits on
+    /// another for longer than that.
+    fn start(&self, k: usize, mut count_block: impl FnMut(usize) -> usize) -> usize {
+        let mut base = 0;
+        let mut q = k;
+        while q > 0 {
+            q -= 1;
+            let mut spins = 0;
+            let c = loop {
+                let e = self.end[q].load(Ordering::Acquire);
+                if e != PENDING {
+                    return base + e;
+                }
+                let c = self.count[q].load(Ordering::Acquire);
+                if c != PENDING {
+                    break c;
+                }
+                if spins == PATIENCE {
+                    let c = count_block(q);
+                    self.count[q].store(c, Ordering::Release);
+                    break c;
+                }
+                spins += 1;
+                std::hint::spin_loop();
+            };
+            base += c;
+        }
+        base
+    }
+}
+
+/// The product in one pass, for a banded `A` of light rows (Poisson and
+/// stencil matrices, whose rows are as cheap to compute as to count: the
+/// symbolic pass cost a third of the product). Blocks of [`FUSED_ROWS`]
+/// rows are claimed in row order from a counter; a worker computes its
+/// block into its own buffer (room for each row's products), publishes its
+/// count, finds its start offset from the blocks before it ([`Chain`]),
+/// publishes its end and copies the block into place. The output is
+/// reserved at `upper` entries (only the pages written are ever faulted
+/// in) and shrunk at the end. `None` when that reservation is refused.
+fn fused<T: Scalar>(
+    a: &CsrMatrix<T>,
+    b: &CsrMatrix<T>,
+    threads: usize,
+    upper: usize,
+    row_flops: usize,
+    trace: &mut Trace,
+) -> Result<Option<CsrMatrix<T>>> {
+    let (m, n) = (a.rows(), b.cols());
+    let mut offsets: Vec<usize> = reserve(m + 1, "row offsets")?;
+    let (Ok(mut indices), Ok(mut values)) = (reserve::<u32>(upper, ""), reserve::<T>(upper, ""))
+    else {
+        return Ok(None);
+    };
+    let spaces = Workspaces::new(threads, n);
+    let blocks = m.div_ceil(FUSED_ROWS);
+    let rows = |k: usize| k * FUSED_ROWS..((k + 1) * FUSED_ROWS).min(m);
+    let chain = Chain::new(blocks);
+    // No row has more products than the short-row accumulator takes.
+    let short = row_flops <= accum::SHORT_MAX_FLOPS;
+    let next = AtomicUsize::new(0);
+    let (po, pi, pv) = (
+        Out(offsets.as_mut_ptr()),
+        Out(indices.as_mut_ptr()),
+        Out(values.as_mut_ptr()),
+    );
+    (0..threads.max(1))
+        .into_par_iter()
+        .with_max_len(1)
+        .for_each(|_| {
+            spaces.with(n, |ws| {
+                // The block's columns and values, and each row's end in them.
+                let (mut idx, mut val) = (Vec::<MaybeUninit<u32>>::new(), Vec::new());
+                let mut row_ends = Vec::with_capacity(FUSED_ROWS);
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= blocks {
+                        break;
+                    }
+                    let mut len = 0;
+                    row_ends.clear();
+                    for i in rows(k) {
+                        let (idx, val) = (&mut idx, &mut val);
+                        let room = move |bound: usize| {
+                            // Moved in, so that the room outlives the call.
+                            let (idx, val) = (idx, val);
+                            if idx.len() < len + bound {
+                                let grow = (len + bound).max(2 * idx.len());
+                                idx.resize(grow, MaybeUninit::uninit());
+                                val.resize(grow, MaybeUninit::uninit());
+                            }
+                            (&mut idx[len..len + bound], &mut val[len..len + bound])
+                        };
+                        let count = if short {
+                            ws.fill_short_row(a, b, i, row_flops, room)
+                        } else {
+                            ws.fill_row::<true>(a, b, i, room)
+                        };
+                        len += count;
+                        row_ends.push(len);
+                    }
+                    chain.count[k].store(len, Ordering::Release);
+                    let base = chain.start(k, |q| rows(q).map(|i| ws.count_row(a, b, i)).sum());
+                    let end = base + len;
+                    // Each entry of C is a product: `upper` bounds them all.
+                    assert!(end <= upper, "spgemm: more entries than products");
+                    chain.end[k].store(end, Ordering::Release);
+                    let r0 = rows(k).start;
+                    // SAFETY: block k alone writes offsets `r0 + 1..=r1` (and
+                    // block 0 offset 0), all below the `m + 1` reserved, and
+                    // entries `base..end`: `base` is the sum of the counts of
+                    // the blocks before it, so the blocks' ranges tile
+                    // `0..nnz` in row order and no other block writes these;
+                    // `end <= upper`, the reserved capacity. `idx`/`val`
+                    // hold `len` initialised entries, as `fill_row` wrote
+                    // the first `count` of each row's room.
+                    unsafe {
+                        if k == 0 {
+                            po.get().write(0);
+                        }
+                        for (t, &e) in row_ends.iter().enumerate() {
+                            po.get().add(r0 + 1 + t).write(base + e);
+                        }
+                        std::ptr::copy_nonoverlapping(
+                            idx.as_ptr().cast::<u32>(),
+                            pi.get().add(base),
+                            len,
+                        );
+                        std::ptr::copy_nonoverlapping(
+                            val.as_ptr().cast::<T>(),
+                            pv.get().add(base),
+                            len,
+                        );
+                    }
+                }
+            })
+        });
+    let nnz = chain.end[blocks - 1].load(Ordering::Acquire);
+    // SAFETY: every block was claimed and completed (the loop ran until the
+    // counter passed `blocks` and `for_each` returned without a panic), so
+    // offsets `0..=m` and entries `0..nnz` were written (see above).
+    unsafe {
+        offsets.set_len(m + 1);
+        indices.set_len(nnz);
+        values.set_len(nnz);
+    }
+    // Returns the untouched tail of the reservation (a remap, no copy).
+    indices.shrink_to_fit();
+    values.shrink_to_fit();
+    trace.lap(&format!("fused ({nnz} entries, output faulted in here)"));
+    Ok(Some(CsrMatrix::from_parts_unchecked(
+        m, n, offsets, indices, values,
+    )))
 }

@@ -37,11 +37,18 @@ const DENSE_WINDOW: usize = 1 << 16;
 /// outputs hash such rows, whose table is bounded by the row's products.
 const DENSE_MAX_COLS: usize = 1 << 22;
 
-/// Rows of at most this many products whose columns fall in a
+/// Rows of at most [`SHORT_NARROW_FLOPS`] products whose columns fall in a
 /// [`DENSE_WINDOW`] go to the short-row accumulator ([`Short`]): stencil rows
 /// (25 products into 13 columns for the 5-point Laplacian squared) and the
-/// light rows of R-MAT. Its slot numbers are a byte, so this must stay below 256.
-const SHORT_MAX_FLOPS: usize = 64;
+/// light rows of R-MAT; so do rows of up to `SHORT_MAX_FLOPS` products whose
+/// columns span less than [`SHORT_WIDE_SPAN`]: a 9-point stencil row squared
+/// (81 products into 25 columns within 4 grid lines) sorts its few columns
+/// faster than the window's bitmap is scanned (a tenth of
+/// stencil2d-9pt-724), while an R-MAT row of a hundred random columns would
+/// sort them slower. Its slot numbers are a byte, so this must stay below 256.
+pub(super) const SHORT_MAX_FLOPS: usize = 128;
+const SHORT_NARROW_FLOPS: usize = 64;
+const SHORT_WIDE_SPAN: usize = 1 << 13;
 const _: () = assert!(SHORT_MAX_FLOPS.is_power_of_two() && SHORT_MAX_FLOPS <= 256);
 
 /// Rows of at most this many products that no window or dense accumulator
@@ -271,12 +278,88 @@ impl<T: Scalar> Short<T> {
         count
     }
 
+    /// [`Self::fill`] of a row of at most [`SHORT_MAX_FLOPS`] products whose
+    /// span is not known yet: slots are indexed by the column modulo the
+    /// window, and the span is checked after. `None` when it is the
+    /// window's or more (columns then share slots): the sums are put back to
+    /// `-0.0` and the caller takes another accumulator. Saves the pass that
+    /// finds a row's span first (a seventh of poisson2d-5pt on 2 cores).
+    #[inline]
+    fn fill_any(
+        &mut self,
+        acols: &[u32],
+        avals: &[T],
+        b: &CsrMatrix<T>,
+        idx: &mut [MaybeUninit<u32>],
+        val: &mut [MaybeUninit<T>],
+    ) -> Option<usize> {
+        const M: usize = SHORT_MAX_FLOPS - 1;
+        const W: usize = DENSE_WINDOW - 1;
+        let g = self.next_generation();
+        let tags = &mut self.tags[..DENSE_WINDOW];
+        let sums = &mut self.sums[..DENSE_WINDOW];
+        let cols = &mut self.cols[..SHORT_MAX_FLOPS];
+        let (mut lo, mut hi) = (u32::MAX, 0);
+        let mut count = 0usize;
+        for (&p, &av) in acols.iter().zip(avals) {
+            let (bc, bv) = brow(b, p);
+            if let (Some(&first), Some(&last)) = (bc.first(), bc.last()) {
+                lo = lo.min(first);
+                hi = hi.max(last);
+            }
+            for (&j, &bj) in bc.iter().zip(bv) {
+                let r = j as usize & W;
+                // A branch, as in `fill::<true>`: the callers' rows repeat
+                // one pattern.
+                if tags[r] != g {
+                    tags[r] = g;
+                    cols[count & M] = j;
+                    count += 1;
+                }
+                sums[r] += av * bj;
+            }
+        }
+        let neg_zero = T::from_f64(-0.0);
+        if lo <= hi && (hi - lo) as usize >= DENSE_WINDOW {
+            for &p in acols {
+                for &j in brow(b, p).0 {
+                    sums[j as usize & W] = neg_zero;
+                }
+            }
+            return None;
+        }
+        let cols = &mut cols[..count.min(SHORT_MAX_FLOPS)];
+        for h in 1..cols.len() {
+            let c = cols[h];
+            let mut q = h;
+            while q > 0 && cols[q - 1] > c {
+                cols[q] = cols[q - 1];
+                q -= 1;
+            }
+            cols[q] = c;
+        }
+        // The caller gives room for every product; should it not, the
+        // indexing panics (a bug of ours).
+        for (t, &c) in cols.iter().enumerate() {
+            idx[t].write(c);
+            val[t].write(std::mem::replace(&mut sums[c as usize & W], neg_zero));
+        }
+        Some(count)
+    }
+
     /// Writes the row `(acols, avals)` times `b` (columns in
     /// `base..base + DENSE_WINDOW`, at most [`SHORT_MAX_FLOPS`] products)
-    /// into `idx`/`val`, columns ascending, when it has exactly their
-    /// length of columns, and returns how many it has (the caller checks).
+    /// into the front of `idx`/`val`, columns ascending, when they have room
+    /// for its columns, and returns how many it has (the caller checks).
+    ///
+    /// `NARROW`: the row's columns span less than [`SHORT_WIDE_SPAN`], or
+    /// the row is one of the fused pass's (stencil rows, a 7-point one in 3D
+    /// spans two grid planes), whose pattern of new and repeated columns is
+    /// the same from row to row: a branch on it is predicted, and cheaper
+    /// than the branch-free update that other rows (R-MAT, whose repeats
+    /// are a coin toss) keep.
     #[inline]
-    fn fill(
+    fn fill<const NARROW: bool>(
         &mut self,
         acols: &[u32],
         avals: &[T],
@@ -297,12 +380,19 @@ impl<T: Scalar> Short<T> {
             let (bc, bv) = brow(b, p);
             for (&j, &bj) in bc.iter().zip(bv) {
                 let r = (j as usize - base) & (DENSE_WINDOW - 1);
-                let seen = tags[r] == g;
-                tags[r] = g;
-                // Written every time, kept only for a new column: no branch
-                // (`seen` is a coin toss for stencil rows).
-                cols[count & M] = j;
-                count += usize::from(!seen);
+                if NARROW {
+                    if tags[r] != g {
+                        tags[r] = g;
+                        cols[count & M] = j;
+                        count += 1;
+                    }
+                } else {
+                    let seen = tags[r] == g;
+                    tags[r] = g;
+                    // Written every time, kept only for a new column.
+                    cols[count & M] = j;
+                    count += usize::from(!seen);
+                }
                 sums[r] += av * bj;
             }
         }
@@ -317,7 +407,7 @@ impl<T: Scalar> Short<T> {
             cols[q] = c;
         }
         let neg_zero = T::from_f64(-0.0);
-        if count == idx.len() && count == val.len() {
+        if count <= idx.len() && count <= val.len() {
             for ((&c, i), v) in cols.iter().zip(idx).zip(val) {
                 let r = (c as usize - base) & (DENSE_WINDOW - 1);
                 i.write(c);
@@ -363,8 +453,8 @@ impl<T: Scalar> Merge<T> {
     }
 
     /// Writes the row `(acols, avals)` times `b` (at most
-    /// [`MERGE_MAX_FLOPS`] products) into `idx`/`val`, columns ascending,
-    /// when it has exactly their length of columns, and returns how many it
+    /// [`MERGE_MAX_FLOPS`] products) into the front of `idx`/`val`, columns
+    /// ascending, as far as they have room, and returns how many columns it
     /// has (the caller checks).
     fn fill(
         &mut self,
@@ -488,7 +578,10 @@ impl<T: Scalar> Workspace<T> {
     /// The short-row accumulator and the column its tag 0 stands for, when
     /// the row is short enough for it.
     fn short(&mut self, r: &RowShape) -> Option<(&mut Short<T>, usize)> {
-        (r.flops <= SHORT_MAX_FLOPS && r.hi - r.lo < DENSE_WINDOW)
+        let span = r.hi - r.lo;
+        (span < DENSE_WINDOW
+            && (r.flops <= SHORT_NARROW_FLOPS
+                || (r.flops <= SHORT_MAX_FLOPS && span < SHORT_WIDE_SPAN)))
             .then(|| (self.short.get_or_insert_with(Short::new), r.lo))
     }
 
@@ -576,40 +669,85 @@ impl<T: Scalar> Workspace<T> {
         }
     }
 
-    /// Writes row `i` of `A * B` into `idx`/`val`, whose length is the row's
-    /// count from [`Self::count_row`], columns ascending.
-    pub(super) fn fill_row(
+    /// [`Self::fill_row`] (patterned) for a product none of whose rows has
+    /// more than `bound` products, `bound` at most [`SHORT_MAX_FLOPS`]: rows
+    /// of two or more A entries go straight to the short-row accumulator,
+    /// their span checked after ([`Short::fill_any`]).
+    pub(super) fn fill_short_row<'o>(
         &mut self,
         a: &CsrMatrix<T>,
         b: &CsrMatrix<T>,
         i: usize,
-        idx: &mut [MaybeUninit<u32>],
-        val: &mut [MaybeUninit<T>],
-    ) {
-        let len = idx.len();
-        if len == 0 {
-            return;
-        }
+        bound: usize,
+        room: impl FnOnce(usize) -> (&'o mut [MaybeUninit<u32>], &'o mut [MaybeUninit<T>]),
+    ) -> usize {
+        debug_assert!(bound <= SHORT_MAX_FLOPS);
         let (acols, avals) = a.row(i);
-        if acols.len() == 1 {
-            let (bc, bv) = brow(b, acols[0]);
-            assert_eq!(
-                bc.len(),
-                len,
-                "spgemm: symbolic and numeric passes disagree"
-            );
-            let av = avals[0];
-            for t in 0..len {
-                idx[t].write(bc[t]);
-                val[t].write(av * bv[t]);
+        if acols.len() < 2 {
+            return self.fill_row::<true>(a, b, i, room);
+        }
+        let (idx, val) = room(bound.min(self.n));
+        let sh = self.short.get_or_insert_with(Short::new);
+        match sh.fill_any(acols, avals, b, idx, val) {
+            Some(count) => count,
+            None => self.fill_row::<true>(a, b, i, |_| (idx, val)),
+        }
+    }
+
+    /// Writes row `i` of `A * B`, columns ascending, into the front of the
+    /// slices that `room` returns when given an upper bound on the row's
+    /// entries (its products, at most `n`), and returns how many it wrote.
+    /// The slices must hold the whole row: the two-pass product passes the
+    /// row's exact slot (its count from [`Self::count_row`]) and checks the
+    /// returned count; the fused one passes room for the bound. A row that
+    /// does not fit panics (a bug of ours) rather than be cut short.
+    ///
+    /// `PATTERNED`: short rows branch on new columns whatever their span
+    /// (see [`Short::fill`]); the fused pass's rows (banded, light) repeat
+    /// one pattern.
+    pub(super) fn fill_row<'o, const PATTERNED: bool>(
+        &mut self,
+        a: &CsrMatrix<T>,
+        b: &CsrMatrix<T>,
+        i: usize,
+        room: impl FnOnce(usize) -> (&'o mut [MaybeUninit<u32>], &'o mut [MaybeUninit<T>]),
+    ) -> usize {
+        let (acols, avals) = a.row(i);
+        match acols.len() {
+            0 => return 0,
+            1 => {
+                let (bc, bv) = brow(b, acols[0]);
+                let len = bc.len();
+                let (idx, val) = room(len);
+                let av = avals[0];
+                for ((i, v), (&j, &bj)) in idx[..len]
+                    .iter_mut()
+                    .zip(&mut val[..len])
+                    .zip(bc.iter().zip(bv))
+                {
+                    i.write(j);
+                    v.write(av * bj);
+                }
+                return len;
             }
-            return;
+            _ => {}
         }
         let shape = row_shape(acols, b);
+        if shape.flops == 0 {
+            return 0;
+        }
+        let (idx, val) = room(shape.flops.min(self.n));
+        let len = idx.len().min(val.len());
+        let shape = row_shape(acols, b);
+        let narrow = PATTERNED || shape.hi - shape.lo < SHORT_WIDE_SPAN;
         if let Some((sh, base)) = self.short(&shape) {
-            let count = sh.fill(acols, avals, b, base, idx, val);
-            assert_eq!(count, len, "spgemm: symbolic and numeric passes disagree");
-            return;
+            let count = if narrow {
+                sh.fill::<true>(acols, avals, b, base, idx, val)
+            } else {
+                sh.fill::<false>(acols, avals, b, base, idx, val)
+            };
+            assert!(count <= len, "spgemm: the row does not fit its slot");
+            return count;
         }
         if let Some((d, base)) = self.dense(&shape) {
             d.ready(shape.lo - base, shape.hi - base);
@@ -648,11 +786,12 @@ impl<T: Scalar> Workspace<T> {
             } else {
                 d.drain(lo, hi, &mut emit);
             }
-            assert_eq!(t, len, "spgemm: symbolic and numeric passes disagree");
+            t
         } else if shape.flops <= MERGE_MAX_FLOPS {
             let m = self.merge.get_or_insert_with(Merge::new);
             let count = m.fill(acols, avals, b, idx, val);
-            assert_eq!(count, len, "spgemm: symbolic and numeric passes disagree");
+            assert!(count <= len, "spgemm: the row does not fit its slot");
+            count
         } else {
             let (size, shift) = self.table(len);
             let mask = size - 1;
@@ -672,8 +811,8 @@ impl<T: Scalar> Workspace<T> {
                         }
                         if k == EMPTY {
                             // A full table would make this loop spin: fail loudly
-                            // should the passes ever disagree (a bug of ours).
-                            assert!(cols.len() < len, "spgemm: passes disagree");
+                            // should the row outgrow its slot (a bug of ours).
+                            assert!(cols.len() < len, "spgemm: the row does not fit its slot");
                             keys[s] = j;
                             vals[s] = prod;
                             cols.push(j);
@@ -683,11 +822,7 @@ impl<T: Scalar> Workspace<T> {
                     }
                 }
             }
-            assert_eq!(
-                cols.len(),
-                len,
-                "spgemm: symbolic and numeric passes disagree"
-            );
+            let count = cols.len();
             cols.sort_unstable();
             for (t, &j) in cols.iter().enumerate() {
                 let mut s = slot(j, shift);
@@ -699,6 +834,7 @@ impl<T: Scalar> Workspace<T> {
             }
             keys.fill(EMPTY);
             cols.clear();
+            count
         }
     }
 }
@@ -725,7 +861,10 @@ mod short_tests {
             assert_eq!(sh.count(&[0, 1], &b, 0), 3);
             let mut idx = [MaybeUninit::uninit(); 3];
             let mut val = [MaybeUninit::uninit(); 3];
-            assert_eq!(sh.fill(&[0, 1], &[1.0, 1.0], &b, 0, &mut idx, &mut val), 3);
+            assert_eq!(
+                sh.fill::<true>(&[0, 1], &[1.0, 1.0], &b, 0, &mut idx, &mut val),
+                3
+            );
             // SAFETY: `fill` wrote all three, as it returned their count.
             let (idx, val) =
                 unsafe { (idx.map(|x| x.assume_init()), val.map(|x| x.assume_init())) };

@@ -40,7 +40,8 @@ fn bits<T: Scalar>(m: &CsrMatrix<T>) -> (Vec<usize>, Vec<u32>, Vec<u64>) {
     )
 }
 
-/// Checks `a * b` on 1, 2 and 3 threads against [`naive`], bit for bit.
+/// Checks `a * b` on 1, 2 and 3 threads against [`naive`], bit for bit, by
+/// the fused pass where it applies and by the two-pass product.
 fn check<T: Scalar>(label: &str, a: &CsrMatrix<T>, b: &CsrMatrix<T>)
 where
     RayonBackend: SparseGemm<T>,
@@ -56,6 +57,13 @@ where
                 "{label}: {t} threads differ from the naive product"
             );
         }
+        // The two-pass product, which the fused pass takes over for every
+        // banded input (these small ones all are).
+        let got = be.install(|| super::product(a, b, false)).unwrap();
+        assert!(
+            bits(&got) == want,
+            "{label}: {t} threads, two passes, differ from the naive product"
+        );
     }
     // The default backend, called from inside a caller's pool of 3 threads.
     let callers = rayon::ThreadPoolBuilder::new()
@@ -152,6 +160,42 @@ fn empty_shapes() {
     }
 }
 
+/// The `side^dim`-point grid's stencil of all neighbours (9-point in 2D,
+/// 27-point in 3D), values varying so that sums are not all alike.
+fn full_stencil(side: usize, dim: u32) -> CsrMatrix<f32> {
+    let n = side.pow(dim);
+    let coord = |i: usize, d: u32| (i / side.pow(d) % side) as isize;
+    let mut trip = Vec::new();
+    for i in 0..n {
+        for j in i.saturating_sub(side.pow(dim - 1) + side + 1)
+            ..(i + side.pow(dim - 1) + side + 2).min(n)
+        {
+            if (0..dim).all(|d| (coord(i, d) - coord(j, d)).abs() <= 1) {
+                let v = if i == j {
+                    8.0
+                } else {
+                    -1.0 - (i + 3 * j) as f32 / n as f32
+                };
+                trip.push((i as u32, j as u32, v));
+            }
+        }
+    }
+    let m = CsrMatrix::from_triplets(n, n, &trip).unwrap();
+    let interior = (0..dim).map(|d| side.pow(d)).sum::<usize>();
+    assert_eq!(m.row(interior).0.len(), 3usize.pow(dim));
+    m
+}
+
+#[test]
+fn stencils_of_all_neighbours() {
+    // 81 products into 25 columns (short rows of a narrow span), then 729
+    // into 125 (the window).
+    let a = full_stencil(40, 2);
+    check("9-point stencil", &a, &a);
+    let a = full_stencil(12, 3);
+    check("27-point stencil", &a, &a);
+}
+
 #[test]
 fn short_rows_merge_duplicates_keep_empty_rows_and_cancellations() {
     // Stencil rows (25 products, 13 columns) at both precisions and on a
@@ -208,4 +252,24 @@ fn short_rows_merge_duplicates_keep_empty_rows_and_cancellations() {
     )
     .unwrap();
     check("short rows, unsorted arrival, wide span", &a, &b);
+    // Columns a window apart share a slot of the short accumulator when a
+    // row's span is not checked first (the fused pass): such rows go
+    // elsewhere, and the rows after them still start from clean sums.
+    let b = CsrMatrix::new(
+        2,
+        (1 << 16) + 2,
+        vec![0, 1, 3],
+        vec![1, 0, (1 << 16) + 1],
+        vec![2.0f32, 3.0, 5.0],
+    )
+    .unwrap();
+    let a = CsrMatrix::new(
+        3,
+        2,
+        vec![0, 2, 4, 6],
+        vec![0, 1, 0, 1, 0, 1],
+        vec![1.0f32, 1.0, -1.0, 0.5, 4.0, 1.0],
+    )
+    .unwrap();
+    check("short rows whose columns share a slot", &a, &b);
 }
