@@ -19,7 +19,8 @@
 //!    and its pages are first touched by the worker that writes them. Nothing
 //!    is copied after.
 //!
-//! **Fused pass** (instead of 1 and 2) when `A` is banded and no row can
+//! **Fused pass** (instead of 1 and 2) on at most [`FUSED_MAX_THREADS`]
+//! threads, when `A` is banded and no row can
 //! have more than [`FUSED_MAX_FLOPS`] products (stencil and Poisson
 //! matrices, whose rows cost as much to count as to compute): blocks of
 //! rows, claimed in row order, are computed once into the worker's buffer
@@ -156,6 +157,7 @@ fn product<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, fuse: bool) -> Result<
     // the machine (and the allocator agrees); and only when no row can be
     // heavy: the blocks after a heavy one would wait for it or count it again.
     if fuse
+        && threads <= FUSED_MAX_THREADS
         && banded
         && upper * entry <= trident_core::mem::host_memory_limit() as u128
         && sa.longest.saturating_mul(sb.longest) <= FUSED_MAX_FLOPS
@@ -498,6 +500,15 @@ const FUSED_ROWS: usize = 1 << 8;
 /// rows can cost far more than the others, and the blocks after it, which
 /// need its count, would wait for it or count it again.
 const FUSED_MAX_FLOPS: usize = 1 << 10;
+
+/// The most threads the fused pass runs on; more take the two passes.
+/// Measured on the H100 machine's 16 cores (spgemm-poisson2d-2048, run R7 in
+/// benches/gpu/NOTES.md), fused against two passes: 1.3-1.5x faster on 2
+/// threads, even on 4, 1.05-1.2x faster on 8, 11-15% slower on 16. There
+/// the output's writing and page faults, not the symbolic pass, set the
+/// time, and the fused pass adds a copy of each block and many small blocks
+/// faulting the same huge pages.
+const FUSED_MAX_THREADS: usize = 8;
 
 /// A block's count or end offset not yet known.
 const PENDING: usize = usize::MAX;
