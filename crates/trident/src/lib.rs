@@ -21,7 +21,8 @@
 //! ```
 //! use trident::{CsrMatrix, SparseGemm, Trident};
 //!
-//! let t = Trident::new()?; // cuda, then wgpu, then rayon, then reference
+//! // cuda, then wgpu (after rayon on a software adapter), then rayon, then reference
+//! let t = Trident::new()?;
 //! println!("{}", t.report());
 //! let a = CsrMatrix::from_triplets(2, 2, &[(0, 0, 1.0f32), (0, 1, 2.0), (1, 1, 3.0)])?;
 //! let c = t.spgemm(&a, &a)?; // [[1, 8], [0, 9]]
