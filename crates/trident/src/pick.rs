@@ -185,9 +185,7 @@ impl Trident {
             .iter()
             .map(|b| (b.name(), b.software_device()))
             .collect();
-        let order = ranked(&ranks);
-        let mut slots: Vec<Option<Arc<dyn Primitives>>> = chain.into_iter().map(Some).collect();
-        let chain = order.iter().filter_map(|&i| slots[i].take()).collect();
+        let chain = ranked(&ranks).iter().map(|&i| chain[i].clone()).collect();
         Self {
             chain,
             candidates,
