@@ -1,7 +1,7 @@
 // DenseGemm for the CUDA backend: C <- alpha op(A) op(B) + beta C, row-major,
 // with leading dimensions. Compiled at run time by NVRTC (no headers needed).
 //
-// Three families of kernels, all exact on edge tiles, odd leading dimensions
+// Four families of kernels, all exact on edge tiles, odd leading dimensions
 // and unaligned operands (zero-filled out-of-range loads), and none reads C
 // when beta == 0:
 //
@@ -26,6 +26,9 @@
 //    warp hit distinct banks.
 // 3. The register-staged SIMT f32 kernel (gemm_{ops}_64x64_f32, for small
 //    products) and the plain f64 kernel (gemm_{ops}_f64, likewise).
+// 4. Tf32 on Hopper (sm_90a): wgmma fed by TMA (`wgt_gemm`, entries
+//    gemm_wt128x{BN}k32s{STAGES}_f32), with `gemm_pack_f32` to lay out an
+//    operand k-major first where it is not stored so.
 //
 // Kernels with dynamic shared memory check at entry that the launch gave them
 // enough (a mismatch with the host's size formula traps instead of corrupting
@@ -857,3 +860,330 @@ TC_ENTRY(gemm_tn_d128x128k16s3_f64, double, 128, 128, 16, 2, 4, 3, 1, true, true
 TC_ENTRY(gemm_tt_d128x128k16s3_f64, double, 128, 128, 16, 2, 4, 3, 1, true, true, true)
 TC_ENTRY(gemm_nn_d128x128k32s3_f64, double, 128, 128, 32, 2, 4, 3, 1, true, false, false)
 TC_ENTRY(gemm_nn_d64x128k16s4b2_f64, double, 64, 128, 16, 2, 4, 4, 2, true, false, false)
+
+// ---------------------------------------------------------------------------
+// ---------------------------------------------------------------------------
+// 4. Tf32 on Hopper: warpgroup MMA (`wgmma`) fed by the Tensor Memory
+// Accelerator (TMA); PTX for the sm_90a target (`wgt_gemm`, entries
+// gemm_wt128x{BN}k32s{STAGES}_f32).
+//
+// A block of two consumer warpgroups and one producer warp (288 threads)
+// computes a 128 x BN tile of C, each warpgroup 64 rows, as one m64n{BN}k8
+// wgmma per 8-deep k step whose operands both come from shared memory through
+// descriptors: no fragment is loaded into registers (family 2's mma.sync
+// spends one LDS per MMA input and caps at ~30% of cuBLAS TF32). The producer
+// warp issues one TMA copy per operand and k-tile into a ring of STAGES
+// stages; full/empty mbarriers per stage hand tiles between it and the
+// consumers, which only wait and issue wgmma: no copy addresses, no proxy
+// fence, no block-wide barrier in the k loop (a cp.async version of this
+// kernel, all threads copying, reached 0.53-0.65x cuBLAS against 0.76-0.92x
+// with TMA; BENCHMARKS.md).
+//
+// TF32 wgmma reads both operands k-major: A as stored when op(A) = A (rows
+// of A along k), and B as B^T (N x K). The host packs an operand not stored
+// so (a transpose, or rows not 16-byte aligned) with `gemm_pack_f32`. The
+// tensor maps (cuTensorMapEncodeTiled, one per operand, made by the host)
+// have TF32 elements, so the TMA unit rounds each operand to TF32 as it
+// copies (to nearest: C is 2.6e-4 from strict SGEMM, as cuBLAS TF32's), and
+// zero-fills past the matrix. Boxes are 32 (k) x 128 rows for A and
+// 32 x BN for B^T, one 128-byte line a row with the hardware's 128-byte
+// swizzle (16-byte chunk c of row r at chunk c ^ (r & 7)), the layout the
+// descriptors name; stages start on 1024-byte boundaries (one swizzle period).
+
+// A CUtensorMap passed by value (`__grid_constant__`).
+struct __align__(64) TmaMap {
+    unsigned long long v[16];
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// d += A B for one m64n256k8 TF32 wgmma of the warpgroup, both operands in
+// shared memory (descriptors da, db), f32 accumulators in d.
+__device__ __forceinline__ void wgmma_m64n256k8(float* d, u64 da, u64 db) {
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, 1, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db));
+}
+
+__device__ __forceinline__ void wgmma_m64n192k8(float* d, u64 da, u64 db) {
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n192k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+        "}, %96, %97, 1, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+        : "l"(da), "l"(db));
+}
+
+// d += A B for one m64n128k8 TF32 wgmma of the warpgroup, both operands in
+// shared memory (descriptors da, db), f32 accumulators in d.
+__device__ __forceinline__ void wgmma_m64n128k8(float* d, u64 da, u64 db) {
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, 1, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db));
+}
+
+// Shared-memory matrix descriptor of a k-major tile with the 128-byte
+// swizzle: start address, stride 1024 bytes between 8-row groups.
+__device__ __forceinline__ u64 wg_desc(unsigned saddr) {
+    return (u64)((saddr & 0x3FFFF) >> 4) | ((u64)1 << 16) | ((u64)(1024 >> 4) << 32) |
+           ((u64)1 << 62);
+}
+
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving accumulator reads or writes across the
+// asynchronous MMAs (ptxas would otherwise have to serialize them).
+template <int R>
+__device__ __forceinline__ void wg_fence_regs(float* d) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra WAIT_%=;\n"
+        "}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+// 2-D TMA copy of the box at (c0 = k, c1 = row) into shared dst, completing
+// on mbarrier bar.
+__device__ __forceinline__ void tma_load(unsigned dst, const TmaMap* map, int c0, int c1,
+                                         unsigned bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+        "[%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+        "l"(map), "r"(c0), "r"(c1), "r"(bar)
+        : "memory");
+}
+
+template <int BN, int STAGES>
+__device__ __forceinline__ void wgt_gemm(int M, int N, int K, float alpha, const TmaMap* amap,
+                                         const TmaMap* bmap, float beta, float* __restrict__ C,
+                                         long long ldc) {
+    constexpr int BM = 128, BK = 32, R = BN / 2;
+    constexpr unsigned A_BYTES = BM * 128, ST_BYTES = A_BYTES + BN * 128;
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    if (dynamic_smem_bytes() < STAGES * ST_BYTES + 1024 + 16 * STAGES) __trap();
+    unsigned base = smem_addr(smem_raw);
+    base = (base + 1023) & ~1023u;
+    const unsigned bars = base + STAGES * ST_BYTES;  // full[s] at 8 s, empty[s] after
+    auto full = [&](int s) { return bars + 8 * s; };
+    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };
+
+    int m0, n0;
+    block_coords(M, N, BM, BN, m0, n0);
+    const int ktiles = (K + BK - 1) / BK;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full(s), 1);
+            mbar_init(empty(s), 8);  // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (warp == 8) {
+        // Producer: refill stage s once the consumers released it.
+        if (lane == 0) {
+            for (int kt = 0; kt < ktiles; ++kt) {
+                const int s = kt % STAGES;
+                if (kt >= STAGES) mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
+                mbar_expect_tx(full(s), ST_BYTES);
+                const unsigned dst = base + s * ST_BYTES;
+                tma_load(dst, amap, kt * BK, m0, full(s));
+                tma_load(dst + A_BYTES, bmap, kt * BK, n0, full(s));
+            }
+        }
+        return;
+    }
+
+    const int wg = threadIdx.x >> 7;
+    float d[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) d[i] = 0.0f;
+    for (int kt = 0; kt < ktiles; ++kt) {
+        const int s = kt % STAGES;
+        mbar_wait(full(s), (kt / STAGES) & 1);
+        const unsigned st = base + s * ST_BYTES;
+        wg_fence_regs<R>(d);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 8; ++kk) {
+            const u64 da = wg_desc(st + wg * 64 * 128 + kk * 32);
+            const u64 db = wg_desc(st + A_BYTES + kk * 32);
+            if (BN == 256) {
+                wgmma_m64n256k8(d, da, db);
+            } else if (BN == 192) {
+                wgmma_m64n192k8(d, da, db);
+            } else {
+                wgmma_m64n128k8(d, da, db);
+            }
+        }
+        wg_commit();
+        wg_fence_regs<R>(d);
+        // The previous k-tile's MMAs are done: release its stage.
+        wg_wait<1>();
+        if (kt > 0 && lane == 0) mbar_arrive(empty((kt - 1) % STAGES));
+    }
+    wg_wait<0>();
+    wg_fence_regs<R>(d);
+
+    const int w4 = warp & 3;
+    const int g = lane >> 2, t = lane & 3;
+    const bool read_c = beta != 0.0f;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = m0 + wg * 64 + w4 * 16 + g + 8 * h;
+            const int col = n0 + 8 * j + 2 * t;
+            store_pair<float>(C, ldc, M, N, row, col, d[4 * j + 2 * h], d[4 * j + 2 * h + 1],
+                              alpha, beta, read_c);
+        }
+}
+#define WGT_BODY(BN, ST) wgt_gemm<BN, ST>(M, N, K, alpha, &amap, &bmap, beta, C, ldc);
+#define WGT_BODY(BN, ST) wgt_gemm<BN, ST>(M, N, K, alpha, &amap, &bmap, beta, C, ldc);
+#else
+// Built for a target without wgmma: the host never launches these there.
+#define WGT_BODY(BN, ST) __trap();
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+#define WGT_ENTRY(NAME, BN, ST)                                                            \
+    extern "C" __global__ void __launch_bounds__(288, 1)                                   \
+        NAME(int M, int N, int K, float alpha, const __grid_constant__ TmaMap amap,        \
+             const __grid_constant__ TmaMap bmap, float beta, float* __restrict__ C,       \
+             long long ldc) {                                                              \
+        WGT_BODY(BN, ST)                                                                   \
+    }
+
+WGT_ENTRY(gemm_wt128x256k32s4_f32, 256, 4)
+WGT_ENTRY(gemm_wt128x192k32s5_f32, 192, 5)
+WGT_ENTRY(gemm_wt128x128k32s6_f32, 128, 6)
+
+
+// P (R x ldp, row r along k) <- op(X), zero past K: trans == 0: X stored
+// R x K (ld ldx); trans != 0: X stored K x R. Blocks of 32 x 8 threads move
+// 32 x 32 tiles, transposed through shared memory. The bits are copied as
+// stored: the TF32 tensor maps round them as they do operands read in place,
+// so a packed and an in-place operand give the same product.
+template <typename T>
+__device__ __forceinline__ void pack_kmajor(int R, int K, int ldp, const T* __restrict__ X,
+                                            long long ldx, int trans, T* __restrict__ P) {
+    __shared__ T tile[32][33];
+    const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+    const int k0 = blockIdx.x * 32;
+    for (int r0 = blockIdx.y * 32; r0 < R; r0 += gridDim.y * 32) {
+        if (trans) {
+#pragma unroll
+            for (int i = ty; i < 32; i += 8) {
+                const int k = k0 + i, r = r0 + tx;
+                tile[i][tx] = (k < K && r < R) ? X[(long long)k * ldx + r] : T(0);
+            }
+            __syncthreads();
+#pragma unroll
+            for (int i = ty; i < 32; i += 8) {
+                const int r = r0 + i, k = k0 + tx;
+                if (r < R && k < ldp) P[(long long)r * ldp + k] = tile[tx][i];
+            }
+            __syncthreads();
+        } else {
+#pragma unroll
+            for (int i = ty; i < 32; i += 8) {
+                const int r = r0 + i, k = k0 + tx;
+                if (r < R && k < ldp)
+                    P[(long long)r * ldp + k] = k < K ? X[(long long)r * ldx + k] : T(0);
+            }
+        }
+    }
+}
+
+#define PACK_ENTRY(NAME, T)                                                                   \
+    extern "C" __global__ void __launch_bounds__(256)                                         \
+        NAME(int R, int K, int ldp, const T* __restrict__ X, long long ldx, int trans,        \
+             T* __restrict__ P) {                                                             \
+        pack_kmajor<T>(R, K, ldp, X, ldx, trans, P);                                          \
+    }
+
+PACK_ENTRY(gemm_pack_f32, float)

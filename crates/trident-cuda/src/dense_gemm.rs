@@ -1,11 +1,15 @@
 //! DenseGemm for [`CudaBackend`]: `kernels/dense_gemm.cu`.
 //!
-//! Three kernel families (see the kernel file's header):
+//! Kernel families (see the kernel file's header):
 //! - `Precision::Strict` f32: a multistage `cp.async` SIMT kernel (FFMA only,
 //!   128x128 blocks, 8x8 accumulators a thread), or the register-staged 64x64
 //!   kernel for products too small to fill the device;
-//! - `Precision::Tf32` f32: tensor cores through `mma.sync` m16n8k8 (operands
-//!   rounded to TF32, f32 sums), within the contract's Tf32 tolerance;
+//! - `Precision::Tf32` f32 on compute capability 9.0 (Hopper): warpgroup MMA
+//!   (`wgmma`) fed by TMA, operands rounded to TF32 by the tensor maps; an
+//!   operand not stored k-major is first packed by `gemm_pack_f32`;
+//! - `Precision::Tf32` f32 elsewhere: tensor cores through `mma.sync`
+//!   m16n8k8 (operands rounded to TF32, f32 sums), within the contract's Tf32
+//!   tolerance;
 //! - f64 (either precision: there is no looser f64 arithmetic): DMMA tensor
 //!   cores (`mma.sync` m8n8k4, IEEE f64 multiply-adds), or the plain tiled
 //!   kernel for small products.
@@ -74,6 +78,10 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "gemm_tt_d128x128k16s3_f64",
     "gemm_nn_d128x128k32s3_f64",
     "gemm_nn_d64x128k16s4b2_f64",
+    "gemm_wt128x256k32s4_f32",
+    "gemm_wt128x192k32s5_f32",
+    "gemm_wt128x128k32s6_f32",
+    "gemm_pack_f32",
 ];
 
 /// GEMM kernel shapes the kernel file provides (benchmarks and tests force
@@ -109,6 +117,13 @@ pub enum GemmTile {
     Tc128x128K16S4B2,
     /// As `Tc128x128K16S4B2`, truncated operands (NN only).
     Tc128x128K16S4B2Z,
+    /// Tf32 warpgroup MMA (`wgmma`, compute capability 9.0 only) fed by TMA:
+    /// 128 x 256 x 32, 4 stages, two consumer warpgroups and a producer warp.
+    Wt128x256K32S4,
+    /// As `Wt128x256K32S4`, 128 x 192 x 32, 5 stages.
+    Wt128x192K32S5,
+    /// As `Wt128x256K32S4`, 128 x 128 x 32, 6 stages.
+    Wt128x128K32S6,
     /// f64, plain tiled SIMT kernel, 64 x 64 blocks.
     F64Simt,
     /// f64 DMMA tensor cores, 128 x 128 x 16, 3 stages, 8 warps of 64 x 32.
@@ -137,6 +152,9 @@ enum Smem {
     Simt,
     /// `tc_gemm`: the operands' stored layouts, padded (see [`tc_smem`]).
     Tensor,
+    /// `wgt_gemm`: STAGES x (BM + BN) rows of 128 bytes and two mbarriers
+    /// a stage, plus 1024 bytes to align the ring to the swizzle period.
+    Tma,
 }
 
 /// One kernel shape of `kernels/dense_gemm.cu`.
@@ -293,6 +311,33 @@ const SHAPES: &[Shape] = &[
         false,
         Smem::Tensor,
     ),
+    shape(
+        G::Wt128x256K32S4,
+        Tf32,
+        "wt128x256k32s4",
+        (128, 256, 32, 4),
+        288,
+        true,
+        Smem::Tma,
+    ),
+    shape(
+        G::Wt128x192K32S5,
+        Tf32,
+        "wt128x192k32s5",
+        (128, 192, 32, 5),
+        288,
+        true,
+        Smem::Tma,
+    ),
+    shape(
+        G::Wt128x128K32S6,
+        Tf32,
+        "wt128x128k32s6",
+        (128, 128, 32, 6),
+        288,
+        true,
+        Smem::Tma,
+    ),
     shape(G::F64Simt, F64, "", (64, 64, 8, 1), 256, true, Smem::Static),
     shape(
         G::D128x128K16S3,
@@ -348,6 +393,7 @@ impl Shape {
             Smem::Static => 0,
             Smem::Simt => self.stages * self.bk * (self.bm + 4 + self.bn + 4) * 4,
             Smem::Tensor => tc_smem(self, elem, ta, tb),
+            Smem::Tma => self.stages * ((self.bm + self.bn) * 128 + 16) + 1024,
         }
     }
 }
@@ -388,9 +434,11 @@ impl CudaBackend {
     }
 
     fn pick_shape(&self, class: Class, nn: bool, m: usize, n: usize) -> Result<&'static Shape> {
+        let wgmma = self.has_wgmma();
         if let Some(s) = find(self.gemm_tile())
             && s.class == class
             && (s.all_ops || nn)
+            && (s.smem != Smem::Tma || wgmma)
         {
             return Ok(s);
         }
@@ -402,6 +450,8 @@ impl CudaBackend {
         let tile = match class {
             Strict32 if tiles(128, 128) >= sms => G::S128x128K16S4,
             Strict32 => G::T64x64,
+            Tf32 if wgmma && tiles(128, 256) >= sms => G::Wt128x256K32S4,
+            Tf32 if wgmma => G::Wt128x128K32S6,
             Tf32 if tiles(128, 256) >= sms => G::Tc128x256K16S4,
             Tf32 => G::Tc128x128K16S4,
             F64 if tiles(128, 128) >= sms / 4 => G::D128x128K16S3,
@@ -451,9 +501,6 @@ impl CudaBackend {
         if d.m == 0 || d.n == 0 {
             return Ok(());
         }
-        let (m, n, k) = (to_i32("m", d.m)?, to_i32("n", d.n)?, to_i32("k", d.k)?);
-        let (lda, ldb, ldc) = (lda as i64, ldb as i64, ldc as i64);
-        let ops = format!("{}{}", op_char(p.op_a), op_char(p.op_b));
         let (ta, tb) = (p.op_a == Op::T, p.op_b == Op::T);
         let class = match (T::NAME, p.precision) {
             ("f32", Precision::Strict) => Class::Strict32,
@@ -461,6 +508,13 @@ impl CudaBackend {
             _ => Class::F64,
         };
         let s = self.pick_shape(class, !ta && !tb, d.m, d.n)?;
+        if s.smem == Smem::Tma {
+            let (alpha, beta) = (p.alpha.to_f64() as f32, p.beta.to_f64() as f32);
+            return self.launch_wgmma(s, alpha, beta, d, (a, lda, ta), (b, ldb, tb), (c, ldc));
+        }
+        let (m, n, k) = (to_i32("m", d.m)?, to_i32("n", d.n)?, to_i32("k", d.k)?);
+        let (lda, ldb, ldc) = (lda as i64, ldb as i64, ldc as i64);
+        let ops = format!("{}{}", op_char(p.op_a), op_char(p.op_b));
         let elem = std::mem::size_of::<T>();
         let name = if s.tile == GemmTile::F64Simt {
             format!("gemm_{ops}_f64")
@@ -502,6 +556,166 @@ impl CudaBackend {
             );
         }
         Ok(())
+    }
+}
+
+/// A `CUtensorMap` passed to a kernel by value (`__grid_constant__`).
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct TmaMap([u64; 16]);
+
+// SAFETY: plain bytes, laid out as the kernel's `TmaMap` (128 bytes, 64-byte
+// aligned), which is what the driver copies into the parameter space.
+unsafe impl cudarc::driver::DeviceRepr for TmaMap {}
+
+impl TmaMap {
+    /// The tensor map of a k-major `rows x k` f32 matrix at device address
+    /// `ptr` (row stride `ld` elements, a multiple of 4; `ptr` 16-byte
+    /// aligned), read in boxes of 32 (k) x `box_rows` rows into the 128-byte
+    /// swizzle the `wgmma` descriptors name; elements past the matrix read as
+    /// zero. The elements are TF32: the copy rounds each f32 to nearest TF32
+    /// (measured: C within 2.6e-4 of strict SGEMM, as cuBLAS TF32).
+    fn kmajor(ptr: u64, rows: usize, k: usize, ld: i64, box_rows: usize) -> Result<Self> {
+        use cudarc::driver::sys;
+        let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
+        let dims = [k.max(1) as u64, rows.max(1) as u64];
+        let strides = [ld.max(4) as u64 * 4];
+        let boxes = [32u32, box_rows as u32];
+        let elem = [1u32, 1];
+        let dtype = sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32;
+        // SAFETY: every pointer is to a local array of the rank (2) the call
+        // is told, the map is written by the driver, and the global address
+        // is a live device allocation the caller checked (16-byte aligned,
+        // `rows` rows of `ld` elements).
+        let r = unsafe {
+            sys::cuTensorMapEncodeTiled(
+                map.as_mut_ptr(),
+                dtype,
+                2,
+                ptr as *mut std::ffi::c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                elem.as_ptr(),
+                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        r.result().map_err(|e| {
+            Error::Backend(format!("cuTensorMapEncodeTiled ({rows} x {k}, ld {ld}): {e:?}").into())
+        })?;
+        // SAFETY: initialised by the successful call above.
+        let map = unsafe { map.assume_init() };
+        Ok(TmaMap(map.opaque))
+    }
+}
+
+/// Leading dimension of a packed k-major TF32 operand: K rounded up to whole
+/// 16-byte chunks (the `wgmma` kernels copy 16 bytes at a time).
+fn packed_ld(k: usize) -> usize {
+    k.next_multiple_of(4).max(4)
+}
+
+impl CudaBackend {
+    /// Queues a `wgmma` Tf32 product: both operands k-major (A as M x K, B as
+    /// B^T, N x K), each read in place when stored so with 16-byte aligned
+    /// rows, otherwise first packed by `gemm_pack_f32` into a temporary
+    /// buffer freed in stream order after the product. The TF32 tensor maps
+    /// round either to TF32 as they load it.
+    fn launch_wgmma(
+        &self,
+        s: &Shape,
+        alpha: f32,
+        beta: f32,
+        d: GemmDims,
+        (a, lda, ta): (u64, usize, bool),
+        (b, ldb, tb): (u64, usize, bool),
+        (c, ldc): (u64, usize),
+    ) -> Result<()> {
+        let in_place = |ptr: u64, ld: usize| ptr.is_multiple_of(16) && ld.is_multiple_of(4);
+        // op(A) rows along k means A untransposed; op(B) = B^T stored N x K
+        // means B transposed.
+        let pa = if !ta && in_place(a, lda) {
+            None
+        } else {
+            Some(self.pack_kmajor(d.m, d.k, (a, lda), ta, "gemm A, k-major")?)
+        };
+        let pb = if tb && in_place(b, ldb) {
+            None
+        } else {
+            Some(self.pack_kmajor(d.n, d.k, (b, ldb), !tb, "gemm B^T, k-major")?)
+        };
+        let (a, lda) = pa.as_ref().map_or((a, lda), |x| (x.ptr(), packed_ld(d.k)));
+        let (b, ldb) = pb.as_ref().map_or((b, ldb), |x| (x.ptr(), packed_ld(d.k)));
+        let (m, n, k) = (to_i32("m", d.m)?, to_i32("n", d.n)?, to_i32("k", d.k)?);
+        let (lda, ldb, ldc) = (lda as i64, ldb as i64, ldc as i64);
+        let cfg = LaunchConfig {
+            grid_dim: (
+                count_u32("gemm blocks", d.m.div_ceil(s.bm) * d.n.div_ceil(s.bn))?,
+                1,
+                1,
+            ),
+            block_dim: (s.threads, 1, 1),
+            shared_mem_bytes: count_u32("gemm shared memory", s.smem_bytes(4, false, true))?,
+        };
+        let name = format!("gemm_{}_f32", s.suffix);
+        let amap = TmaMap::kmajor(a, d.m, d.k, lda, s.bm)?;
+        let bmap = TmaMap::kmajor(b, d.n, d.k, ldb, s.bn)?;
+        // Arguments as `wgt_gemm`'s entry: int x3, float, two tensor maps by
+        // value, float, ptr, i64.
+        launch_kernel!(
+            self, &KERNEL, &name, cfg, &m, &n, &k, &alpha, &amap, &bmap, &beta, &c, &ldc
+        );
+        Ok(())
+    }
+
+    /// A new `rows x packed_ld(k)` buffer holding `op(X)` k-major, zero past
+    /// k: X is stored `rows x k` (`trans == false`) or `k x rows`
+    /// (`trans == true`) at `x` with leading dimension `ldx`.
+    fn pack_kmajor(
+        &self,
+        rows: usize,
+        k: usize,
+        (x, ldx): (u64, usize),
+        trans: bool,
+        what: &str,
+    ) -> Result<CudaBuffer<f32>> {
+        let ldp = packed_ld(k);
+        let len = rows.checked_mul(ldp).ok_or(Error::TooLarge {
+            field: "packed TF32 operand",
+            value: rows as u128 * ldp as u128,
+            limit: usize::MAX as u128,
+        })?;
+        let out = self.alloc::<f32>(len, what)?;
+        let (r, kk, ldp32) = (to_i32("rows", rows)?, to_i32("k", k)?, to_i32("k", ldp)?);
+        let (ldx, tr, po) = (ldx.max(1) as i64, i32::from(trans), out.ptr());
+        let cfg = LaunchConfig {
+            grid_dim: (
+                count_u32("pack blocks", ldp.div_ceil(32))?,
+                count_u32("pack blocks", rows.div_ceil(32).clamp(1, 65535))?,
+                1,
+            ),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // Arguments as `gemm_pack_tf32(int, int, int, ptr, i64, int, ptr)`;
+        // `out` holds rows x ldp floats.
+        launch_kernel!(
+            self,
+            &KERNEL,
+            "gemm_pack_f32",
+            cfg,
+            &r,
+            &kk,
+            &ldp32,
+            &x,
+            &ldx,
+            &tr,
+            &po
+        );
+        Ok(out)
     }
 }
 

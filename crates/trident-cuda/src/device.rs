@@ -768,9 +768,21 @@ impl CudaBackend {
         self.load_image(name, source, image, outcome)
     }
 
-    /// `sm_XX` of this device.
+    /// The target NVRTC compiles for: `sm_XX` of this device, or `sm_90a` on
+    /// compute capability 9.0, whose architecture-specific features
+    /// (`wgmma`) only that target exposes. An `sm_90a` image runs on 9.0
+    /// devices only, as an `sm_90` cubin does.
     fn arch(&self) -> String {
+        if self.has_wgmma() {
+            return "sm_90a".into();
+        }
         format!("sm_{}{}", self.cc.0, self.cc.1)
+    }
+
+    /// Whether the device has Hopper's warpgroup MMA (`wgmma`): compute
+    /// capability 9.0 exactly (later architectures dropped it).
+    pub fn has_wgmma(&self) -> bool {
+        self.cc == (9, 0)
     }
 
     /// Loads a compiled image of module `name`; an image read from the disk
