@@ -26,9 +26,11 @@
 //    warp hit distinct banks.
 // 3. The register-staged SIMT f32 kernel (gemm_{ops}_64x64_f32, for small
 //    products) and the plain f64 kernel (gemm_{ops}_f64, likewise).
-// 4. Tf32 on Hopper (sm_90a): wgmma fed by TMA (`wgt_gemm`, entries
-//    gemm_wt128x{BN}k32s{STAGES}_f32), with `gemm_pack_f32` to lay out an
-//    operand k-major first where it is not stored so.
+// 4. Hopper (sm_90a), fed by TMA from a producer warp: Tf32 on wgmma
+//    (`wgt_gemm`, entries gemm_wt128x{BN}k32s{STAGES}_f32) and strict f32 on
+//    family 1's FFMA loop (`st_gemm`, gemm_st..._f32), with `gemm_pack_f32`
+//    to lay out an operand first where it is not stored as the kernel reads
+//    it.
 //
 // Kernels with dynamic shared memory check at entry that the launch gave them
 // enough (a mismatch with the host's size formula traps instead of corrupting
@@ -530,6 +532,75 @@ __device__ __forceinline__ void store_pair(T* __restrict__ C, long long ldc, int
 // ---------------------------------------------------------------------------
 // 1. Strict f32, multistage SIMT.
 
+// One BK-deep k-tile of the SIMT kernels: as/bs point at this thread's
+// first A and B values of the tile's first k row (rows PA and PB floats
+// apart); TM x TN accumulators as 4x4 pieces 32 rows / 16 columns apart.
+template <int TM, int TN, int BK, int PA, int PB>
+__device__ __forceinline__ void sgemm_ktile(const float* as, const float* bs, float (&acc)[TM][TN]) {
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+        float a[TM], b[TN];
+#pragma unroll
+        for (int i = 0; i < TM / 4; ++i) {
+            const float4 v = *reinterpret_cast<const float4*>(as + kk * PA + i * 32);
+            a[i * 4 + 0] = v.x; a[i * 4 + 1] = v.y; a[i * 4 + 2] = v.z; a[i * 4 + 3] = v.w;
+        }
+#pragma unroll
+        for (int j = 0; j < TN / 4; ++j) {
+            const float4 v = *reinterpret_cast<const float4*>(bs + kk * PB + j * 16);
+            b[j * 4 + 0] = v.x; b[j * 4 + 1] = v.y; b[j * 4 + 2] = v.z; b[j * 4 + 3] = v.w;
+        }
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+}
+
+// C <- alpha acc + beta C for a thread's TM x TN accumulators of the warp
+// tile at (wm, wn), guarded on the matrix edge; beta == 0 never reads C.
+template <int TM, int TN>
+__device__ __forceinline__ void sgemm_store(int M, int N, float alpha, float beta,
+                                            float* __restrict__ C, long long ldc, int wm, int wn,
+                                            int tm, int tn, const float (&acc)[TM][TN]) {
+    const bool read_c = beta != 0.f;
+    const bool vecC = aligned16(C) && (ldc & 3) == 0;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = wm + (i / 4) * 32 + tm * 4 + (i % 4);
+        if (row >= M) continue;
+        float* crow = C + (long long)row * ldc;
+#pragma unroll
+        for (int j4 = 0; j4 < TN / 4; ++j4) {
+            const int col = wn + j4 * 16 + tn * 4;
+            float r[4];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) r[q] = alpha * acc[i][j4 * 4 + q];
+            if (vecC && col + 3 < N) {
+                float4* p = reinterpret_cast<float4*>(crow + col);
+                if (read_c) {
+                    const float4 o = *p;
+                    r[0] = fmaf(beta, o.x, r[0]);
+                    r[1] = fmaf(beta, o.y, r[1]);
+                    r[2] = fmaf(beta, o.z, r[2]);
+                    r[3] = fmaf(beta, o.w, r[3]);
+                }
+                *p = make_float4(r[0], r[1], r[2], r[3]);
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    if (col + q < N) {
+                        float v = r[q];
+                        if (read_c) v = fmaf(beta, crow[col + q], v);
+                        crow[col + q] = v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+
 template <int BM, int BN, int BK, int WARPS_M, int STAGES, bool TA, bool TB>
 __device__ __forceinline__ void sgemm_async(int M, int N, int K, float alpha,
                                             const float* __restrict__ A, long long lda,
@@ -589,66 +660,14 @@ __device__ __forceinline__ void sgemm_async(int M, int N, int K, float alpha,
         // thread has finished (the barrier above).
         if (kt + STAGES - 1 < ktiles) load_stage(nxt, kt + STAGES - 1);
         cp_async_commit();
-        const float* as = As + cur * A_ST + wm0 + tm * 4;
-        const float* bs = Bs + cur * B_ST + wn0 + tn * 4;
-#pragma unroll
-        for (int kk = 0; kk < BK; ++kk) {
-            float a[TM], b[TN];
-#pragma unroll
-            for (int i = 0; i < TM / 4; ++i) {
-                const float4 v = *reinterpret_cast<const float4*>(as + kk * PA + i * 32);
-                a[i * 4 + 0] = v.x; a[i * 4 + 1] = v.y; a[i * 4 + 2] = v.z; a[i * 4 + 3] = v.w;
-            }
-#pragma unroll
-            for (int j = 0; j < TN / 4; ++j) {
-                const float4 v = *reinterpret_cast<const float4*>(bs + kk * PB + j * 16);
-                b[j * 4 + 0] = v.x; b[j * 4 + 1] = v.y; b[j * 4 + 2] = v.z; b[j * 4 + 3] = v.w;
-            }
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-        }
+        sgemm_ktile<TM, TN, BK, PA, PB>(As + cur * A_ST + wm0 + tm * 4,
+                                         Bs + cur * B_ST + wn0 + tn * 4, acc);
         cur = cur + 1 == STAGES ? 0 : cur + 1;
         nxt = nxt + 1 == STAGES ? 0 : nxt + 1;
     }
     cp_async_wait<0>();
 
-    const bool read_c = beta != 0.f;
-    const bool vecC = aligned16(C) && (ldc & 3) == 0;
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int row = m0 + wm0 + (i / 4) * 32 + tm * 4 + (i % 4);
-        if (row >= M) continue;
-        float* crow = C + (long long)row * ldc;
-#pragma unroll
-        for (int j4 = 0; j4 < TN / 4; ++j4) {
-            const int col = n0 + wn0 + j4 * 16 + tn * 4;
-            float r[4];
-#pragma unroll
-            for (int q = 0; q < 4; ++q) r[q] = alpha * acc[i][j4 * 4 + q];
-            if (vecC && col + 3 < N) {
-                float4* p = reinterpret_cast<float4*>(crow + col);
-                if (read_c) {
-                    const float4 o = *p;
-                    r[0] = fmaf(beta, o.x, r[0]);
-                    r[1] = fmaf(beta, o.y, r[1]);
-                    r[2] = fmaf(beta, o.z, r[2]);
-                    r[3] = fmaf(beta, o.w, r[3]);
-                }
-                *p = make_float4(r[0], r[1], r[2], r[3]);
-            } else {
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    if (col + q < N) {
-                        float v = r[q];
-                        if (read_c) v = fmaf(beta, crow[col + q], v);
-                        crow[col + q] = v;
-                    }
-                }
-            }
-        }
-    }
+    sgemm_store<TM, TN>(M, N, alpha, beta, C, ldc, m0 + wm0, n0 + wn0, tm, tn, acc);
 }
 
 #define SASYNC_ENTRY(NAME, BM, BN, BK, WM, ST, MINB, TA, TB)                                   \
@@ -1125,9 +1144,78 @@ __device__ __forceinline__ void wgt_gemm(int M, int N, int K, float alpha, const
 }
 #define WGT_BODY(BN, ST) wgt_gemm<BN, ST>(M, N, K, alpha, &amap, &bmap, beta, C, ldc);
 #define WGT_BODY(BN, ST) wgt_gemm<BN, ST>(M, N, K, alpha, &amap, &bmap, beta, C, ldc);
+
+// Strict f32 SIMT product fed by TMA (`st_gemm`, entries
+// gemm_st{BM}x{BN}k{BK}s{STAGES}_f32): family 1's FFMA loop and layout
+// (As[k][m], Bs[k][n], this time unpadded) with its copies moved to a
+// producer warp, as `wgt_gemm` does, so the eight compute warps issue only
+// LDS.128 and FFMA. TMA keeps a box's layout, so A arrives as A^T (K x M) and
+// B as B (K x N): the host packs A^T for op(A) = A and B for op(B) = B^T.
+template <int BM, int BN, int BK, int WARPS_M, int STAGES>
+__device__ __forceinline__ void st_gemm(int M, int N, int K, float alpha, const TmaMap* amap,
+                                        const TmaMap* bmap, float beta, float* __restrict__ C,
+                                        long long ldc) {
+    constexpr int WARPS_N = 8 / WARPS_M;
+    constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
+    constexpr int TM = WTM / 8, TN = WTN / 4;  // 8 x 4 threads per warp
+    constexpr unsigned A_BYTES = BM * BK * 4, ST_BYTES = (BM + BN) * BK * 4;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    if (dynamic_smem_bytes() < STAGES * (ST_BYTES + 16) + 128) __trap();
+    const unsigned raw = smem_addr(smem_raw);
+    const unsigned base = (raw + 127) & ~127u;
+    const float* fbase = reinterpret_cast<const float*>(smem_raw + (base - raw));
+    const unsigned bars = base + STAGES * ST_BYTES;
+    auto full = [&](int s) { return bars + 8 * s; };
+    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };
+
+    int m0, n0;
+    block_coords(M, N, BM, BN, m0, n0);
+    const int ktiles = (K + BK - 1) / BK;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full(s), 1);
+            mbar_init(empty(s), 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == 8) {
+        if (lane == 0) {
+            for (int kt = 0; kt < ktiles; ++kt) {
+                const int s = kt % STAGES;
+                if (kt >= STAGES) mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
+                mbar_expect_tx(full(s), ST_BYTES);
+                const unsigned dst = base + s * ST_BYTES;
+                tma_load(dst, amap, m0, kt * BK, full(s));
+                tma_load(dst + A_BYTES, bmap, n0, kt * BK, full(s));
+            }
+        }
+        return;
+    }
+    const int wm0 = (warp / WARPS_N) * WTM, wn0 = (warp % WARPS_N) * WTN;
+    const int tm = lane >> 2, tn = lane & 3;
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+    for (int kt = 0; kt < ktiles; ++kt) {
+        const int s = kt % STAGES;
+        mbar_wait(full(s), (kt / STAGES) & 1);
+        const float* st = fbase + s * (ST_BYTES / 4);
+        sgemm_ktile<TM, TN, BK, BM, BN>(st + wm0 + tm * 4, st + A_BYTES / 4 + wn0 + tn * 4, acc);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty(s));
+    }
+    sgemm_store<TM, TN>(M, N, alpha, beta, C, ldc, m0 + wm0, n0 + wn0, tm, tn, acc);
+}
+#define ST_BODY(BM, BN, BK, WM, ST) \
+    st_gemm<BM, BN, BK, WM, ST>(M, N, K, alpha, &amap, &bmap, beta, C, ldc);
 #else
-// Built for a target without wgmma: the host never launches these there.
+// Built for a target without wgmma and TMA: the host never launches these there.
 #define WGT_BODY(BN, ST) __trap();
+#define ST_BODY(BM, BN, BK, WM, ST) __trap();
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 #define WGT_ENTRY(NAME, BN, ST)                                                            \
@@ -1141,6 +1229,20 @@ __device__ __forceinline__ void wgt_gemm(int M, int N, int K, float alpha, const
 WGT_ENTRY(gemm_wt128x256k32s4_f32, 256, 4)
 WGT_ENTRY(gemm_wt128x192k32s5_f32, 192, 5)
 WGT_ENTRY(gemm_wt128x128k32s6_f32, 128, 6)
+
+// Entries gemm_st{BM}x{BN}k{BK}s{STAGES}_f32: eight compute warps and one
+// producer warp; tensor maps of A^T (K x M) and B (K x N).
+#define ST_ENTRY(NAME, BM, BN, BK, WM, ST, MINB)                                           \
+    extern "C" __global__ void __launch_bounds__(288, MINB)                                \
+        NAME(int M, int N, int K, float alpha, const __grid_constant__ TmaMap amap,        \
+             const __grid_constant__ TmaMap bmap, float beta, float* __restrict__ C,       \
+             long long ldc) {                                                              \
+        ST_BODY(BM, BN, BK, WM, ST)                                                        \
+    }
+
+ST_ENTRY(gemm_st128x128k16s6_f32, 128, 128, 16, 2, 6, 1)
+ST_ENTRY(gemm_st128x256k16s4_f32, 128, 256, 16, 2, 4, 1)
+ST_ENTRY(gemm_st128x128k16s4b2_f32, 128, 128, 16, 2, 4, 2)
 
 
 // P (R x ldp, row r along k) <- op(X), zero past K: trans == 0: X stored

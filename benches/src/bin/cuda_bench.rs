@@ -171,6 +171,9 @@ fn gemm_tiles(kind: GemmKind) -> &'static [GemmTile] {
             G::S128x256K16S4,
             G::S128x128K16S4W4,
             G::S256x128K16S3,
+            G::St128x128K16S6,
+            G::St128x256K16S4,
+            G::St128x128K16S4B2,
         ],
         GemmKind::Tf32 => &[
             G::Auto,

@@ -1,9 +1,10 @@
 //! DenseGemm for [`CudaBackend`]: `kernels/dense_gemm.cu`.
 //!
 //! Kernel families (see the kernel file's header):
-//! - `Precision::Strict` f32: a multistage `cp.async` SIMT kernel (FFMA only,
-//!   128x128 blocks, 8x8 accumulators a thread), or the register-staged 64x64
-//!   kernel for products too small to fill the device;
+//! - `Precision::Strict` f32: a SIMT kernel (FFMA only, 128x128 blocks, 8x8
+//!   accumulators a thread) fed by TMA from a producer warp on compute
+//!   capability 9.0, by a multistage `cp.async` ring elsewhere; or the
+//!   register-staged 64x64 kernel for products too small to fill the device;
 //! - `Precision::Tf32` f32 on compute capability 9.0 (Hopper): warpgroup MMA
 //!   (`wgmma`) fed by TMA, operands rounded to TF32 by the tensor maps; an
 //!   operand not stored k-major is first packed by `gemm_pack_f32`;
@@ -81,6 +82,9 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "gemm_wt128x256k32s4_f32",
     "gemm_wt128x192k32s5_f32",
     "gemm_wt128x128k32s6_f32",
+    "gemm_st128x128k16s6_f32",
+    "gemm_st128x256k16s4_f32",
+    "gemm_st128x128k16s4b2_f32",
     "gemm_pack_f32",
 ];
 
@@ -124,6 +128,13 @@ pub enum GemmTile {
     Wt128x192K32S5,
     /// As `Wt128x256K32S4`, 128 x 128 x 32, 6 stages.
     Wt128x128K32S6,
+    /// Strict f32 SIMT fed by TMA (compute capability 9.0 only): 128 x 128 x
+    /// 16, 6 stages, eight compute warps of 64 x 32 and a producer warp.
+    St128x128K16S6,
+    /// As `St128x128K16S6`, 128 x 256, 4 stages, warps of 64 x 64.
+    St128x256K16S4,
+    /// As `St128x128K16S6`, 4 stages, two blocks an SM.
+    St128x128K16S4B2,
     /// f64, plain tiled SIMT kernel, 64 x 64 blocks.
     F64Simt,
     /// f64 DMMA tensor cores, 128 x 128 x 16, 3 stages, 8 warps of 64 x 32.
@@ -155,6 +166,9 @@ enum Smem {
     /// `wgt_gemm`: STAGES x (BM + BN) rows of 128 bytes and two mbarriers
     /// a stage, plus 1024 bytes to align the ring to the swizzle period.
     Tma,
+    /// `st_gemm`: STAGES x BK x (BM + BN) floats and two mbarriers a stage,
+    /// plus 128 bytes of alignment.
+    TmaSimt,
 }
 
 /// One kernel shape of `kernels/dense_gemm.cu`.
@@ -338,6 +352,33 @@ const SHAPES: &[Shape] = &[
         true,
         Smem::Tma,
     ),
+    shape(
+        G::St128x128K16S6,
+        Strict32,
+        "st128x128k16s6",
+        (128, 128, 16, 6),
+        288,
+        true,
+        Smem::TmaSimt,
+    ),
+    shape(
+        G::St128x256K16S4,
+        Strict32,
+        "st128x256k16s4",
+        (128, 256, 16, 4),
+        288,
+        true,
+        Smem::TmaSimt,
+    ),
+    shape(
+        G::St128x128K16S4B2,
+        Strict32,
+        "st128x128k16s4b2",
+        (128, 128, 16, 4),
+        288,
+        true,
+        Smem::TmaSimt,
+    ),
     shape(G::F64Simt, F64, "", (64, 64, 8, 1), 256, true, Smem::Static),
     shape(
         G::D128x128K16S3,
@@ -393,6 +434,7 @@ impl Shape {
             Smem::Static => 0,
             Smem::Simt => self.stages * self.bk * (self.bm + 4 + self.bn + 4) * 4,
             Smem::Tensor => tc_smem(self, elem, ta, tb),
+            Smem::TmaSimt => self.stages * ((self.bm + self.bn) * self.bk * 4 + 16) + 128,
             Smem::Tma => self.stages * ((self.bm + self.bn) * 128 + 16) + 1024,
         }
     }
@@ -438,7 +480,7 @@ impl CudaBackend {
         if let Some(s) = find(self.gemm_tile())
             && s.class == class
             && (s.all_ops || nn)
-            && (s.smem != Smem::Tma || wgmma)
+            && (!matches!(s.smem, Smem::Tma | Smem::TmaSimt) || wgmma)
         {
             return Ok(s);
         }
@@ -448,6 +490,7 @@ impl CudaBackend {
         // 64x64 one; the tensor-core shapes are fastest at any size that
         // gives them a block per SM, and the smaller of them otherwise.
         let tile = match class {
+            Strict32 if wgmma && tiles(128, 128) >= sms => G::St128x128K16S4B2,
             Strict32 if tiles(128, 128) >= sms => G::S128x128K16S4,
             Strict32 => G::T64x64,
             Tf32 if wgmma && tiles(128, 256) >= sms => G::Wt128x256K32S4,
@@ -508,9 +551,9 @@ impl CudaBackend {
             _ => Class::F64,
         };
         let s = self.pick_shape(class, !ta && !tb, d.m, d.n)?;
-        if s.smem == Smem::Tma {
+        if matches!(s.smem, Smem::Tma | Smem::TmaSimt) {
             let (alpha, beta) = (p.alpha.to_f64() as f32, p.beta.to_f64() as f32);
-            return self.launch_wgmma(s, alpha, beta, d, (a, lda, ta), (b, ldb, tb), (c, ldc));
+            return self.launch_tma(s, alpha, beta, d, (a, lda, ta), (b, ldb, tb), (c, ldc));
         }
         let (m, n, k) = (to_i32("m", d.m)?, to_i32("n", d.n)?, to_i32("k", d.k)?);
         let (lda, ldb, ldc) = (lda as i64, ldb as i64, ldc as i64);
@@ -569,20 +612,38 @@ struct TmaMap([u64; 16]);
 unsafe impl cudarc::driver::DeviceRepr for TmaMap {}
 
 impl TmaMap {
-    /// The tensor map of a k-major `rows x k` f32 matrix at device address
-    /// `ptr` (row stride `ld` elements, a multiple of 4; `ptr` 16-byte
-    /// aligned), read in boxes of 32 (k) x `box_rows` rows into the 128-byte
-    /// swizzle the `wgmma` descriptors name; elements past the matrix read as
-    /// zero. The elements are TF32: the copy rounds each f32 to nearest TF32
-    /// (measured: C within 2.6e-4 of strict SGEMM, as cuBLAS TF32).
-    fn kmajor(ptr: u64, rows: usize, k: usize, ld: i64, box_rows: usize) -> Result<Self> {
+    /// The tensor map of a row-major f32 matrix of `(cols, rows)` (cols
+    /// contiguous) at device address `ptr` (row stride `ld` elements, a
+    /// multiple of 4; `ptr` 16-byte aligned), read in boxes of `(box_cols,
+    /// box_rows)`; elements past the matrix read as zero. `tf32` (the
+    /// `wgmma` operands): 32-column boxes land in the 128-byte swizzle the
+    /// descriptors name, and the elements are TF32, so the copy rounds each
+    /// f32 to nearest TF32 (measured: C within 2.6e-4 of strict SGEMM, as
+    /// cuBLAS TF32's); else boxes land unswizzled with the bits as stored.
+    fn new(
+        ptr: u64,
+        (cols, rows): (usize, usize),
+        ld: usize,
+        (box_cols, box_rows): (usize, usize),
+        tf32: bool,
+    ) -> Result<Self> {
         use cudarc::driver::sys;
         let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
-        let dims = [k.max(1) as u64, rows.max(1) as u64];
+        let dims = [cols.max(1) as u64, rows.max(1) as u64];
         let strides = [ld.max(4) as u64 * 4];
-        let boxes = [32u32, box_rows as u32];
+        let boxes = [box_cols as u32, box_rows as u32];
         let elem = [1u32, 1];
-        let dtype = sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32;
+        let (dtype, swizzle) = if tf32 {
+            (
+                sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            )
+        } else {
+            (
+                sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+            )
+        };
         // SAFETY: every pointer is to a local array of the rank (2) the call
         // is told, the map is written by the driver, and the global address
         // is a live device allocation the caller checked (16-byte aligned,
@@ -598,13 +659,15 @@ impl TmaMap {
                 boxes.as_ptr(),
                 elem.as_ptr(),
                 sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                swizzle,
                 sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
             )
         };
         r.result().map_err(|e| {
-            Error::Backend(format!("cuTensorMapEncodeTiled ({rows} x {k}, ld {ld}): {e:?}").into())
+            Error::Backend(
+                format!("cuTensorMapEncodeTiled ({rows} x {cols}, ld {ld}): {e:?}").into(),
+            )
         })?;
         // SAFETY: initialised by the successful call above.
         let map = unsafe { map.assume_init() };
@@ -619,12 +682,14 @@ fn packed_ld(k: usize) -> usize {
 }
 
 impl CudaBackend {
-    /// Queues a `wgmma` Tf32 product: both operands k-major (A as M x K, B as
-    /// B^T, N x K), each read in place when stored so with 16-byte aligned
-    /// rows, otherwise first packed by `gemm_pack_f32` into a temporary
-    /// buffer freed in stream order after the product. The TF32 tensor maps
-    /// round either to TF32 as they load it.
-    fn launch_wgmma(
+    /// Queues a product fed by TMA. `wgt_gemm` (Tf32) reads both operands
+    /// k-major (A as M x K, B as B^T, N x K) through TF32 tensor maps, which
+    /// round them as they load; `st_gemm` (strict) reads A^T (K x M) and B
+    /// (K x N) through f32 ones. An operand stored as its kernel reads it,
+    /// with 16-byte aligned rows, is read in place; otherwise it is first
+    /// laid out by `gemm_pack_f32` into a temporary buffer freed in stream
+    /// order after the product.
+    fn launch_tma(
         &self,
         s: &Shape,
         alpha: f32,
@@ -635,22 +700,48 @@ impl CudaBackend {
         (c, ldc): (u64, usize),
     ) -> Result<()> {
         let in_place = |ptr: u64, ld: usize| ptr.is_multiple_of(16) && ld.is_multiple_of(4);
-        // op(A) rows along k means A untransposed; op(B) = B^T stored N x K
-        // means B transposed.
-        let pa = if !ta && in_place(a, lda) {
+        let tf32 = s.smem == Smem::Tma;
+        // What each kernel reads: rows x cols with cols contiguous, and
+        // whether op(X) is stored that way (then `trans` below is false).
+        let (a_rows, a_cols, a_stored) = if tf32 {
+            (d.m, d.k, !ta)
+        } else {
+            (d.k, d.m, ta)
+        };
+        let (b_rows, b_cols, b_stored) = if tf32 {
+            (d.n, d.k, tb)
+        } else {
+            (d.k, d.n, !tb)
+        };
+        let pa = if a_stored && in_place(a, lda) {
             None
         } else {
-            Some(self.pack_kmajor(d.m, d.k, (a, lda), ta, "gemm A, k-major")?)
+            Some(self.pack_kmajor(
+                a_rows,
+                a_cols,
+                (a, lda),
+                !a_stored,
+                "gemm A laid out for TMA",
+            )?)
         };
-        let pb = if tb && in_place(b, ldb) {
+        let pb = if b_stored && in_place(b, ldb) {
             None
         } else {
-            Some(self.pack_kmajor(d.n, d.k, (b, ldb), !tb, "gemm B^T, k-major")?)
+            Some(self.pack_kmajor(
+                b_rows,
+                b_cols,
+                (b, ldb),
+                !b_stored,
+                "gemm B laid out for TMA",
+            )?)
         };
-        let (a, lda) = pa.as_ref().map_or((a, lda), |x| (x.ptr(), packed_ld(d.k)));
-        let (b, ldb) = pb.as_ref().map_or((b, ldb), |x| (x.ptr(), packed_ld(d.k)));
+        let (a, lda) = pa
+            .as_ref()
+            .map_or((a, lda), |x| (x.ptr(), packed_ld(a_cols)));
+        let (b, ldb) = pb
+            .as_ref()
+            .map_or((b, ldb), |x| (x.ptr(), packed_ld(b_cols)));
         let (m, n, k) = (to_i32("m", d.m)?, to_i32("n", d.n)?, to_i32("k", d.k)?);
-        let (lda, ldb, ldc) = (lda as i64, ldb as i64, ldc as i64);
         let cfg = LaunchConfig {
             grid_dim: (
                 count_u32("gemm blocks", d.m.div_ceil(s.bm) * d.n.div_ceil(s.bn))?,
@@ -661,10 +752,20 @@ impl CudaBackend {
             shared_mem_bytes: count_u32("gemm shared memory", s.smem_bytes(4, false, true))?,
         };
         let name = format!("gemm_{}_f32", s.suffix);
-        let amap = TmaMap::kmajor(a, d.m, d.k, lda, s.bm)?;
-        let bmap = TmaMap::kmajor(b, d.n, d.k, ldb, s.bn)?;
-        // Arguments as `wgt_gemm`'s entry: int x3, float, two tensor maps by
-        // value, float, ptr, i64.
+        let (amap, bmap) = if tf32 {
+            (
+                TmaMap::new(a, (a_cols, a_rows), lda, (32, s.bm), true)?,
+                TmaMap::new(b, (b_cols, b_rows), ldb, (32, s.bn), true)?,
+            )
+        } else {
+            (
+                TmaMap::new(a, (a_cols, a_rows), lda, (s.bm, s.bk), false)?,
+                TmaMap::new(b, (b_cols, b_rows), ldb, (s.bn, s.bk), false)?,
+            )
+        };
+        let ldc = ldc as i64;
+        // Arguments as the entries of `wgt_gemm` and `st_gemm`: int x3,
+        // float, two tensor maps by value, float, ptr, i64.
         launch_kernel!(
             self, &KERNEL, &name, cfg, &m, &n, &k, &alpha, &amap, &bmap, &beta, &c, &ldc
         );

@@ -779,8 +779,9 @@ impl CudaBackend {
         format!("sm_{}{}", self.cc.0, self.cc.1)
     }
 
-    /// Whether the device has Hopper's warpgroup MMA (`wgmma`): compute
-    /// capability 9.0 exactly (later architectures dropped it).
+    /// Whether the device runs the `sm_90a` GEMM kernels (Hopper's warpgroup
+    /// MMA, `wgmma`, and the TMA-fed producer/consumer kernels): compute
+    /// capability 9.0 exactly (later architectures dropped `wgmma`).
     pub fn has_wgmma(&self) -> bool {
         self.cc == (9, 0)
     }
