@@ -30,6 +30,8 @@ pub(super) const W: usize = 32;
 /// Signals whose `alpha0 = D^T x` is computed together, so that each row of
 /// `D` is loaded once per group rather than once per signal.
 pub(super) const GROUP: usize = 4;
+/// Signals of a group coded in lockstep (see [`rows_impl`]).
+const LANES: usize = 2;
 
 /// The working float type of the OMP loop: what differs between the f32 and
 /// the f64 loop. Everything else is written once, generic over it.
@@ -220,6 +222,9 @@ pub(super) struct Prepared<F> {
     max_atoms: usize,
     eps: Option<f64>,
     pub(super) isa: Isa,
+    /// Whether a group's signals are coded in lockstep (the default) or one
+    /// after the other (tests compare the two).
+    pub(super) lockstep: bool,
 }
 
 impl<F: Float> Prepared<F> {
@@ -265,6 +270,7 @@ impl<F: Float> Prepared<F> {
             max_atoms: rule.max_atoms(n, k),
             eps: rule.error_target(),
             isa,
+            lockstep: true,
         };
         p.gram(parallel);
         Ok(p)
@@ -345,7 +351,8 @@ pub(super) struct Scratch<F> {
     xs: Vec<F>,
     /// `GROUP x kp` correlations `D^T x`.
     a0: Vec<F>,
-    work: Work<F>,
+    /// One per signal of a group (see [`rows_impl`]).
+    work: Vec<Work<F>>,
     /// The f64 loop's buffers, made on first need (f32 only).
     wide: Option<Box<Scratch<f64>>>,
 }
@@ -381,30 +388,56 @@ struct Work<F> {
     /// [`refine`]'s right-hand side and correction.
     c64: Vec<f64>,
     d64: Vec<f64>,
+    /// The loop's state between [`select`] and [`update`]: atoms chosen so
+    /// far, whether a pivot was small enough to refine, `||x||^2` (f64 and
+    /// `F`), the selection floor, `||z||^2`, the atom just chosen and its
+    /// step's multiplier `z_k / L_kk`.
+    count: usize,
+    ill: bool,
+    xx: f64,
+    xxf: F,
+    floor: f64,
+    zz: F,
+    j: usize,
+    c: F,
+}
+
+impl<F: Float> Work<F> {
+    fn new(p: &Prepared<F>) -> Self {
+        let m = p.max_atoms;
+        Self {
+            alpha: vec![F::ZERO; p.kp],
+            cabs: vec![F::ZERO; p.kp],
+            u: Vec::new(),
+            l: Vec::new(),
+            z: vec![F::ZERO; m],
+            gamma: vec![F::ZERO; m],
+            w: vec![F::ZERO; m],
+            inv_l: vec![F::ZERO; m],
+            ws: vec![F::ZERO; m],
+            sel: vec![0; m],
+            r: vec![0.0; p.n],
+            g64: vec![0.0; m],
+            c64: vec![0.0; m],
+            d64: vec![0.0; m],
+            count: 0,
+            ill: false,
+            xx: 0.0,
+            xxf: F::ZERO,
+            floor: 0.0,
+            zz: F::ZERO,
+            j: 0,
+            c: F::ZERO,
+        }
+    }
 }
 
 impl<F: Float> Scratch<F> {
     pub(super) fn new(p: &Prepared<F>) -> Self {
-        let m = p.max_atoms;
         Self {
             xs: vec![F::ZERO; GROUP * p.n],
             a0: vec![F::ZERO; GROUP * p.kp],
-            work: Work {
-                alpha: vec![F::ZERO; p.kp],
-                cabs: vec![F::ZERO; p.kp],
-                u: Vec::new(),
-                l: Vec::new(),
-                z: vec![F::ZERO; m],
-                gamma: vec![F::ZERO; m],
-                w: vec![F::ZERO; m],
-                inv_l: vec![F::ZERO; m],
-                ws: vec![F::ZERO; m],
-                sel: vec![0; m],
-                r: vec![0.0; p.n],
-                g64: vec![0.0; m],
-                c64: vec![0.0; m],
-                d64: vec![0.0; m],
-            },
+            work: (0..GROUP).map(|_| Work::new(p)).collect(),
             wide: None,
         }
     }
@@ -493,7 +526,7 @@ fn rows_impl<T: Scalar, F: Float>(
     rows: Range<usize>,
     s: &mut Scratch<F>,
 ) -> Result<Chunk<T>> {
-    let (n, kp) = (p.n, p.kp);
+    let (n, kp, lockstep) = (p.n, p.kp, p.lockstep);
     let count = rows.len();
     let mut out = Chunk {
         counts: Vec::with_capacity(count),
@@ -515,14 +548,39 @@ fn rows_impl<T: Scalar, F: Float>(
             }
         }
         F::alpha0(&p.d, n, kp, &s.xs, &mut s.a0);
-        for q in 0..m {
-            if !code_signal(
-                p,
-                &s.xs[q * n..(q + 1) * n],
-                &s.a0[q * kp..(q + 1) * kp],
-                &mut s.work,
-                &mut out,
-            ) {
+        let (xs, a0) = (&s.xs, &s.a0);
+        let x = |q: usize| &xs[q * n..(q + 1) * n];
+        let mut state = [State::Done; GROUP];
+        for (q, w) in s.work[..m].iter_mut().enumerate() {
+            state[q] = begin(p, &a0[q * kp..(q + 1) * kp], sumsq(x(q)), w);
+        }
+        // The group's signals step `lanes` at a time in lockstep: their
+        // steps are independent chains of dependent scalar work (argmax,
+        // pivot, divisions) that the core overlaps when they sit side by
+        // side. Two measured faster than one and than four (whose rows of
+        // `U` no longer fit in L1 together).
+        let lanes = if lockstep { LANES } else { 1 };
+        for g0 in (0..m).step_by(lanes) {
+            let g1 = (g0 + lanes).min(m);
+            while state[g0..g1].contains(&State::Go) {
+                for (q, w) in s.work[g0..g1].iter_mut().enumerate() {
+                    let q = g0 + q;
+                    if state[q] == State::Go {
+                        state[q] = select(p, x(q), w);
+                    }
+                }
+                for (q, w) in s.work[g0..g1].iter_mut().enumerate() {
+                    let q = g0 + q;
+                    if state[q] == State::Go {
+                        update(p, w);
+                    }
+                }
+            }
+        }
+        for (q, w) in s.work[..m].iter_mut().enumerate() {
+            if state[q] == State::Done {
+                finish(p, x(q), w, &mut out);
+            } else {
                 recode(wide, signals.row(i + q), &mut s.wide, &mut out)?;
             }
         }
@@ -548,7 +606,8 @@ fn recode<T: Scalar>(
         *xv = v.to_f64();
     }
     f64::alpha0(&p.d, n, kp, &s.xs, &mut s.a0);
-    let done = code_signal(p, &s.xs[..n], &s.a0[..kp], &mut s.work, out);
+    let xx = sumsq(&s.xs[..n]);
+    let done = code_signal(p, &s.xs[..n], &s.a0[..kp], xx, &mut s.work[0], out);
     debug_assert!(done, "the f64 loop codes every signal");
     Ok(())
 }
@@ -783,9 +842,9 @@ fn refine<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>, count: usize) {
     }
 }
 
-/// Batch-OMP on one signal `x` with `a0 = D^T x`; appends its code to `out`
-/// and returns `true`, or returns `false` (appending nothing) when the f32
-/// loop hands the signal to the f64 loop.
+/// Batch-OMP on one signal `x` with `a0 = D^T x` and `xx = ||x||^2`;
+/// appends its code to `out` and returns `true`, or returns `false`
+/// (appending nothing) when the f32 loop hands the signal to the f64 loop.
 ///
 /// With `L L^T = G_II`, `z = L^-1 alpha0_I` and `V = G_{:,I} L^-T`, the
 /// correlations are `alpha = alpha0 - V z`, the new row of `L` for atom `j`
@@ -794,110 +853,161 @@ fn refine<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>, count: usize) {
 /// `gamma = L^-T z` is solved once at the end. `V` is kept unscaled, as
 /// `U = V diag(L)` (row `t` of `U` is `L_tt` times row `t` of `V`), so that the
 /// divisions by `L_tt` fall on scalars, not on whole rows.
+///
+/// The loop is [`begin`], then [`select`] and [`update`] in turn, then
+/// [`finish`]; [`rows_impl`] runs the same calls for a group of signals in
+/// lockstep, which changes no signal's arithmetic.
 #[inline(always)]
 fn code_signal<T: Scalar, F: Float>(
     p: &Prepared<F>,
     x: &[F],
     a0: &[F],
+    xx: f64,
     w: &mut Work<F>,
     out: &mut Chunk<T>,
 ) -> bool {
-    let kp = p.kp;
-    let xx = sumsq(x);
-    let floor = F::floor(p.n, xx.sqrt());
-    let mut count = 0usize;
-    let mut ill = false;
-    if !p.stops(xx, 0) {
-        if !(F::MIN_XX..=F::MAX_XX).contains(&xx) {
-            return false;
-        }
-        let xxf = F::from_f64(xx);
-        w.alpha.copy_from_slice(a0);
-        for (c, &a) in w.cabs.iter_mut().zip(a0) {
-            *c = a.abs();
-        }
-        let mut zz = F::ZERO;
-        loop {
-            let (j, best) = F::argmax(&w.cabs);
-            if best.to_f64() <= floor {
-                if F::EXACT {
-                    // Zero up to rounding: nothing left that the dictionary
-                    // can reach, or a duplicate of a chosen atom (reference
-                    // rule 4).
-                    break;
-                }
-                return false;
-            }
-            // Row `count` of L is L^-1 G_{I,j}: entry j of the rows of V, U[t][j] / L_tt.
-            let mut ww = F::ZERO;
-            for t in 0..count {
-                let v = w.u[t * kp + j] * w.inv_l[t];
-                w.w[t] = v;
-                w.ws[t] = v * w.inv_l[t];
-                ww += v * v;
-            }
-            let gjj = p.g[j * kp + j];
-            let d2 = gjj - ww;
-            if d2.to_f64().is_nan() || d2 <= F::ZERO || d2 < F::REDO * gjj {
-                if F::EXACT {
-                    // `d_j` in the span of the chosen atoms up to rounding:
-                    // the Cholesky update has no real square root. The
-                    // reference's rule 5 (an exactly singular least-squares
-                    // system).
-                    break;
-                }
-                return false;
-            }
-            ill |= d2 < F::ILL * gjj;
-            let lkk = d2.sqrt();
-            let base = count * (count + 1) / 2;
-            if w.l.len() < base + count + 1 {
-                w.l.resize(base + count + 1, F::ZERO);
-            }
-            w.l[base..base + count].copy_from_slice(&w.w[..count]);
-            w.l[base + count] = lkk;
-            let inv_lkk = F::from_f64(1.0) / lkk;
-            w.inv_l[count] = inv_lkk;
-            let zk = w.alpha[j] / lkk;
-            w.z[count] = zk;
-            w.sel[count] = j;
-            count += 1;
-            zz += zk * zk;
-            if count >= p.max_atoms {
-                break;
-            }
-            let mut r2 = (xxf - zz).to_f64();
-            if r2 <= F::TRUST * xx {
-                back_substitute(&w.l, &w.z[..count], &mut w.gamma);
-                let gamma = &w.gamma;
-                r2 = residual2(p, x, &w.sel[..count], |t| gamma[t].to_f64(), &mut w.r);
-            }
-            if p.stops(r2, count) {
-                break;
-            }
-            if w.u.len() < count * kp {
-                w.u.resize(count * kp, F::ZERO);
-            }
-            let (prev, uk) = w.u[..count * kp].split_at_mut((count - 1) * kp);
-            step(
-                prev,
-                uk,
-                &p.g[j * kp..(j + 1) * kp],
-                &w.ws[..count - 1],
-                zk * inv_lkk,
-                &mut w.alpha,
-                &mut w.cabs,
-            );
-            for &s in &w.sel[..count] {
-                w.cabs[s] = F::NEG_ONE;
-            }
+    let mut state = begin(p, a0, xx, w);
+    while state == State::Go {
+        state = select(p, x, w);
+        if state == State::Go {
+            update(p, w);
         }
     }
+    if state == State::Wide {
+        return false;
+    }
+    finish(p, x, w, out);
+    true
+}
+
+/// Where a signal's loop stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Select another atom ([`select`]; after a select: [`update`] first).
+    Go,
+    /// The code is complete: [`finish`] it.
+    Done,
+    /// The f32 loop hands the signal to the f64 loop.
+    Wide,
+}
+
+/// Starts a signal's loop: the stop and range checks on `||x||^2`, and
+/// `alpha = |cabs| = a0`.
+#[inline(always)]
+fn begin<F: Float>(p: &Prepared<F>, a0: &[F], xx: f64, w: &mut Work<F>) -> State {
+    w.count = 0;
+    w.ill = false;
+    w.xx = xx;
+    w.floor = F::floor(p.n, xx.sqrt());
+    if p.stops(xx, 0) {
+        return State::Done;
+    }
+    if !(F::MIN_XX..=F::MAX_XX).contains(&xx) {
+        return State::Wide;
+    }
+    w.xxf = F::from_f64(xx);
+    w.zz = F::ZERO;
+    w.alpha.copy_from_slice(a0);
+    for (c, &a) in w.cabs.iter_mut().zip(a0) {
+        *c = a.abs();
+    }
+    State::Go
+}
+
+/// One step's scalar part: the best atom, its row of `L` and pivot, `z_k`,
+/// and the stop rule. [`State::Go`] leaves the vector part to [`update`].
+#[inline(always)]
+fn select<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>) -> State {
+    let kp = p.kp;
+    let count = w.count;
+    let (j, best) = F::argmax(&w.cabs);
+    if best.to_f64() <= w.floor {
+        // f64: zero up to rounding, nothing left that the dictionary can
+        // reach, or a duplicate of a chosen atom (reference rule 4).
+        return if F::EXACT { State::Done } else { State::Wide };
+    }
+    // Row `count` of L is L^-1 G_{I,j}: entry j of the rows of V, U[t][j] / L_tt.
+    let mut ww = F::ZERO;
+    for t in 0..count {
+        let v = w.u[t * kp + j] * w.inv_l[t];
+        w.w[t] = v;
+        w.ws[t] = v * w.inv_l[t];
+        ww += v * v;
+    }
+    let gjj = p.g[j * kp + j];
+    let d2 = gjj - ww;
+    if d2.to_f64().is_nan() || d2 <= F::ZERO || d2 < F::REDO * gjj {
+        // f64: `d_j` in the span of the chosen atoms up to rounding: the
+        // Cholesky update has no real square root. The reference's rule 5
+        // (an exactly singular least-squares system).
+        return if F::EXACT { State::Done } else { State::Wide };
+    }
+    w.ill |= d2 < F::ILL * gjj;
+    let lkk = d2.sqrt();
+    let base = count * (count + 1) / 2;
+    if w.l.len() < base + count + 1 {
+        w.l.resize(base + count + 1, F::ZERO);
+    }
+    w.l[base..base + count].copy_from_slice(&w.w[..count]);
+    w.l[base + count] = lkk;
+    let inv_lkk = F::from_f64(1.0) / lkk;
+    w.inv_l[count] = inv_lkk;
+    let zk = w.alpha[j] / lkk;
+    w.z[count] = zk;
+    w.sel[count] = j;
+    let count = count + 1;
+    w.count = count;
+    w.zz += zk * zk;
+    if count >= p.max_atoms {
+        return State::Done;
+    }
+    let mut r2 = (w.xxf - w.zz).to_f64();
+    if r2 <= F::TRUST * w.xx {
+        back_substitute(&w.l, &w.z[..count], &mut w.gamma);
+        let gamma = &w.gamma;
+        r2 = residual2(p, x, &w.sel[..count], |t| gamma[t].to_f64(), &mut w.r);
+    }
+    if p.stops(r2, count) {
+        return State::Done;
+    }
+    w.j = j;
+    w.c = zk * inv_lkk;
+    State::Go
+}
+
+/// One step's vector part, after a [`select`] that chose atom `w.j`: the new
+/// row of `U`, `alpha` and `cabs` (chosen atoms marked).
+#[inline(always)]
+fn update<F: Float>(p: &Prepared<F>, w: &mut Work<F>) {
+    let (kp, count, j) = (p.kp, w.count, w.j);
+    if w.u.len() < count * kp {
+        w.u.resize(count * kp, F::ZERO);
+    }
+    let (prev, uk) = w.u[..count * kp].split_at_mut((count - 1) * kp);
+    step(
+        prev,
+        uk,
+        &p.g[j * kp..(j + 1) * kp],
+        &w.ws[..count - 1],
+        w.c,
+        &mut w.alpha,
+        &mut w.cabs,
+    );
+    for &s in &w.sel[..count] {
+        w.cabs[s] = F::NEG_ONE;
+    }
+}
+
+/// Ends a signal whose loop is [`State::Done`]: `gamma = L^-T z`, refined if
+/// ill-conditioned, and its code and residual appended to `out`.
+#[inline(always)]
+fn finish<T: Scalar, F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>, out: &mut Chunk<T>) {
+    let count = w.count;
     back_substitute(&w.l, &w.z[..count], &mut w.gamma);
     for (g, &v) in w.g64[..count].iter_mut().zip(&w.gamma[..count]) {
         *g = v.to_f64();
     }
-    if ill {
+    if w.ill {
         for _ in 0..F::REFINE_STEPS {
             refine(p, x, w, count);
         }
@@ -915,5 +1025,4 @@ fn code_signal<T: Scalar, F: Float>(
         &mut w.r,
     );
     out.residual_norm2.push(T::from_f64(r2));
-    true
 }
