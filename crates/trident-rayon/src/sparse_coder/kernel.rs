@@ -693,22 +693,25 @@ fn halve<F: Float, const H: usize>(m: &[F]) -> [F; H] {
     std::array::from_fn(|l| if m[l + H] > m[l] { m[l + H] } else { m[l] })
 }
 
-/// The smallest index of `c` (length a multiple of `V`, at most 64) holding
-/// `best`, one block of `V` compares at a time, read as a bit mask
-/// (`usize::MAX` if none does).
+/// The smallest index of `c` (length a multiple of `V`) holding `best`
+/// (`u32::MAX as usize` if none does), without branches: per lane, the
+/// blocks are visited last to first and a hit overwrites the lane's index,
+/// so each lane ends with its first hit; then the least over the lanes. (A
+/// scan that stops at the first block with a hit mispredicts its exit once
+/// per step and its bit mask compiled to scalar code.)
 #[inline(always)]
 fn first_index<F: Float, const V: usize>(c: &[F], best: F) -> usize {
-    const { assert!(V <= 64) };
-    for (b, ch) in c.chunks_exact(V).enumerate() {
-        let mut bits = 0u64;
-        for (l, &v) in ch.iter().enumerate() {
-            bits |= ((v == best) as u64) << l;
-        }
-        if bits != 0 {
-            return b * V + bits.trailing_zeros() as usize;
+    let mut idx = [u32::MAX; V];
+    for (b, ch) in c.chunks_exact(V).enumerate().rev() {
+        for l in 0..V {
+            idx[l] = if ch[l] == best {
+                (b * V + l) as u32
+            } else {
+                idx[l]
+            };
         }
     }
-    usize::MAX
+    idx.into_iter().fold(u32::MAX, u32::min) as usize
 }
 
 /// One Batch-OMP step's vector work: the new row `u_k = G_{j,:} - sum_t
