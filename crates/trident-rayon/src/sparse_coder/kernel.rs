@@ -378,8 +378,6 @@ struct Work<F> {
     z: Vec<F>,
     /// The coefficients `L^-T z`.
     gamma: Vec<F>,
-    /// The new row of `L`.
-    w: Vec<F>,
     /// The chosen atoms, in order.
     sel: Vec<usize>,
     /// An explicit residual (f64).
@@ -413,7 +411,6 @@ impl<F: Float> Work<F> {
             l: Vec::new(),
             z: vec![F::ZERO; m],
             gamma: vec![F::ZERO; m],
-            w: vec![F::ZERO; m],
             inv_l: vec![F::ZERO; m],
             ws: vec![F::ZERO; m],
             sel: vec![0; m],
@@ -955,12 +952,22 @@ fn select<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>) -> State {
         // reach, or a duplicate of a chosen atom (reference rule 4).
         return if F::EXACT { State::Done } else { State::Wide };
     }
-    // Row `count` of L is L^-1 G_{I,j}: entry j of the rows of V, U[t][j] / L_tt.
+    // Row `count` of L is L^-1 G_{I,j}: entry j of the rows of V, U[t][j] / L_tt,
+    // written straight into the packed L (grown first if need be).
+    let base = count * (count + 1) / 2;
+    if w.l.len() < base + count + 1 {
+        w.l.resize(base + count + 1, F::ZERO);
+    }
+    let (lrow, ws, inv_l) = (
+        &mut w.l[base..base + count + 1],
+        &mut w.ws[..count],
+        &w.inv_l[..count],
+    );
     let mut ww = F::ZERO;
-    for t in 0..count {
-        let v = w.u[t * kp + j] * w.inv_l[t];
-        w.w[t] = v;
-        w.ws[t] = v * w.inv_l[t];
+    for (((lt, wt), &il), urow) in lrow.iter_mut().zip(ws).zip(inv_l).zip(w.u.chunks_exact(kp)) {
+        let v = urow[j] * il;
+        *lt = v;
+        *wt = v * il;
         ww += v * v;
     }
     let gjj = p.g[j * kp + j];
@@ -973,12 +980,7 @@ fn select<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>) -> State {
     }
     w.ill |= d2 < F::ILL * gjj;
     let lkk = d2.sqrt();
-    let base = count * (count + 1) / 2;
-    if w.l.len() < base + count + 1 {
-        w.l.resize(base + count + 1, F::ZERO);
-    }
-    w.l[base..base + count].copy_from_slice(&w.w[..count]);
-    w.l[base + count] = lkk;
+    lrow[count] = lkk;
     let inv_lkk = F::from_f64(1.0) / lkk;
     w.inv_l[count] = inv_lkk;
     let zk = w.alpha[j] / lkk;
