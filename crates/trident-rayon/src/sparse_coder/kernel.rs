@@ -67,6 +67,16 @@ pub(super) trait Float: Scalar {
     /// least -1) and the smallest index holding it: [`lane_max`] with this
     /// type's lanes, a tree of [`halve`], then [`first_index`].
     fn argmax(c: &[Self]) -> (usize, Self);
+    /// [`step`] with this type's block ([`step_blocks`]).
+    fn step(
+        prev: &[Self],
+        uk: &mut [Self],
+        grow: &[Self],
+        ws: &[Self],
+        c: Self,
+        alpha: &mut [Self],
+        cabs: &mut [Self],
+    );
 }
 
 impl Float for f64 {
@@ -95,6 +105,20 @@ impl Float for f64 {
     #[inline(always)]
     fn alpha0(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
         alpha0_blocks::<f64, 32, 16>(d, n, kp, xs, out)
+    }
+    /// 64 entries: 8 AVX-512 registers of `u_k`, enough chains for two
+    /// multiply-adds a cycle.
+    #[inline(always)]
+    fn step(
+        prev: &[f64],
+        uk: &mut [f64],
+        grow: &[f64],
+        ws: &[f64],
+        c: f64,
+        alpha: &mut [f64],
+        cabs: &mut [f64],
+    ) {
+        step_blocks::<f64, 64, 32, 16>(prev, uk, grow, ws, c, alpha, cabs)
     }
     /// 8 lanes: one 512-bit vector.
     #[inline(always)]
@@ -144,6 +168,19 @@ impl Float for f32 {
     #[inline(always)]
     fn alpha0(d: &[f32], n: usize, kp: usize, xs: &[f32], out: &mut [f32]) {
         alpha0_blocks::<f32, 64, 32>(d, n, kp, xs, out)
+    }
+    /// 128 entries: 8 AVX-512 registers of `u_k` (see the f64 copy).
+    #[inline(always)]
+    fn step(
+        prev: &[f32],
+        uk: &mut [f32],
+        grow: &[f32],
+        ws: &[f32],
+        c: f32,
+        alpha: &mut [f32],
+        cabs: &mut [f32],
+    ) {
+        step_blocks::<f32, 128, 64, 32>(prev, uk, grow, ws, c, alpha, cabs)
     }
     /// 16 lanes: one 512-bit vector.
     #[inline(always)]
@@ -741,11 +778,10 @@ fn first_index<F: Float, const V: usize>(c: &[F], best: F) -> usize {
 /// ws_t u_t` of `U` (see [`code_signal`]), then `alpha -= c u_k` and
 /// `cabs = |alpha|`.
 ///
-/// Written as whole-row passes over `uk` (in L1), up to four rows of `U` per
-/// pass with the subtractions in order of `t`; the first pass reads `G`'s row
-/// and the last one also updates `alpha`, so a step touches `uk` as few times
-/// as possible. The loop vectorizer handles this form reliably in all three
-/// compiled copies, where register-blocked accumulator arrays spilled.
+/// In blocks of `kp`: each block of `u_k` stays in registers while every row
+/// of `U` is subtracted from it, in order of `t`, then is stored and updates
+/// `alpha`. (Whole-row passes over `u_k`, a few rows of `U` each, spent more
+/// on loading and storing `u_k` than on the multiply-adds.)
 #[inline(always)]
 fn step<F: Float>(
     prev: &[F],
@@ -756,62 +792,64 @@ fn step<F: Float>(
     alpha: &mut [F],
     cabs: &mut [F],
 ) {
-    let kp = uk.len();
-    let row = |t: usize| &prev[t * kp..(t + 1) * kp];
-    let m = ws.len();
-    if m == 0 {
-        return pass::<F, 0, true, true>(uk, grow, [], [], c, alpha, cabs);
-    }
-    let mut t = 0;
-    while t < m {
-        let r = (m - t).min(4);
-        let (first, last) = (t == 0, t + r == m);
-        macro_rules! go {
-            ($r:literal) => {{
-                let rows: [&[F]; $r] = std::array::from_fn(|i| row(t + i));
-                let w: [F; $r] = std::array::from_fn(|i| ws[t + i]);
-                match (first, last) {
-                    (true, true) => pass::<F, $r, true, true>(uk, grow, rows, w, c, alpha, cabs),
-                    (true, false) => pass::<F, $r, true, false>(uk, grow, rows, w, c, alpha, cabs),
-                    (false, true) => pass::<F, $r, false, true>(uk, grow, rows, w, c, alpha, cabs),
-                    (false, false) => {
-                        pass::<F, $r, false, false>(uk, grow, rows, w, c, alpha, cabs)
-                    }
-                }
-            }};
-        }
-        match r {
-            1 => go!(1),
-            2 => go!(2),
-            3 => go!(3),
-            _ => go!(4),
-        }
-        t += r;
-    }
+    F::step(prev, uk, grow, ws, c, alpha, cabs)
 }
 
-/// One pass of [`step`] over `R` rows of `U`.
+/// [`step`] in blocks of `B` entries, then (when `kp` is not a multiple of
+/// `B`) of `B / 2` and `B / 4`, which covers any multiple of [`W`].
 #[inline(always)]
-fn pass<F: Float, const R: usize, const FIRST: bool, const LAST: bool>(
+fn step_blocks<F: Float, const B: usize, const B2: usize, const B4: usize>(
+    prev: &[F],
     uk: &mut [F],
     grow: &[F],
-    rows: [&[F]; R],
-    ws: [F; R],
+    ws: &[F],
     c: F,
     alpha: &mut [F],
     cabs: &mut [F],
 ) {
-    let n = uk.len();
-    let (grow, alpha, cabs) = (&grow[..n], &mut alpha[..n], &mut cabs[..n]);
-    let rows = rows.map(|r| &r[..n]);
-    for l in 0..n {
-        let mut v = if FIRST { grow[l] } else { uk[l] };
-        for i in 0..R {
-            v = (-ws[i]).mul_add(rows[i][l], v);
+    const { assert!(B == 2 * B2 && B2 == 2 * B4 && B2 % W == 0 && W % B4 == 0) };
+    let kp = uk.len();
+    let (a, b) = (kp / B * B, kp / B2 * B2);
+    step_cols::<F, B>(prev, uk, grow, ws, c, alpha, cabs, 0..a);
+    step_cols::<F, B2>(prev, uk, grow, ws, c, alpha, cabs, a..b);
+    step_cols::<F, B4>(prev, uk, grow, ws, c, alpha, cabs, b..kp);
+}
+
+/// [`step`] for the entries `cols` (a multiple of `B` long), in blocks of
+/// `B`: per entry the same operations in the same order whatever `B`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn step_cols<F: Float, const B: usize>(
+    prev: &[F],
+    uk: &mut [F],
+    grow: &[F],
+    ws: &[F],
+    c: F,
+    alpha: &mut [F],
+    cabs: &mut [F],
+    cols: Range<usize>,
+) {
+    let kp = uk.len();
+    for b in cols.step_by(B) {
+        // Each slice has exactly B elements, so the conversions cannot fail.
+        #[allow(clippy::unwrap_used)]
+        let mut acc: [F; B] = grow[b..b + B].try_into().unwrap();
+        for (t, &w) in ws.iter().enumerate() {
+            #[allow(clippy::unwrap_used)]
+            let row: &[F; B] = prev[t * kp + b..t * kp + b + B].try_into().unwrap();
+            let w = -w;
+            for l in 0..B {
+                acc[l] = w.mul_add(row[l], acc[l]);
+            }
         }
-        uk[l] = v;
-        if LAST {
-            let a = (-c).mul_add(v, alpha[l]);
+        uk[b..b + B].copy_from_slice(&acc);
+        #[allow(clippy::unwrap_used)]
+        let (alpha, cabs): (&mut [F; B], &mut [F; B]) = (
+            (&mut alpha[b..b + B]).try_into().unwrap(),
+            (&mut cabs[b..b + B]).try_into().unwrap(),
+        );
+        for l in 0..B {
+            let a = (-c).mul_add(acc[l], alpha[l]);
             alpha[l] = a;
             cabs[l] = a.abs();
         }
