@@ -82,6 +82,7 @@
 //! or an approximate OMP; memory for `G` is `K^2` values of the working type
 //! per call (plus `K^2` f64 for an f32 call once a signal needs the f64 loop).
 
+mod aligned;
 mod kernel;
 #[cfg(test)]
 mod tests;

@@ -24,6 +24,8 @@ use std::sync::OnceLock;
 
 use trident_core::{Dictionary, Error, MatRef, Result, Scalar, StopRule, omp_zero_correlation};
 
+use super::aligned::Aligned;
+
 /// The padding unit of K: a multiple of every block width below (twice the
 /// argmax lanes included).
 pub(super) const W: usize = 32;
@@ -251,12 +253,12 @@ pub(super) struct Prepared<F> {
     /// Atoms padded up to a multiple of [`W`] (the padding atoms are zero).
     kp: usize,
     /// `D` row-major `n x kp`, zero-padded: the layout `alpha0` streams.
-    d: Vec<F>,
+    d: Aligned<F>,
     /// `D^T`, `k x n`: atom `j` contiguous, for explicit residuals (widened
     /// to f64 there, exactly: `F` holds the input type or wider).
-    dt: Vec<F>,
+    dt: Aligned<F>,
     /// `G = D^T D`, `k x kp` (rows padded with zeros).
-    g: Vec<F>,
+    g: Aligned<F>,
     max_atoms: usize,
     eps: Option<f64>,
     pub(super) isa: Isa,
@@ -280,8 +282,8 @@ impl<F: Float> Prepared<F> {
         let (n, k) = (dict.n(), dict.atoms());
         let kp = k.div_ceil(W) * W;
         let isa = isa.unwrap_or_else(Isa::detect);
-        let mut d = vec![F::ZERO; n * kp];
-        let mut dt = vec![F::ZERO; k * n];
+        let mut d = Aligned::new(n * kp, F::ZERO);
+        let mut dt = Aligned::new(k * n, F::ZERO);
         for (i, row) in dict.data().chunks_exact(k.max(1)).take(n).enumerate() {
             for (j, &v) in row.iter().enumerate() {
                 d[i * kp + j] = F::from_f64(v.to_f64());
@@ -293,12 +295,10 @@ impl<F: Float> Prepared<F> {
             value: k as u128 * kp as u128,
             limit: usize::MAX as u128,
         })?;
-        let mut g: Vec<F> = Vec::new();
-        g.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+        let g = Aligned::try_new(len, F::ZERO).ok_or_else(|| Error::OutOfMemory {
             bytes: len as u64 * std::mem::size_of::<F>() as u64,
             detail: format!("Gram matrix of {k} atoms for Batch-OMP"),
         })?;
-        g.resize(len, F::ZERO);
         let mut p = Self {
             n,
             kp,
@@ -386,9 +386,9 @@ impl<'a, T: Scalar> Wide<'a, T> {
 /// One thread's buffers, reused for every signal it codes.
 pub(super) struct Scratch<F> {
     /// `GROUP x n` signals converted to `F`.
-    xs: Vec<F>,
+    xs: Aligned<F>,
     /// `GROUP x kp` correlations `D^T x`.
-    a0: Vec<F>,
+    a0: Aligned<F>,
     /// One per signal of a group (see [`rows_impl`]).
     work: Vec<Work<F>>,
     /// The f64 loop's buffers, made on first need (f32 only).
@@ -398,12 +398,12 @@ pub(super) struct Scratch<F> {
 /// Per-signal buffers of the OMP loop.
 struct Work<F> {
     /// The correlations `alpha = D^T r`, updated in place.
-    alpha: Vec<F>,
+    alpha: Aligned<F>,
     /// `|alpha|` per atom, `-1` for atoms already chosen.
-    cabs: Vec<F>,
+    cabs: Aligned<F>,
     /// `U = G_{:,I} L^-T diag(L)`, one row of `kp` per chosen atom; grown on
     /// demand.
-    u: Vec<F>,
+    u: Aligned<F>,
     /// `1 / L_tt`.
     inv_l: Vec<F>,
     /// The weights of the rows of `U` in the next row: `L_kt / L_tt`.
@@ -442,9 +442,9 @@ impl<F: Float> Work<F> {
     fn new(p: &Prepared<F>) -> Self {
         let m = p.max_atoms;
         Self {
-            alpha: vec![F::ZERO; p.kp],
-            cabs: vec![F::ZERO; p.kp],
-            u: Vec::new(),
+            alpha: Aligned::new(p.kp, F::ZERO),
+            cabs: Aligned::new(p.kp, F::ZERO),
+            u: Aligned::new(0, F::ZERO),
             l: Vec::new(),
             z: vec![F::ZERO; m],
             gamma: vec![F::ZERO; m],
@@ -470,8 +470,8 @@ impl<F: Float> Work<F> {
 impl<F: Float> Scratch<F> {
     pub(super) fn new(p: &Prepared<F>) -> Self {
         Self {
-            xs: vec![F::ZERO; GROUP * p.n],
-            a0: vec![F::ZERO; GROUP * p.kp],
+            xs: Aligned::new(GROUP * p.n, F::ZERO),
+            a0: Aligned::new(GROUP * p.kp, F::ZERO),
             work: (0..GROUP).map(|_| Work::new(p)).collect(),
             wide: None,
         }
