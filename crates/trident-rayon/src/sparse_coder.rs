@@ -82,6 +82,7 @@
 //! or an approximate OMP; memory for `G` is `K^2` values of the working type
 //! per call (plus `K^2` f64 for an f32 call once a signal needs the f64 loop).
 
+mod aligned;
 mod kernel;
 #[cfg(test)]
 mod tests;
@@ -129,9 +130,9 @@ fn encode_with<T: Scalar>(
         });
     }
     let chunks = if is_f32::<T>() {
-        encode_in::<T, f32>(b, dict, &signals, rule, isa)?
+        encode_in::<T, f32>(b, dict, &signals, rule, isa, true)?
     } else {
-        encode_in::<T, f64>(b, dict, &signals, rule, isa)?
+        encode_in::<T, f64>(b, dict, &signals, rule, isa, true)?
     };
     Ok(merge(chunks, l))
 }
@@ -146,7 +147,27 @@ fn encode_f64_loop<T: Scalar>(
     rule: StopRule,
 ) -> Result<SparseCodes<T>> {
     validate::encode(dict, &signals, &rule)?;
-    let chunks = encode_in::<T, f64>(b, dict, &signals, rule, None)?;
+    let chunks = encode_in::<T, f64>(b, dict, &signals, rule, None, true)?;
+    Ok(merge(chunks, signals.rows()))
+}
+
+/// [`SparseCoder::encode`] with a forced SIMD copy, each group's signals
+/// coded in lockstep or one after the other (tests compare the two).
+#[cfg(test)]
+fn encode_in_order<T: Scalar>(
+    b: &RayonBackend,
+    dict: &Dictionary<T>,
+    signals: MatRef<'_, T>,
+    rule: StopRule,
+    isa: Option<Isa>,
+    lockstep: bool,
+) -> Result<SparseCodes<T>> {
+    validate::encode(dict, &signals, &rule)?;
+    let chunks = if is_f32::<T>() {
+        encode_in::<T, f32>(b, dict, &signals, rule, isa, lockstep)?
+    } else {
+        encode_in::<T, f64>(b, dict, &signals, rule, isa, lockstep)?
+    };
     Ok(merge(chunks, signals.rows()))
 }
 
@@ -164,10 +185,12 @@ fn encode_in<T: Scalar, F: Float>(
     signals: &MatRef<'_, T>,
     rule: StopRule,
     isa: Option<Isa>,
+    lockstep: bool,
 ) -> Result<Vec<Chunk<T>>> {
     let l = signals.rows();
     b.install(|| -> Result<Vec<Chunk<T>>> {
-        let prep = Prepared::<F>::new(dict, rule, isa, true)?;
+        let mut prep = Prepared::<F>::new(dict, rule, isa, true)?;
+        prep.lockstep = lockstep;
         let wide = Wide::new(dict, rule, prep.isa);
         (0..l.div_ceil(CHUNK))
             .into_par_iter()

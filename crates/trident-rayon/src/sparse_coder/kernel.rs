@@ -24,12 +24,16 @@ use std::sync::OnceLock;
 
 use trident_core::{Dictionary, Error, MatRef, Result, Scalar, StopRule, omp_zero_correlation};
 
+use super::aligned::Aligned;
+
 /// The padding unit of K: a multiple of every block width below (twice the
 /// argmax lanes included).
 pub(super) const W: usize = 32;
 /// Signals whose `alpha0 = D^T x` is computed together, so that each row of
 /// `D` is loaded once per group rather than once per signal.
 pub(super) const GROUP: usize = 4;
+/// Signals of a group coded in lockstep (see [`rows_impl`]).
+const LANES: usize = 2;
 
 /// The working float type of the OMP loop: what differs between the f32 and
 /// the f64 loop. Everything else is written once, generic over it.
@@ -65,6 +69,16 @@ pub(super) trait Float: Scalar {
     /// least -1) and the smallest index holding it: [`lane_max`] with this
     /// type's lanes, a tree of [`halve`], then [`first_index`].
     fn argmax(c: &[Self]) -> (usize, Self);
+    /// [`step`] with this type's block ([`step_blocks`]).
+    fn step(
+        prev: &[Self],
+        uk: &mut [Self],
+        grow: &[Self],
+        ws: &[Self],
+        c: Self,
+        alpha: &mut [Self],
+        cabs: &mut [Self],
+    );
 }
 
 impl Float for f64 {
@@ -88,11 +102,25 @@ impl Float for f64 {
     fn floor(n: usize, x_norm: f64) -> f64 {
         omp_zero_correlation(n, x_norm)
     }
-    /// 16 atoms x [`GROUP`] signals: 64 f64 accumulators (8 AVX-512
-    /// registers), enough chains to hide add latency.
+    /// 32 atoms x [`GROUP`] signals: 128 f64 accumulators (16 AVX-512
+    /// registers), the shape of the f32 copy (for f64 no faster than 8).
     #[inline(always)]
     fn alpha0(d: &[f64], n: usize, kp: usize, xs: &[f64], out: &mut [f64]) {
-        alpha0_blocks::<f64, 16>(d, n, kp, xs, out)
+        alpha0_blocks::<f64, 32, 16>(d, n, kp, xs, out)
+    }
+    /// 64 entries: 8 AVX-512 registers of `u_k`, enough chains for two
+    /// multiply-adds a cycle.
+    #[inline(always)]
+    fn step(
+        prev: &[f64],
+        uk: &mut [f64],
+        grow: &[f64],
+        ws: &[f64],
+        c: f64,
+        alpha: &mut [f64],
+        cabs: &mut [f64],
+    ) {
+        step_blocks::<f64, 64, 32, 16>(prev, uk, grow, ws, c, alpha, cabs)
     }
     /// 8 lanes: one 512-bit vector.
     #[inline(always)]
@@ -136,11 +164,25 @@ impl Float for f32 {
     fn floor(n: usize, x_norm: f64) -> f64 {
         64.0 * (n.max(1) as f64).sqrt() * f32::EPSILON as f64 * x_norm
     }
-    /// 32 atoms x [`GROUP`] signals: 128 f32 accumulators (8 AVX-512
-    /// registers).
+    /// 64 atoms x [`GROUP`] signals: 256 f32 accumulators (16 AVX-512
+    /// registers): 16 chains hide the FMA latency with room for the loop's
+    /// own work (8, the bare minimum at two FMAs a cycle, was 12% slower).
     #[inline(always)]
     fn alpha0(d: &[f32], n: usize, kp: usize, xs: &[f32], out: &mut [f32]) {
-        alpha0_blocks::<f32, 32>(d, n, kp, xs, out)
+        alpha0_blocks::<f32, 64, 32>(d, n, kp, xs, out)
+    }
+    /// 128 entries: 8 AVX-512 registers of `u_k` (see the f64 copy).
+    #[inline(always)]
+    fn step(
+        prev: &[f32],
+        uk: &mut [f32],
+        grow: &[f32],
+        ws: &[f32],
+        c: f32,
+        alpha: &mut [f32],
+        cabs: &mut [f32],
+    ) {
+        step_blocks::<f32, 128, 64, 32>(prev, uk, grow, ws, c, alpha, cabs)
     }
     /// 16 lanes: one 512-bit vector.
     #[inline(always)]
@@ -211,15 +253,18 @@ pub(super) struct Prepared<F> {
     /// Atoms padded up to a multiple of [`W`] (the padding atoms are zero).
     kp: usize,
     /// `D` row-major `n x kp`, zero-padded: the layout `alpha0` streams.
-    d: Vec<F>,
+    d: Aligned<F>,
     /// `D^T`, `k x n`: atom `j` contiguous, for explicit residuals (widened
     /// to f64 there, exactly: `F` holds the input type or wider).
-    dt: Vec<F>,
+    dt: Aligned<F>,
     /// `G = D^T D`, `k x kp` (rows padded with zeros).
-    g: Vec<F>,
+    g: Aligned<F>,
     max_atoms: usize,
     eps: Option<f64>,
     pub(super) isa: Isa,
+    /// Whether a group's signals are coded in lockstep (the default) or one
+    /// after the other (tests compare the two).
+    pub(super) lockstep: bool,
 }
 
 impl<F: Float> Prepared<F> {
@@ -237,8 +282,8 @@ impl<F: Float> Prepared<F> {
         let (n, k) = (dict.n(), dict.atoms());
         let kp = k.div_ceil(W) * W;
         let isa = isa.unwrap_or_else(Isa::detect);
-        let mut d = vec![F::ZERO; n * kp];
-        let mut dt = vec![F::ZERO; k * n];
+        let mut d = Aligned::new(n * kp, F::ZERO);
+        let mut dt = Aligned::new(k * n, F::ZERO);
         for (i, row) in dict.data().chunks_exact(k.max(1)).take(n).enumerate() {
             for (j, &v) in row.iter().enumerate() {
                 d[i * kp + j] = F::from_f64(v.to_f64());
@@ -250,12 +295,10 @@ impl<F: Float> Prepared<F> {
             value: k as u128 * kp as u128,
             limit: usize::MAX as u128,
         })?;
-        let mut g: Vec<F> = Vec::new();
-        g.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+        let g = Aligned::try_new(len, F::ZERO).ok_or_else(|| Error::OutOfMemory {
             bytes: len as u64 * std::mem::size_of::<F>() as u64,
             detail: format!("Gram matrix of {k} atoms for Batch-OMP"),
         })?;
-        g.resize(len, F::ZERO);
         let mut p = Self {
             n,
             kp,
@@ -265,6 +308,7 @@ impl<F: Float> Prepared<F> {
             max_atoms: rule.max_atoms(n, k),
             eps: rule.error_target(),
             isa,
+            lockstep: true,
         };
         p.gram(parallel);
         Ok(p)
@@ -342,10 +386,11 @@ impl<'a, T: Scalar> Wide<'a, T> {
 /// One thread's buffers, reused for every signal it codes.
 pub(super) struct Scratch<F> {
     /// `GROUP x n` signals converted to `F`.
-    xs: Vec<F>,
+    xs: Aligned<F>,
     /// `GROUP x kp` correlations `D^T x`.
-    a0: Vec<F>,
-    work: Work<F>,
+    a0: Aligned<F>,
+    /// One per signal of a group (see [`rows_impl`]).
+    work: Vec<Work<F>>,
     /// The f64 loop's buffers, made on first need (f32 only).
     wide: Option<Box<Scratch<f64>>>,
 }
@@ -353,12 +398,12 @@ pub(super) struct Scratch<F> {
 /// Per-signal buffers of the OMP loop.
 struct Work<F> {
     /// The correlations `alpha = D^T r`, updated in place.
-    alpha: Vec<F>,
+    alpha: Aligned<F>,
     /// `|alpha|` per atom, `-1` for atoms already chosen.
-    cabs: Vec<F>,
+    cabs: Aligned<F>,
     /// `U = G_{:,I} L^-T diag(L)`, one row of `kp` per chosen atom; grown on
     /// demand.
-    u: Vec<F>,
+    u: Aligned<F>,
     /// `1 / L_tt`.
     inv_l: Vec<F>,
     /// The weights of the rows of `U` in the next row: `L_kt / L_tt`.
@@ -370,8 +415,6 @@ struct Work<F> {
     z: Vec<F>,
     /// The coefficients `L^-T z`.
     gamma: Vec<F>,
-    /// The new row of `L`.
-    w: Vec<F>,
     /// The chosen atoms, in order.
     sel: Vec<usize>,
     /// An explicit residual (f64).
@@ -381,30 +424,55 @@ struct Work<F> {
     /// [`refine`]'s right-hand side and correction.
     c64: Vec<f64>,
     d64: Vec<f64>,
+    /// The loop's state between [`select`] and [`update`]: atoms chosen so
+    /// far, whether a pivot was small enough to refine, `||x||^2` (f64 and
+    /// `F`), the selection floor, `||z||^2`, the atom just chosen and its
+    /// step's multiplier `z_k / L_kk`.
+    count: usize,
+    ill: bool,
+    xx: f64,
+    xxf: F,
+    floor: f64,
+    zz: F,
+    j: usize,
+    c: F,
+}
+
+impl<F: Float> Work<F> {
+    fn new(p: &Prepared<F>) -> Self {
+        let m = p.max_atoms;
+        Self {
+            alpha: Aligned::new(p.kp, F::ZERO),
+            cabs: Aligned::new(p.kp, F::ZERO),
+            u: Aligned::new(0, F::ZERO),
+            l: Vec::new(),
+            z: vec![F::ZERO; m],
+            gamma: vec![F::ZERO; m],
+            inv_l: vec![F::ZERO; m],
+            ws: vec![F::ZERO; m],
+            sel: vec![0; m],
+            r: vec![0.0; p.n],
+            g64: vec![0.0; m],
+            c64: vec![0.0; m],
+            d64: vec![0.0; m],
+            count: 0,
+            ill: false,
+            xx: 0.0,
+            xxf: F::ZERO,
+            floor: 0.0,
+            zz: F::ZERO,
+            j: 0,
+            c: F::ZERO,
+        }
+    }
 }
 
 impl<F: Float> Scratch<F> {
     pub(super) fn new(p: &Prepared<F>) -> Self {
-        let m = p.max_atoms;
         Self {
-            xs: vec![F::ZERO; GROUP * p.n],
-            a0: vec![F::ZERO; GROUP * p.kp],
-            work: Work {
-                alpha: vec![F::ZERO; p.kp],
-                cabs: vec![F::ZERO; p.kp],
-                u: Vec::new(),
-                l: Vec::new(),
-                z: vec![F::ZERO; m],
-                gamma: vec![F::ZERO; m],
-                w: vec![F::ZERO; m],
-                inv_l: vec![F::ZERO; m],
-                ws: vec![F::ZERO; m],
-                sel: vec![0; m],
-                r: vec![0.0; p.n],
-                g64: vec![0.0; m],
-                c64: vec![0.0; m],
-                d64: vec![0.0; m],
-            },
+            xs: Aligned::new(GROUP * p.n, F::ZERO),
+            a0: Aligned::new(GROUP * p.kp, F::ZERO),
+            work: (0..GROUP).map(|_| Work::new(p)).collect(),
             wide: None,
         }
     }
@@ -493,7 +561,7 @@ fn rows_impl<T: Scalar, F: Float>(
     rows: Range<usize>,
     s: &mut Scratch<F>,
 ) -> Result<Chunk<T>> {
-    let (n, kp) = (p.n, p.kp);
+    let (n, kp, lockstep) = (p.n, p.kp, p.lockstep);
     let count = rows.len();
     let mut out = Chunk {
         counts: Vec::with_capacity(count),
@@ -515,14 +583,39 @@ fn rows_impl<T: Scalar, F: Float>(
             }
         }
         F::alpha0(&p.d, n, kp, &s.xs, &mut s.a0);
-        for q in 0..m {
-            if !code_signal(
-                p,
-                &s.xs[q * n..(q + 1) * n],
-                &s.a0[q * kp..(q + 1) * kp],
-                &mut s.work,
-                &mut out,
-            ) {
+        let (xs, a0) = (&s.xs, &s.a0);
+        let x = |q: usize| &xs[q * n..(q + 1) * n];
+        let mut state = [State::Done; GROUP];
+        for (q, w) in s.work[..m].iter_mut().enumerate() {
+            state[q] = begin(p, &a0[q * kp..(q + 1) * kp], sumsq(x(q)), w);
+        }
+        // The group's signals step `lanes` at a time in lockstep: their
+        // steps are independent chains of dependent scalar work (argmax,
+        // pivot, divisions) that the core overlaps when they sit side by
+        // side. Two measured faster than one and than four (whose rows of
+        // `U` no longer fit in L1 together).
+        let lanes = if lockstep { LANES } else { 1 };
+        for g0 in (0..m).step_by(lanes) {
+            let g1 = (g0 + lanes).min(m);
+            while state[g0..g1].contains(&State::Go) {
+                for (q, w) in s.work[g0..g1].iter_mut().enumerate() {
+                    let q = g0 + q;
+                    if state[q] == State::Go {
+                        state[q] = select(p, x(q), w);
+                    }
+                }
+                for (q, w) in s.work[g0..g1].iter_mut().enumerate() {
+                    let q = g0 + q;
+                    if state[q] == State::Go {
+                        update(p, w);
+                    }
+                }
+            }
+        }
+        for (q, w) in s.work[..m].iter_mut().enumerate() {
+            if state[q] == State::Done {
+                finish(p, x(q), w, &mut out);
+            } else {
                 recode(wide, signals.row(i + q), &mut s.wide, &mut out)?;
             }
         }
@@ -548,24 +641,50 @@ fn recode<T: Scalar>(
         *xv = v.to_f64();
     }
     f64::alpha0(&p.d, n, kp, &s.xs, &mut s.a0);
-    let done = code_signal(p, &s.xs[..n], &s.a0[..kp], &mut s.work, out);
+    let xx = sumsq(&s.xs[..n]);
+    let done = code_signal(p, &s.xs[..n], &s.a0[..kp], xx, &mut s.work[0], out);
     debug_assert!(done, "the f64 loop codes every signal");
     Ok(())
 }
 
 /// `out[q] = D^T xs[q]` for the [`GROUP`] signals `xs` (`GROUP x n`), in
-/// blocks of `A` atoms: each entry a sequential sum over `i` from 0, so that
-/// the result does not depend on the block size.
+/// blocks of `A` atoms (the last ones, when `kp` is not a multiple of `A`,
+/// in blocks of `A / 2`): each entry a sequential sum over `i` from 0, so
+/// that the result does not depend on the block size.
 #[inline(always)]
-fn alpha0_blocks<F: Float, const A: usize>(d: &[F], n: usize, kp: usize, xs: &[F], out: &mut [F]) {
-    for c in (0..kp).step_by(A) {
+fn alpha0_blocks<F: Float, const A: usize, const H: usize>(
+    d: &[F],
+    n: usize,
+    kp: usize,
+    xs: &[F],
+    out: &mut [F],
+) {
+    const { assert!(2 * H == A) };
+    let whole = kp / A * A;
+    alpha0_cols::<F, A>(d, n, kp, 0..whole, xs, out);
+    alpha0_cols::<F, H>(d, n, kp, whole..kp, xs, out);
+}
+
+/// [`alpha0_blocks`] for the atoms `cols` (a multiple of `A` long), in
+/// blocks of `A`.
+#[inline(always)]
+fn alpha0_cols<F: Float, const A: usize>(
+    d: &[F],
+    n: usize,
+    kp: usize,
+    cols: Range<usize>,
+    xs: &[F],
+    out: &mut [F],
+) {
+    let xq: [&[F]; GROUP] = std::array::from_fn(|q| &xs[q * n..(q + 1) * n]);
+    for c in cols.step_by(A) {
         let mut acc = [[F::ZERO; A]; GROUP];
         for i in 0..n {
             // The slice has exactly A elements, so the conversion cannot fail.
             #[allow(clippy::unwrap_used)]
             let drow: &[F; A] = d[i * kp + c..i * kp + c + A].try_into().unwrap();
             for q in 0..GROUP {
-                let xv = xs[q * n + i];
+                let xv = xq[q][i];
                 for l in 0..A {
                     acc[q][l] = xv.mul_add(drow[l], acc[q][l]);
                 }
@@ -634,33 +753,35 @@ fn halve<F: Float, const H: usize>(m: &[F]) -> [F; H] {
     std::array::from_fn(|l| if m[l + H] > m[l] { m[l + H] } else { m[l] })
 }
 
-/// The smallest index of `c` (length a multiple of `V`, at most 64) holding
-/// `best`, one block of `V` compares at a time, read as a bit mask
-/// (`usize::MAX` if none does).
+/// The smallest index of `c` (length a multiple of `V`) holding `best`
+/// (`u32::MAX as usize` if none does), without branches: per lane, the
+/// blocks are visited last to first and a hit overwrites the lane's index,
+/// so each lane ends with its first hit; then the least over the lanes. (A
+/// scan that stops at the first block with a hit mispredicts its exit once
+/// per step and its bit mask compiled to scalar code.)
 #[inline(always)]
 fn first_index<F: Float, const V: usize>(c: &[F], best: F) -> usize {
-    const { assert!(V <= 64) };
-    for (b, ch) in c.chunks_exact(V).enumerate() {
-        let mut bits = 0u64;
-        for (l, &v) in ch.iter().enumerate() {
-            bits |= ((v == best) as u64) << l;
-        }
-        if bits != 0 {
-            return b * V + bits.trailing_zeros() as usize;
+    let mut idx = [u32::MAX; V];
+    for (b, ch) in c.chunks_exact(V).enumerate().rev() {
+        for l in 0..V {
+            idx[l] = if ch[l] == best {
+                (b * V + l) as u32
+            } else {
+                idx[l]
+            };
         }
     }
-    usize::MAX
+    idx.into_iter().fold(u32::MAX, u32::min) as usize
 }
 
 /// One Batch-OMP step's vector work: the new row `u_k = G_{j,:} - sum_t
 /// ws_t u_t` of `U` (see [`code_signal`]), then `alpha -= c u_k` and
 /// `cabs = |alpha|`.
 ///
-/// Written as whole-row passes over `uk` (in L1), up to four rows of `U` per
-/// pass with the subtractions in order of `t`; the first pass reads `G`'s row
-/// and the last one also updates `alpha`, so a step touches `uk` as few times
-/// as possible. The loop vectorizer handles this form reliably in all three
-/// compiled copies, where register-blocked accumulator arrays spilled.
+/// In blocks of `kp`: each block of `u_k` stays in registers while every row
+/// of `U` is subtracted from it, in order of `t`, then is stored and updates
+/// `alpha`. (Whole-row passes over `u_k`, a few rows of `U` each, spent more
+/// on loading and storing `u_k` than on the multiply-adds.)
 #[inline(always)]
 fn step<F: Float>(
     prev: &[F],
@@ -671,62 +792,64 @@ fn step<F: Float>(
     alpha: &mut [F],
     cabs: &mut [F],
 ) {
-    let kp = uk.len();
-    let row = |t: usize| &prev[t * kp..(t + 1) * kp];
-    let m = ws.len();
-    if m == 0 {
-        return pass::<F, 0, true, true>(uk, grow, [], [], c, alpha, cabs);
-    }
-    let mut t = 0;
-    while t < m {
-        let r = (m - t).min(4);
-        let (first, last) = (t == 0, t + r == m);
-        macro_rules! go {
-            ($r:literal) => {{
-                let rows: [&[F]; $r] = std::array::from_fn(|i| row(t + i));
-                let w: [F; $r] = std::array::from_fn(|i| ws[t + i]);
-                match (first, last) {
-                    (true, true) => pass::<F, $r, true, true>(uk, grow, rows, w, c, alpha, cabs),
-                    (true, false) => pass::<F, $r, true, false>(uk, grow, rows, w, c, alpha, cabs),
-                    (false, true) => pass::<F, $r, false, true>(uk, grow, rows, w, c, alpha, cabs),
-                    (false, false) => {
-                        pass::<F, $r, false, false>(uk, grow, rows, w, c, alpha, cabs)
-                    }
-                }
-            }};
-        }
-        match r {
-            1 => go!(1),
-            2 => go!(2),
-            3 => go!(3),
-            _ => go!(4),
-        }
-        t += r;
-    }
+    F::step(prev, uk, grow, ws, c, alpha, cabs)
 }
 
-/// One pass of [`step`] over `R` rows of `U`.
+/// [`step`] in blocks of `B` entries, then (when `kp` is not a multiple of
+/// `B`) of `B / 2` and `B / 4`, which covers any multiple of [`W`].
 #[inline(always)]
-fn pass<F: Float, const R: usize, const FIRST: bool, const LAST: bool>(
+fn step_blocks<F: Float, const B: usize, const B2: usize, const B4: usize>(
+    prev: &[F],
     uk: &mut [F],
     grow: &[F],
-    rows: [&[F]; R],
-    ws: [F; R],
+    ws: &[F],
     c: F,
     alpha: &mut [F],
     cabs: &mut [F],
 ) {
-    let n = uk.len();
-    let (grow, alpha, cabs) = (&grow[..n], &mut alpha[..n], &mut cabs[..n]);
-    let rows = rows.map(|r| &r[..n]);
-    for l in 0..n {
-        let mut v = if FIRST { grow[l] } else { uk[l] };
-        for i in 0..R {
-            v = (-ws[i]).mul_add(rows[i][l], v);
+    const { assert!(B == 2 * B2 && B2 == 2 * B4 && B2 % W == 0 && W % B4 == 0) };
+    let kp = uk.len();
+    let (a, b) = (kp / B * B, kp / B2 * B2);
+    step_cols::<F, B>(prev, uk, grow, ws, c, alpha, cabs, 0..a);
+    step_cols::<F, B2>(prev, uk, grow, ws, c, alpha, cabs, a..b);
+    step_cols::<F, B4>(prev, uk, grow, ws, c, alpha, cabs, b..kp);
+}
+
+/// [`step`] for the entries `cols` (a multiple of `B` long), in blocks of
+/// `B`: per entry the same operations in the same order whatever `B`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn step_cols<F: Float, const B: usize>(
+    prev: &[F],
+    uk: &mut [F],
+    grow: &[F],
+    ws: &[F],
+    c: F,
+    alpha: &mut [F],
+    cabs: &mut [F],
+    cols: Range<usize>,
+) {
+    let kp = uk.len();
+    for b in cols.step_by(B) {
+        // Each slice has exactly B elements, so the conversions cannot fail.
+        #[allow(clippy::unwrap_used)]
+        let mut acc: [F; B] = grow[b..b + B].try_into().unwrap();
+        for (t, &w) in ws.iter().enumerate() {
+            #[allow(clippy::unwrap_used)]
+            let row: &[F; B] = prev[t * kp + b..t * kp + b + B].try_into().unwrap();
+            let w = -w;
+            for l in 0..B {
+                acc[l] = w.mul_add(row[l], acc[l]);
+            }
         }
-        uk[l] = v;
-        if LAST {
-            let a = (-c).mul_add(v, alpha[l]);
+        uk[b..b + B].copy_from_slice(&acc);
+        #[allow(clippy::unwrap_used)]
+        let (alpha, cabs): (&mut [F; B], &mut [F; B]) = (
+            (&mut alpha[b..b + B]).try_into().unwrap(),
+            (&mut cabs[b..b + B]).try_into().unwrap(),
+        );
+        for l in 0..B {
+            let a = (-c).mul_add(acc[l], alpha[l]);
             alpha[l] = a;
             cabs[l] = a.abs();
         }
@@ -783,9 +906,9 @@ fn refine<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>, count: usize) {
     }
 }
 
-/// Batch-OMP on one signal `x` with `a0 = D^T x`; appends its code to `out`
-/// and returns `true`, or returns `false` (appending nothing) when the f32
-/// loop hands the signal to the f64 loop.
+/// Batch-OMP on one signal `x` with `a0 = D^T x` and `xx = ||x||^2`;
+/// appends its code to `out` and returns `true`, or returns `false`
+/// (appending nothing) when the f32 loop hands the signal to the f64 loop.
 ///
 /// With `L L^T = G_II`, `z = L^-1 alpha0_I` and `V = G_{:,I} L^-T`, the
 /// correlations are `alpha = alpha0 - V z`, the new row of `L` for atom `j`
@@ -794,110 +917,166 @@ fn refine<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>, count: usize) {
 /// `gamma = L^-T z` is solved once at the end. `V` is kept unscaled, as
 /// `U = V diag(L)` (row `t` of `U` is `L_tt` times row `t` of `V`), so that the
 /// divisions by `L_tt` fall on scalars, not on whole rows.
+///
+/// The loop is [`begin`], then [`select`] and [`update`] in turn, then
+/// [`finish`]; [`rows_impl`] runs the same calls for a group of signals in
+/// lockstep, which changes no signal's arithmetic.
 #[inline(always)]
 fn code_signal<T: Scalar, F: Float>(
     p: &Prepared<F>,
     x: &[F],
     a0: &[F],
+    xx: f64,
     w: &mut Work<F>,
     out: &mut Chunk<T>,
 ) -> bool {
-    let kp = p.kp;
-    let xx = sumsq(x);
-    let floor = F::floor(p.n, xx.sqrt());
-    let mut count = 0usize;
-    let mut ill = false;
-    if !p.stops(xx, 0) {
-        if !(F::MIN_XX..=F::MAX_XX).contains(&xx) {
-            return false;
-        }
-        let xxf = F::from_f64(xx);
-        w.alpha.copy_from_slice(a0);
-        for (c, &a) in w.cabs.iter_mut().zip(a0) {
-            *c = a.abs();
-        }
-        let mut zz = F::ZERO;
-        loop {
-            let (j, best) = F::argmax(&w.cabs);
-            if best.to_f64() <= floor {
-                if F::EXACT {
-                    // Zero up to rounding: nothing left that the dictionary
-                    // can reach, or a duplicate of a chosen atom (reference
-                    // rule 4).
-                    break;
-                }
-                return false;
-            }
-            // Row `count` of L is L^-1 G_{I,j}: entry j of the rows of V, U[t][j] / L_tt.
-            let mut ww = F::ZERO;
-            for t in 0..count {
-                let v = w.u[t * kp + j] * w.inv_l[t];
-                w.w[t] = v;
-                w.ws[t] = v * w.inv_l[t];
-                ww += v * v;
-            }
-            let gjj = p.g[j * kp + j];
-            let d2 = gjj - ww;
-            if d2.to_f64().is_nan() || d2 <= F::ZERO || d2 < F::REDO * gjj {
-                if F::EXACT {
-                    // `d_j` in the span of the chosen atoms up to rounding:
-                    // the Cholesky update has no real square root. The
-                    // reference's rule 5 (an exactly singular least-squares
-                    // system).
-                    break;
-                }
-                return false;
-            }
-            ill |= d2 < F::ILL * gjj;
-            let lkk = d2.sqrt();
-            let base = count * (count + 1) / 2;
-            if w.l.len() < base + count + 1 {
-                w.l.resize(base + count + 1, F::ZERO);
-            }
-            w.l[base..base + count].copy_from_slice(&w.w[..count]);
-            w.l[base + count] = lkk;
-            let inv_lkk = F::from_f64(1.0) / lkk;
-            w.inv_l[count] = inv_lkk;
-            let zk = w.alpha[j] / lkk;
-            w.z[count] = zk;
-            w.sel[count] = j;
-            count += 1;
-            zz += zk * zk;
-            if count >= p.max_atoms {
-                break;
-            }
-            let mut r2 = (xxf - zz).to_f64();
-            if r2 <= F::TRUST * xx {
-                back_substitute(&w.l, &w.z[..count], &mut w.gamma);
-                let gamma = &w.gamma;
-                r2 = residual2(p, x, &w.sel[..count], |t| gamma[t].to_f64(), &mut w.r);
-            }
-            if p.stops(r2, count) {
-                break;
-            }
-            if w.u.len() < count * kp {
-                w.u.resize(count * kp, F::ZERO);
-            }
-            let (prev, uk) = w.u[..count * kp].split_at_mut((count - 1) * kp);
-            step(
-                prev,
-                uk,
-                &p.g[j * kp..(j + 1) * kp],
-                &w.ws[..count - 1],
-                zk * inv_lkk,
-                &mut w.alpha,
-                &mut w.cabs,
-            );
-            for &s in &w.sel[..count] {
-                w.cabs[s] = F::NEG_ONE;
-            }
+    let mut state = begin(p, a0, xx, w);
+    while state == State::Go {
+        state = select(p, x, w);
+        if state == State::Go {
+            update(p, w);
         }
     }
+    if state == State::Wide {
+        return false;
+    }
+    finish(p, x, w, out);
+    true
+}
+
+/// Where a signal's loop stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Select another atom ([`select`]; after a select: [`update`] first).
+    Go,
+    /// The code is complete: [`finish`] it.
+    Done,
+    /// The f32 loop hands the signal to the f64 loop.
+    Wide,
+}
+
+/// Starts a signal's loop: the stop and range checks on `||x||^2`, and
+/// `alpha = |cabs| = a0`.
+#[inline(always)]
+fn begin<F: Float>(p: &Prepared<F>, a0: &[F], xx: f64, w: &mut Work<F>) -> State {
+    w.count = 0;
+    w.ill = false;
+    w.xx = xx;
+    w.floor = F::floor(p.n, xx.sqrt());
+    if p.stops(xx, 0) {
+        return State::Done;
+    }
+    if !(F::MIN_XX..=F::MAX_XX).contains(&xx) {
+        return State::Wide;
+    }
+    w.xxf = F::from_f64(xx);
+    w.zz = F::ZERO;
+    w.alpha.copy_from_slice(a0);
+    for (c, &a) in w.cabs.iter_mut().zip(a0) {
+        *c = a.abs();
+    }
+    State::Go
+}
+
+/// One step's scalar part: the best atom, its row of `L` and pivot, `z_k`,
+/// and the stop rule. [`State::Go`] leaves the vector part to [`update`].
+#[inline(always)]
+fn select<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>) -> State {
+    let kp = p.kp;
+    let count = w.count;
+    let (j, best) = F::argmax(&w.cabs);
+    if best.to_f64() <= w.floor {
+        // f64: zero up to rounding, nothing left that the dictionary can
+        // reach, or a duplicate of a chosen atom (reference rule 4).
+        return if F::EXACT { State::Done } else { State::Wide };
+    }
+    // Row `count` of L is L^-1 G_{I,j}: entry j of the rows of V, U[t][j] / L_tt,
+    // written straight into the packed L (grown first if need be).
+    let base = count * (count + 1) / 2;
+    if w.l.len() < base + count + 1 {
+        w.l.resize(base + count + 1, F::ZERO);
+    }
+    let (lrow, ws, inv_l) = (
+        &mut w.l[base..base + count + 1],
+        &mut w.ws[..count],
+        &w.inv_l[..count],
+    );
+    let mut ww = F::ZERO;
+    for (((lt, wt), &il), urow) in lrow.iter_mut().zip(ws).zip(inv_l).zip(w.u.chunks_exact(kp)) {
+        let v = urow[j] * il;
+        *lt = v;
+        *wt = v * il;
+        ww += v * v;
+    }
+    let gjj = p.g[j * kp + j];
+    let d2 = gjj - ww;
+    if d2.to_f64().is_nan() || d2 <= F::ZERO || d2 < F::REDO * gjj {
+        // f64: `d_j` in the span of the chosen atoms up to rounding: the
+        // Cholesky update has no real square root. The reference's rule 5
+        // (an exactly singular least-squares system).
+        return if F::EXACT { State::Done } else { State::Wide };
+    }
+    w.ill |= d2 < F::ILL * gjj;
+    let lkk = d2.sqrt();
+    lrow[count] = lkk;
+    let inv_lkk = F::from_f64(1.0) / lkk;
+    w.inv_l[count] = inv_lkk;
+    let zk = w.alpha[j] / lkk;
+    w.z[count] = zk;
+    w.sel[count] = j;
+    let count = count + 1;
+    w.count = count;
+    w.zz += zk * zk;
+    if count >= p.max_atoms {
+        return State::Done;
+    }
+    let mut r2 = (w.xxf - w.zz).to_f64();
+    if r2 <= F::TRUST * w.xx {
+        back_substitute(&w.l, &w.z[..count], &mut w.gamma);
+        let gamma = &w.gamma;
+        r2 = residual2(p, x, &w.sel[..count], |t| gamma[t].to_f64(), &mut w.r);
+    }
+    if p.stops(r2, count) {
+        return State::Done;
+    }
+    w.j = j;
+    w.c = zk * inv_lkk;
+    State::Go
+}
+
+/// One step's vector part, after a [`select`] that chose atom `w.j`: the new
+/// row of `U`, `alpha` and `cabs` (chosen atoms marked).
+#[inline(always)]
+fn update<F: Float>(p: &Prepared<F>, w: &mut Work<F>) {
+    let (kp, count, j) = (p.kp, w.count, w.j);
+    if w.u.len() < count * kp {
+        w.u.resize(count * kp, F::ZERO);
+    }
+    let (prev, uk) = w.u[..count * kp].split_at_mut((count - 1) * kp);
+    step(
+        prev,
+        uk,
+        &p.g[j * kp..(j + 1) * kp],
+        &w.ws[..count - 1],
+        w.c,
+        &mut w.alpha,
+        &mut w.cabs,
+    );
+    for &s in &w.sel[..count] {
+        w.cabs[s] = F::NEG_ONE;
+    }
+}
+
+/// Ends a signal whose loop is [`State::Done`]: `gamma = L^-T z`, refined if
+/// ill-conditioned, and its code and residual appended to `out`.
+#[inline(always)]
+fn finish<T: Scalar, F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>, out: &mut Chunk<T>) {
+    let count = w.count;
     back_substitute(&w.l, &w.z[..count], &mut w.gamma);
     for (g, &v) in w.g64[..count].iter_mut().zip(&w.gamma[..count]) {
         *g = v.to_f64();
     }
-    if ill {
+    if w.ill {
         for _ in 0..F::REFINE_STEPS {
             refine(p, x, w, count);
         }
@@ -915,5 +1094,4 @@ fn code_signal<T: Scalar, F: Float>(
         &mut w.r,
     );
     out.residual_norm2.push(T::from_f64(r2));
-    true
 }

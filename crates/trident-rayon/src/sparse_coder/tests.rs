@@ -223,6 +223,56 @@ fn every_simd_copy_gives_the_same_bits() {
     }
 }
 
+#[test]
+fn lockstep_signals_give_the_bits_of_one_by_one() {
+    // Signals stopping at different steps (error targets), hand-overs to
+    // the f64 loop between coded signals, f64 inputs, and a count that
+    // leaves a partial group: every compiled copy, in lockstep and not.
+    let b = RayonBackend::with_threads(2).unwrap();
+    let rule = StopRule::SparsityOrError {
+        sparsity: 8,
+        error: 0.05,
+    };
+    let c32 = cases::omp_random::<f32>(20, 50, 301, 5, 0.01, rule, 23);
+    let c64 = cases::omp_random::<f64>(20, 50, 301, 5, 0.01, rule, 24);
+    let mut mixed = cases::omp_dct::<f32>(203, 25);
+    mixed.rule = StopRule::SparsityOrError {
+        sparsity: 16,
+        error: 1e-3,
+    };
+    // Every third signal beyond f32 squares: the f64 loop codes it.
+    let n = mixed.dict.n();
+    for (i, v) in mixed.signals.iter_mut().enumerate() {
+        if (i / n) % 3 == 1 {
+            *v *= 1e18;
+        }
+    }
+    let dup = duplicate_atom_case(61, StopRule::Error(0.0));
+    for isa in Isa::available() {
+        let same = |a: SparseCodes<f32>, b: SparseCodes<f32>, what: &str| {
+            assert!(a == b, "{isa:?} {what}: lockstep differs from one by one");
+        };
+        let both32 = |c: &OmpCase<f32>| {
+            let run = |lock| {
+                super::encode_in_order(&b, &c.dict, c.signals_ref(), c.rule, Some(isa), lock)
+                    .unwrap()
+            };
+            (run(true), run(false))
+        };
+        let (a, o) = both32(&c32);
+        same(a, o, "f32");
+        let (a, o) = both32(&mixed);
+        same(a, o, "f32 with hand-overs");
+        let (a, o) = both32(&dup);
+        same(a, o, "f32 all handed over");
+        let run = |lock| {
+            super::encode_in_order(&b, &c64.dict, c64.signals_ref(), c64.rule, Some(isa), lock)
+                .unwrap()
+        };
+        assert!(run(true) == run(false), "{isa:?} f64: lockstep differs");
+    }
+}
+
 /// The catalog's Medium sizes of the DCT case (20K f32, 5K f64 signals),
 /// about 25 s in the test profile, mostly the reference:
 /// `cargo test -p trident-rayon --lib -- --ignored medium --nocapture`.
