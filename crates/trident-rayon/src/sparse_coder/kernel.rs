@@ -807,7 +807,7 @@ fn step_blocks<F: Float, const B: usize, const B2: usize, const B4: usize>(
     alpha: &mut [F],
     cabs: &mut [F],
 ) {
-    const { assert!(B == 2 * B2 && B2 == 2 * B4 && B2 % W == 0 && W % B4 == 0) };
+    const { assert!(B == 2 * B2 && B2 == 2 * B4 && B2.is_multiple_of(W) && W.is_multiple_of(B4)) };
     let kp = uk.len();
     let (a, b) = (kp / B * B, kp / B2 * B2);
     step_cols::<F, B>(prev, uk, grow, ws, c, alpha, cabs, 0..a);
