@@ -11,7 +11,9 @@
 //!   codes are concatenated in signal order.
 //! - Within a chunk, `alpha0 = D^T x` is computed for [`kernel::GROUP`] signals
 //!   at a time (each row of `D` loaded once per group), then each signal runs
-//!   the Batch-OMP loop on the Gram matrix, never forming a residual: with
+//!   the Batch-OMP loop (two signals in lockstep, so that the core overlaps
+//!   their chains of dependent scalar work; each signal's arithmetic is its
+//!   own) on the Gram matrix, never forming a residual: with
 //!   `G_II = L L^T` (one row of `L` per step), `z = L^-1 alpha0_I` (one entry
 //!   per step) and `V = G_{:,I} L^-T` (one row per step), the correlations
 //!   are `alpha = alpha0 - V z`, updated by one row per step; the new row of

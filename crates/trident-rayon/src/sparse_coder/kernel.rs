@@ -753,25 +753,30 @@ fn halve<F: Float, const H: usize>(m: &[F]) -> [F; H] {
     std::array::from_fn(|l| if m[l + H] > m[l] { m[l + H] } else { m[l] })
 }
 
-/// The smallest index of `c` (length a multiple of `V`) holding `best`
+/// The smallest index of `c` (length a multiple of `2 V`) holding `best`
 /// (`u32::MAX as usize` if none does), without branches: per lane, the
 /// blocks are visited last to first and a hit overwrites the lane's index,
-/// so each lane ends with its first hit; then the least over the lanes. (A
-/// scan that stops at the first block with a hit mispredicts its exit once
-/// per step and its bit mask compiled to scalar code.)
+/// so each lane ends with its first hit; the even and the odd blocks in two
+/// sets of lanes (two chains of half the length, as in [`lane_max`]); then
+/// the least over all lanes. (A scan that stops at the first block with a
+/// hit mispredicts its exit once per step and its bit mask compiled to
+/// scalar code.)
 #[inline(always)]
 fn first_index<F: Float, const V: usize>(c: &[F], best: F) -> usize {
-    let mut idx = [u32::MAX; V];
-    for (b, ch) in c.chunks_exact(V).enumerate().rev() {
+    let mut i0 = [u32::MAX; V];
+    let mut i1 = [u32::MAX; V];
+    for (b, ch) in c.chunks_exact(2 * V).enumerate().rev() {
         for l in 0..V {
-            idx[l] = if ch[l] == best {
-                (b * V + l) as u32
+            let base = (2 * b * V + l) as u32;
+            i0[l] = if ch[l] == best { base } else { i0[l] };
+            i1[l] = if ch[V + l] == best {
+                base + V as u32
             } else {
-                idx[l]
+                i1[l]
             };
         }
     }
-    idx.into_iter().fold(u32::MAX, u32::min) as usize
+    i0.into_iter().chain(i1).fold(u32::MAX, u32::min) as usize
 }
 
 /// One Batch-OMP step's vector work: the new row `u_k = G_{j,:} - sum_t
