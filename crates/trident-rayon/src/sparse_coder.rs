@@ -108,18 +108,20 @@ impl<T: Scalar> SparseCoder<T> for RayonBackend {
         signals: MatRef<'_, T>,
         rule: StopRule,
     ) -> Result<SparseCodes<T>> {
-        encode_with(self, dict, signals, rule, None)
+        encode_with(self, dict, signals, rule, None, true)
     }
 }
 
 /// [`SparseCoder::encode`], with the SIMD copy of the kernel forced (tests
-/// compare them) or detected (`None`).
+/// compare them) or detected (`None`), and each group's signals coded in
+/// lockstep (the default) or one after the other (tests compare the two).
 fn encode_with<T: Scalar>(
     b: &RayonBackend,
     dict: &Dictionary<T>,
     signals: MatRef<'_, T>,
     rule: StopRule,
     isa: Option<Isa>,
+    lockstep: bool,
 ) -> Result<SparseCodes<T>> {
     validate::encode(dict, &signals, &rule)?;
     let l = signals.rows();
@@ -132,9 +134,9 @@ fn encode_with<T: Scalar>(
         });
     }
     let chunks = if is_f32::<T>() {
-        encode_in::<T, f32>(b, dict, &signals, rule, isa, true)?
+        encode_in::<T, f32>(b, dict, &signals, rule, isa, lockstep)?
     } else {
-        encode_in::<T, f64>(b, dict, &signals, rule, isa, true)?
+        encode_in::<T, f64>(b, dict, &signals, rule, isa, lockstep)?
     };
     Ok(merge(chunks, l))
 }
@@ -150,26 +152,6 @@ fn encode_f64_loop<T: Scalar>(
 ) -> Result<SparseCodes<T>> {
     validate::encode(dict, &signals, &rule)?;
     let chunks = encode_in::<T, f64>(b, dict, &signals, rule, None, true)?;
-    Ok(merge(chunks, signals.rows()))
-}
-
-/// [`SparseCoder::encode`] with a forced SIMD copy, each group's signals
-/// coded in lockstep or one after the other (tests compare the two).
-#[cfg(test)]
-fn encode_in_order<T: Scalar>(
-    b: &RayonBackend,
-    dict: &Dictionary<T>,
-    signals: MatRef<'_, T>,
-    rule: StopRule,
-    isa: Option<Isa>,
-    lockstep: bool,
-) -> Result<SparseCodes<T>> {
-    validate::encode(dict, &signals, &rule)?;
-    let chunks = if is_f32::<T>() {
-        encode_in::<T, f32>(b, dict, &signals, rule, isa, lockstep)?
-    } else {
-        encode_in::<T, f64>(b, dict, &signals, rule, isa, lockstep)?
-    };
     Ok(merge(chunks, signals.rows()))
 }
 

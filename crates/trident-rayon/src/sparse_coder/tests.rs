@@ -207,10 +207,12 @@ fn every_simd_copy_gives_the_same_bits() {
     // Signals that the f32 loop hands to the f64 loop: those copies too.
     let c32r = duplicate_atom_case(60, StopRule::Error(0.0));
     let b = RayonBackend::with_threads(2).unwrap();
-    let run32 = |isa| super::encode_with(&b, &c32.dict, c32.signals_ref(), c32.rule, isa).unwrap();
+    let run32 =
+        |isa| super::encode_with(&b, &c32.dict, c32.signals_ref(), c32.rule, isa, true).unwrap();
     let run32r =
-        |isa| super::encode_with(&b, &c32r.dict, c32r.signals_ref(), c32r.rule, isa).unwrap();
-    let run64 = |isa| super::encode_with(&b, &c64.dict, c64.signals_ref(), c64.rule, isa).unwrap();
+        |isa| super::encode_with(&b, &c32r.dict, c32r.signals_ref(), c32r.rule, isa, true).unwrap();
+    let run64 =
+        |isa| super::encode_with(&b, &c64.dict, c64.signals_ref(), c64.rule, isa, true).unwrap();
     let (e32, e64) = (run32(Some(Isa::Baseline)), run64(Some(Isa::Baseline)));
     let e32r = run32r(Some(Isa::Baseline));
     for isa in Isa::available() {
@@ -254,8 +256,7 @@ fn lockstep_signals_give_the_bits_of_one_by_one() {
         };
         let both32 = |c: &OmpCase<f32>| {
             let run = |lock| {
-                super::encode_in_order(&b, &c.dict, c.signals_ref(), c.rule, Some(isa), lock)
-                    .unwrap()
+                super::encode_with(&b, &c.dict, c.signals_ref(), c.rule, Some(isa), lock).unwrap()
             };
             (run(true), run(false))
         };
@@ -266,8 +267,7 @@ fn lockstep_signals_give_the_bits_of_one_by_one() {
         let (a, o) = both32(&dup);
         same(a, o, "f32 all handed over");
         let run = |lock| {
-            super::encode_in_order(&b, &c64.dict, c64.signals_ref(), c64.rule, Some(isa), lock)
-                .unwrap()
+            super::encode_with(&b, &c64.dict, c64.signals_ref(), c64.rule, Some(isa), lock).unwrap()
         };
         assert!(run(true) == run(false), "{isa:?} f64: lockstep differs");
     }
