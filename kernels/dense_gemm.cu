@@ -950,33 +950,6 @@ __device__ __forceinline__ void wgmma_m64n256k8(float* d, u64 da, u64 db) {
         : "l"(da), "l"(db));
 }
 
-__device__ __forceinline__ void wgmma_m64n192k8(float* d, u64 da, u64 db) {
-    asm volatile(
-        "{\n"
-        "wgmma.mma_async.sync.aligned.m64n192k8.f32.tf32.tf32 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-        "}, %96, %97, 1, 1, 1;\n"
-        "}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-        : "l"(da), "l"(db));
-}
-
 // d += A B for one m64n128k8 TF32 wgmma of the warpgroup, both operands in
 // shared memory (descriptors da, db), f32 accumulators in d.
 __device__ __forceinline__ void wgmma_m64n128k8(float* d, u64 da, u64 db) {
@@ -1056,6 +1029,45 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TmaMap* map, int c0
         : "memory");
 }
 
+// The stage ring of the TMA-fed kernels: STAGES stages of `st_bytes` from
+// `base` (A's box, `a_bytes`, then B's), then a full and an empty mbarrier a
+// stage. Warp 8 produces; the eight warps before it consume.
+template <int STAGES>
+struct TmaRing {
+    unsigned base, bars;
+    __device__ __forceinline__ unsigned full(int s) const { return bars + 8 * s; }
+    __device__ __forceinline__ unsigned empty(int s) const { return bars + 8 * (STAGES + s); }
+    // Block-wide: a full barrier takes the producer's one arrival (and the
+    // copies' bytes), an empty one an arrival from each consumer warp.
+    __device__ __forceinline__ void init() const {
+        if (threadIdx.x == 0) {
+            for (int s = 0; s < STAGES; ++s) {
+                mbar_init(full(s), 1);
+                mbar_init(empty(s), 8);
+            }
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        }
+        __syncthreads();
+    }
+    // The producer (one thread): k-tile kt goes to stage kt % STAGES once the
+    // consumers released that stage's previous tile; boxes at (k, row) when
+    // K_INNER (k-major operands), else at (row, k).
+    template <bool K_INNER>
+    __device__ __forceinline__ void produce(int ktiles, int bk, unsigned st_bytes,
+                                            unsigned a_bytes, const TmaMap* amap, int a0,
+                                            const TmaMap* bmap, int b0) const {
+        for (int kt = 0; kt < ktiles; ++kt) {
+            const int s = kt % STAGES;
+            if (kt >= STAGES) mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
+            mbar_expect_tx(full(s), st_bytes);
+            const unsigned dst = base + s * st_bytes;
+            const int k = kt * bk;
+            tma_load(dst, amap, K_INNER ? k : a0, K_INNER ? a0 : k, full(s));
+            tma_load(dst + a_bytes, bmap, K_INNER ? k : b0, K_INNER ? b0 : k, full(s));
+        }
+    }
+};
+
 template <int BN, int STAGES>
 __device__ __forceinline__ void wgt_gemm(int M, int N, int K, float alpha, const TmaMap* amap,
                                          const TmaMap* bmap, float beta, float* __restrict__ C,
@@ -1066,35 +1078,15 @@ __device__ __forceinline__ void wgt_gemm(int M, int N, int K, float alpha, const
     if (dynamic_smem_bytes() < STAGES * ST_BYTES + 1024 + 16 * STAGES) __trap();
     unsigned base = smem_addr(smem_raw);
     base = (base + 1023) & ~1023u;
-    const unsigned bars = base + STAGES * ST_BYTES;  // full[s] at 8 s, empty[s] after
-    auto full = [&](int s) { return bars + 8 * s; };
-    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };
+    const TmaRing<STAGES> ring{base, base + STAGES * ST_BYTES};
 
     int m0, n0;
     block_coords(M, N, BM, BN, m0, n0);
     const int ktiles = (K + BK - 1) / BK;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full(s), 1);
-            mbar_init(empty(s), 8);  // one arrival per consumer warp
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
-
+    ring.init();
     if (warp == 8) {
-        // Producer: refill stage s once the consumers released it.
-        if (lane == 0) {
-            for (int kt = 0; kt < ktiles; ++kt) {
-                const int s = kt % STAGES;
-                if (kt >= STAGES) mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
-                mbar_expect_tx(full(s), ST_BYTES);
-                const unsigned dst = base + s * ST_BYTES;
-                tma_load(dst, amap, kt * BK, m0, full(s));
-                tma_load(dst + A_BYTES, bmap, kt * BK, n0, full(s));
-            }
-        }
+        if (lane == 0) ring.template produce<true>(ktiles, BK, ST_BYTES, A_BYTES, amap, m0, bmap, n0);
         return;
     }
 
@@ -1104,7 +1096,7 @@ __device__ __forceinline__ void wgt_gemm(int M, int N, int K, float alpha, const
     for (int i = 0; i < R; ++i) d[i] = 0.0f;
     for (int kt = 0; kt < ktiles; ++kt) {
         const int s = kt % STAGES;
-        mbar_wait(full(s), (kt / STAGES) & 1);
+        mbar_wait(ring.full(s), (kt / STAGES) & 1);
         const unsigned st = base + s * ST_BYTES;
         wg_fence_regs<R>(d);
         wg_fence();
@@ -1112,10 +1104,9 @@ __device__ __forceinline__ void wgt_gemm(int M, int N, int K, float alpha, const
         for (int kk = 0; kk < BK / 8; ++kk) {
             const u64 da = wg_desc(st + wg * 64 * 128 + kk * 32);
             const u64 db = wg_desc(st + A_BYTES + kk * 32);
+            static_assert(BN == 256 || BN == 128, "no such wgmma shape here");
             if (BN == 256) {
                 wgmma_m64n256k8(d, da, db);
-            } else if (BN == 192) {
-                wgmma_m64n192k8(d, da, db);
             } else {
                 wgmma_m64n128k8(d, da, db);
             }
@@ -1124,7 +1115,7 @@ __device__ __forceinline__ void wgt_gemm(int M, int N, int K, float alpha, const
         wg_fence_regs<R>(d);
         // The previous k-tile's MMAs are done: release its stage.
         wg_wait<1>();
-        if (kt > 0 && lane == 0) mbar_arrive(empty((kt - 1) % STAGES));
+        if (kt > 0 && lane == 0) mbar_arrive(ring.empty((kt - 1) % STAGES));
     }
     wg_wait<0>();
     wg_fence_regs<R>(d);
@@ -1164,33 +1155,15 @@ __device__ __forceinline__ void st_gemm(int M, int N, int K, float alpha, const 
     const unsigned raw = smem_addr(smem_raw);
     const unsigned base = (raw + 127) & ~127u;
     const float* fbase = reinterpret_cast<const float*>(smem_raw + (base - raw));
-    const unsigned bars = base + STAGES * ST_BYTES;
-    auto full = [&](int s) { return bars + 8 * s; };
-    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };
+    const TmaRing<STAGES> ring{base, base + STAGES * ST_BYTES};
 
     int m0, n0;
     block_coords(M, N, BM, BN, m0, n0);
     const int ktiles = (K + BK - 1) / BK;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full(s), 1);
-            mbar_init(empty(s), 8);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    ring.init();
     if (warp == 8) {
-        if (lane == 0) {
-            for (int kt = 0; kt < ktiles; ++kt) {
-                const int s = kt % STAGES;
-                if (kt >= STAGES) mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
-                mbar_expect_tx(full(s), ST_BYTES);
-                const unsigned dst = base + s * ST_BYTES;
-                tma_load(dst, amap, m0, kt * BK, full(s));
-                tma_load(dst + A_BYTES, bmap, n0, kt * BK, full(s));
-            }
-        }
+        if (lane == 0) ring.template produce<false>(ktiles, BK, ST_BYTES, A_BYTES, amap, m0, bmap, n0);
         return;
     }
     const int wm0 = (warp / WARPS_N) * WTM, wn0 = (warp % WARPS_N) * WTN;
@@ -1202,11 +1175,11 @@ __device__ __forceinline__ void st_gemm(int M, int N, int K, float alpha, const 
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
     for (int kt = 0; kt < ktiles; ++kt) {
         const int s = kt % STAGES;
-        mbar_wait(full(s), (kt / STAGES) & 1);
+        mbar_wait(ring.full(s), (kt / STAGES) & 1);
         const float* st = fbase + s * (ST_BYTES / 4);
         sgemm_ktile<TM, TN, BK, BM, BN>(st + wm0 + tm * 4, st + A_BYTES / 4 + wn0 + tn * 4, acc);
         __syncwarp();
-        if (lane == 0) mbar_arrive(empty(s));
+        if (lane == 0) mbar_arrive(ring.empty(s));
     }
     sgemm_store<TM, TN>(M, N, alpha, beta, C, ldc, m0 + wm0, n0 + wn0, tm, tn, acc);
 }
@@ -1227,7 +1200,6 @@ __device__ __forceinline__ void st_gemm(int M, int N, int K, float alpha, const 
     }
 
 WGT_ENTRY(gemm_wt128x256k32s4_f32, 256, 4)
-WGT_ENTRY(gemm_wt128x192k32s5_f32, 192, 5)
 WGT_ENTRY(gemm_wt128x128k32s6_f32, 128, 6)
 
 // Entries gemm_st{BM}x{BN}k{BK}s{STAGES}_f32: eight compute warps and one

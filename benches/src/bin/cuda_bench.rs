@@ -184,7 +184,6 @@ fn gemm_tiles(kind: GemmKind) -> &'static [GemmTile] {
             G::Tc128x128K16S4B2,
             G::Tc128x128K16S4B2Z,
             G::Wt128x256K32S4,
-            G::Wt128x192K32S5,
             G::Wt128x128K32S6,
         ],
         GemmKind::F64 => &[

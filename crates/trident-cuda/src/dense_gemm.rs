@@ -80,7 +80,6 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "gemm_nn_d128x128k32s3_f64",
     "gemm_nn_d64x128k16s4b2_f64",
     "gemm_wt128x256k32s4_f32",
-    "gemm_wt128x192k32s5_f32",
     "gemm_wt128x128k32s6_f32",
     "gemm_st128x128k16s6_f32",
     "gemm_st128x256k16s4_f32",
@@ -124,8 +123,6 @@ pub enum GemmTile {
     /// Tf32 warpgroup MMA (`wgmma`, compute capability 9.0 only) fed by TMA:
     /// 128 x 256 x 32, 4 stages, two consumer warpgroups and a producer warp.
     Wt128x256K32S4,
-    /// As `Wt128x256K32S4`, 128 x 192 x 32, 5 stages.
-    Wt128x192K32S5,
     /// As `Wt128x256K32S4`, 128 x 128 x 32, 6 stages.
     Wt128x128K32S6,
     /// Strict f32 SIMT fed by TMA (compute capability 9.0 only): 128 x 128 x
@@ -330,15 +327,6 @@ const SHAPES: &[Shape] = &[
         Tf32,
         "wt128x256k32s4",
         (128, 256, 32, 4),
-        288,
-        true,
-        Smem::Tma,
-    ),
-    shape(
-        G::Wt128x192K32S5,
-        Tf32,
-        "wt128x192k32s5",
-        (128, 192, 32, 5),
         288,
         true,
         Smem::Tma,
@@ -702,7 +690,7 @@ impl CudaBackend {
         let in_place = |ptr: u64, ld: usize| ptr.is_multiple_of(16) && ld.is_multiple_of(4);
         let tf32 = s.smem == Smem::Tma;
         // What each kernel reads: rows x cols with cols contiguous, and
-        // whether op(X) is stored that way (then `trans` below is false).
+        // whether op(X) is stored that way (else it is laid out first).
         let (a_rows, a_cols, a_stored) = if tf32 {
             (d.m, d.k, !ta)
         } else {
@@ -713,34 +701,18 @@ impl CudaBackend {
         } else {
             (d.k, d.n, !tb)
         };
-        let pa = if a_stored && in_place(a, lda) {
-            None
-        } else {
-            Some(self.pack_kmajor(
-                a_rows,
-                a_cols,
-                (a, lda),
-                !a_stored,
-                "gemm A laid out for TMA",
-            )?)
+        // An operand as its kernel reads it: in place, or laid out into a
+        // temporary buffer (kept alive until the launch is queued).
+        let operand = |x: u64, ld: usize, rows: usize, cols: usize, stored: bool, what: &str| {
+            if stored && in_place(x, ld) {
+                return Ok((None, x, ld));
+            }
+            let buf = self.pack_kmajor(rows, cols, (x, ld), !stored, what)?;
+            let ptr = buf.ptr();
+            Ok::<_, Error>((Some(buf), ptr, packed_ld(cols)))
         };
-        let pb = if b_stored && in_place(b, ldb) {
-            None
-        } else {
-            Some(self.pack_kmajor(
-                b_rows,
-                b_cols,
-                (b, ldb),
-                !b_stored,
-                "gemm B laid out for TMA",
-            )?)
-        };
-        let (a, lda) = pa
-            .as_ref()
-            .map_or((a, lda), |x| (x.ptr(), packed_ld(a_cols)));
-        let (b, ldb) = pb
-            .as_ref()
-            .map_or((b, ldb), |x| (x.ptr(), packed_ld(b_cols)));
+        let (_pa, a, lda) = operand(a, lda, a_rows, a_cols, a_stored, "gemm A laid out for TMA")?;
+        let (_pb, b, ldb) = operand(b, ldb, b_rows, b_cols, b_stored, "gemm B laid out for TMA")?;
         let (m, n, k) = (to_i32("m", d.m)?, to_i32("n", d.n)?, to_i32("k", d.k)?);
         let cfg = LaunchConfig {
             grid_dim: (
