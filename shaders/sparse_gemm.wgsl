@@ -509,6 +509,17 @@ fn count4(m: vec4<bool>) -> u32 {
     return u.x + u.y + u.z + u.w;
 }
 
+// Team row k of the binned list: (row of A, offset of its entries, their
+// count), or (NONE, 0, 0) past the last team row.
+fn team_row(k: u32) -> vec3<u32> {
+    if (k >= tpos[sp.rows]) {
+        return vec3<u32>(NONE, 0u, 0u);
+    }
+    let row = list[mpos[sp.rows] - tpos[sp.rows] + k];
+    let s = a_off[2u * row];
+    return vec3<u32>(row, s, a_off[2u * row + 2u] - s);
+}
+
 // The team kernels; `k` runs over the team rows, TEAMS rows per workgroup.
 // Returns (in the symbolic pass) the nnz this thread adds to the total.
 fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
@@ -516,14 +527,10 @@ fn team(lid: u32, wflat: u32, numeric: bool) -> u32 {
     let lane = lid % TEAM_T;
     let k = wflat * TEAMS + tm;
     let base = tm * TEAM_W;
-    var row = NONE;
-    var s = 0u;
-    var n = 0u;
-    if (k < tpos[sp.rows]) {
-        row = list[mpos[sp.rows] - tpos[sp.rows] + k];
-        s = a_off[2u * row];
-        n = a_off[2u * row + 2u] - s;
-    }
+    let tr = team_row(k);
+    let row = tr.x;
+    let s = tr.y;
+    let n = tr.z;
     // A's row (n <= MERGE_K entries) and its B rows' bounds, one entry per
     // lane, into workgroup memory: one chain of dependent loads per row
     // instead of one per entry in the walk below (numeric team kernel on
@@ -719,18 +726,14 @@ fn team_sort(lid: u32, lane: u32, wflat: u32, numeric: bool) -> u32 {
         slot = atomicAdd(&t_next, 1u);
     }
     let k = wflat * TEAMS + subgroupBroadcast(slot, 0u);
-    var row = NONE;
-    var s = 0u;
-    var n = 0u;
+    let tr = team_row(k);
+    let row = tr.x;
+    let s = tr.y;
+    let n = tr.z;
     // Numeric: the row's offset in C, loaded early (it is used last).
     var out = 0u;
-    if (k < tpos[sp.rows]) {
-        row = list[mpos[sp.rows] - tpos[sp.rows] + k];
-        s = a_off[2u * row];
-        n = a_off[2u * row + 2u] - s;
-        if (numeric) {
-            out = cnt[row];
-        }
+    if (numeric && row != NONE) {
+        out = cnt[row];
     }
     // Lane q < n holds A's entry q: its B row's start and length, A's value.
     var bs = 0u;
