@@ -10,7 +10,8 @@
 //!
 //! The constants are the crossovers `host_bench` measured on the H100
 //! machine (NVIDIA H100 80GB HBM3, 16 CPU cores for rayon; issue 11, run 1
-//! of helper cuda-next; BENCHMARKS.md): its sweep times rayon against CUDA
+//! of helper cuda-next, SpGEMM re-measured in run S1; BENCHMARKS.md): its
+//! sweep times rayon against CUDA
 //! host-to-host over growing sizes of each primitive. Another machine has
 //! other crossovers: [`CostModel::with_crossover`] sets them, and
 //! `host_bench` prints them.
@@ -45,15 +46,17 @@ pub struct CostModel {
 }
 
 /// Crossovers measured on the H100 machine (see the module docs), each the
-/// geometric midpoint of the last size rayon won and the first CUDA won:
-/// GEMM 192^3 (rayon 0.19 ms, CUDA 0.22) to 256^3 (0.42, 0.35); SpGEMM of
-/// 2D Laplacians 2.4e3 (0.12, 0.25) to 1.0e4 (0.51, 0.29) nnz, CUDA faster
-/// up to 2.5e5 nnz, above that within 35% either way depending on the
-/// structure (the host path's copies dominate, BENCHMARKS.md); nearest
-/// pairs 2K (1.0, 1.95) to 8K points (2.3, 0.89).
+/// geometric midpoint of the last size rayon won and the first CUDA won
+/// (run S1 of `host_bench`'s sweeps, BENCHMARKS.md): GEMM 192^3 (rayon
+/// 0.12 ms, CUDA 0.20) to 256^3 (0.25, 0.20); SpGEMM of
+/// 2D Laplacians 1.0e4 (0.15, 0.25) to 4.0e4 (0.57, 0.42) nnz (4.9e3 before
+/// the rayon SpGEMM's fused pass), where between 2.5e5 and 4e6 nnz rayon
+/// wins again on these stencils (1.0-5.0 ms against 1.2-8.0)
+/// and CUDA again on the bench cases (the host path's copies dominate,
+/// BENCHMARKS.md); nearest pairs 2K (0.43, 1.87) to 8K points (1.05, 0.83).
 const MEASURED: [(&str, Primitive, f64); 3] = [
     ("cuda", Primitive::DenseGemm, 1.09e7),
-    ("cuda", Primitive::SparseGemm, 4.9e3),
+    ("cuda", Primitive::SparseGemm, 2.0e4),
     ("cuda", Primitive::NearestPairs, 4.0e3),
 ];
 
