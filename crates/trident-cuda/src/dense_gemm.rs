@@ -812,9 +812,22 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
         // any, is reported first, and nothing has been computed by then.
         let (checked, uploaded) = std::thread::scope(|s| {
             let scan = s.spawn(|| validate::gemm_finite(p, &a, &b, &c.as_ref()));
-            let up = self
-                .upload_named(&a.data()[..na], "gemm A")
-                .and_then(|da| Ok((da, self.upload_named(&b.data()[..nb], "gemm B")?)));
+            let up = (|| -> Result<_> {
+                let (da, db) = (
+                    self.alloc::<T>(na, "gemm A")?,
+                    self.alloc::<T>(nb, "gemm B")?,
+                );
+                let (ha, hb) = (&a.data()[..na], &b.data()[..nb]);
+                // SAFETY: each host slice fills the buffer just allocated for
+                // it, which nothing else uses; one staged copy moves both.
+                unsafe {
+                    self.upload_spans(&[
+                        (bytemuck::cast_slice(ha), da.ptr()),
+                        (bytemuck::cast_slice(hb), db.ptr()),
+                    ])
+                }?;
+                Ok((da, db))
+            })();
             let checked = scan
                 .join()
                 .unwrap_or_else(|_| validate::gemm_finite(p, &a, &b, &c.as_ref()));

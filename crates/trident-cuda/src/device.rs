@@ -474,20 +474,6 @@ impl CudaBackend {
         Ok(b)
     }
 
-    /// A new buffer of `bytes.len() / size_of::<T>()` elements holding
-    /// `bytes` (host data of another `Pod` type of the same layout, e.g.
-    /// `usize` offsets as `u64` on 64-bit targets).
-    pub(crate) fn upload_bytes_as<T: Element>(
-        &self,
-        bytes: &[u8],
-        what: &str,
-    ) -> Result<CudaBuffer<T>> {
-        let mut b = self.alloc::<T>(bytes.len() / std::mem::size_of::<T>(), what)?;
-        let ptr = b.ptr();
-        self.upload_bytes(&bytes[..b.num_bytes()], ptr, &mut b.slice)?;
-        Ok(b)
-    }
-
     /// Copies `host` into the start of an existing buffer (`host.len() <= buf.len()`).
     pub fn upload_into<T: Element>(&self, host: &[T], buf: &mut CudaBuffer<T>) -> Result<()> {
         if host.len() > buf.len {
@@ -511,11 +497,68 @@ impl CudaBackend {
             return Ok(());
         }
         if bytes.len() >= crate::staging::STAGED_MIN {
-            return crate::staging::htod(&self.staging, &self.stream, bytes, ptr);
+            return crate::staging::htod_many(&self.staging, &self.stream, &[(bytes, ptr)]);
         }
         self.stream
             .memcpy_htod(bytes, slice)
             .map_err(driver_error("upload (host -> device copy)"))
+    }
+
+    /// Copies each host range to its device address (inside buffers of this
+    /// backend): one staged copy for all of them when they are large
+    /// together, so several buffers share one set of workers; the driver's
+    /// pageable path when small.
+    ///
+    /// # Safety
+    /// Each device range `dst .. dst + bytes.len()` lies inside a live
+    /// buffer of this backend that nothing else uses during the call.
+    pub(crate) unsafe fn upload_spans(&self, parts: &[(&[u8], u64)]) -> Result<()> {
+        let total: usize = parts.iter().map(|p| p.0.len()).sum();
+        if total >= crate::staging::STAGED_MIN {
+            return crate::staging::htod_many(&self.staging, &self.stream, parts);
+        }
+        for &(bytes, dst) in parts.iter().filter(|p| !p.0.is_empty()) {
+            // SAFETY: the caller's contract; from pageable memory the call
+            // returns once the driver has taken its own copy of `bytes`.
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(dst, bytes, self.stream.cu_stream())
+            }
+            .map_err(driver_error("upload (host -> device copy)"))?;
+        }
+        Ok(())
+    }
+
+    /// Copies each device range `(src, dst, bytes)` to its host address and
+    /// waits: one staged copy for all when they are large together, the
+    /// driver's pageable path when small. Errors of earlier queued kernels
+    /// surface here.
+    ///
+    /// # Safety
+    /// As [`crate::staging::dtoh_many`].
+    pub(crate) unsafe fn download_spans(&self, parts: &[(u64, *mut u8, usize)]) -> Result<()> {
+        let total: usize = parts.iter().map(|p| p.2).sum();
+        if total >= crate::staging::STAGED_MIN {
+            // SAFETY: the caller's contract.
+            unsafe { crate::staging::dtoh_many(&self.staging, &self.stream, parts) }?;
+        } else {
+            for &(src, dst, n) in parts.iter().filter(|p| p.2 > 0) {
+                // SAFETY: the caller's contract; into pageable memory the call
+                // returns once the copy is done.
+                unsafe {
+                    cudarc::driver::sys::cuMemcpyDtoHAsync_v2(
+                        dst.cast(),
+                        src,
+                        n,
+                        self.stream.cu_stream(),
+                    )
+                }
+                .result()
+                .map_err(driver_error("download (device -> host copy)"))?;
+            }
+        }
+        self.stream
+            .synchronize()
+            .map_err(driver_error("synchronize after download"))
     }
 
     /// Copies the first `host.len()` elements of `buf` to the host and waits
@@ -533,27 +576,9 @@ impl CudaBackend {
             ));
         }
         let n = std::mem::size_of_val(host);
-        if n >= crate::staging::STAGED_MIN {
-            // SAFETY: `host` is `n` writable bytes, exclusively ours here.
-            unsafe {
-                crate::staging::dtoh(
-                    &self.staging,
-                    &self.stream,
-                    buf.ptr(),
-                    host.as_mut_ptr().cast(),
-                    n,
-                )
-            }?;
-        } else if n > 0 {
-            let bytes: &mut [u8] = bytemuck::cast_slice_mut(host);
-            let src = buf.slice.slice(0..n);
-            self.stream
-                .memcpy_dtoh(&src, bytes)
-                .map_err(driver_error("download (device -> host copy)"))?;
-        }
-        self.stream
-            .synchronize()
-            .map_err(driver_error("synchronize after download"))
+        // SAFETY: `host` is `n` writable bytes, exclusively ours here, and the
+        // device buffer holds at least as many.
+        unsafe { self.download_spans(&[(buf.ptr(), host.as_mut_ptr().cast(), n)]) }
     }
 
     /// Downloads a whole buffer into a new `Vec`.
@@ -576,45 +601,14 @@ impl CudaBackend {
         src: u64,
         len: usize,
     ) -> Result<Vec<T>> {
-        let n = len * std::mem::size_of::<T>();
-        let mut v: Vec<T> = Vec::new();
-        v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
-            bytes: n as u64,
-            detail: "host copy of a device buffer".into(),
-        })?;
-        // Fresh memory on 4 KiB pages made this copy fault-bound (5 GB/s
-        // against 32 GB/s into touched memory, issue 11's host_bench).
-        trident_core::mem::advise_huge(&mut v);
-        if n >= crate::staging::STAGED_MIN {
-            // SAFETY: the spare capacity is `n` writable bytes, ours alone.
-            unsafe {
-                crate::staging::dtoh(
-                    &self.staging,
-                    &self.stream,
-                    src,
-                    v.spare_capacity_mut().as_mut_ptr().cast(),
-                    n,
-                )
-            }?;
-            self.stream
-                .synchronize()
-                .map_err(driver_error("synchronize after download"))?;
-            // SAFETY: the staged copy wrote all `len` elements.
-            unsafe { v.set_len(len) };
-        } else {
-            v.resize(len, T::zeroed());
-            if n > 0 {
-                let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut v);
-                // SAFETY: `src` holds `n` bytes (the caller's contract); the
-                // copy is waited for before `v` is used.
-                unsafe {
-                    cudarc::driver::result::memcpy_dtoh_async(bytes, src, self.stream.cu_stream())
-                }
-                .map_err(driver_error("download (device -> host copy)"))?;
-            }
-            self.stream
-                .synchronize()
-                .map_err(driver_error("synchronize after download"))?;
+        let mut v = fresh_vec::<T>(len)?;
+        // SAFETY: the spare capacity holds `len` elements, ours alone; `src`
+        // holds as many (the caller's contract).
+        unsafe {
+            self.download_spans(&[(src, v.as_mut_ptr().cast(), len * size_of::<T>())])?;
+            // Every byte of the `len` elements was written, and any bit
+            // pattern is a valid `T`.
+            v.set_len(len);
         }
         Ok(v)
     }
@@ -937,6 +931,20 @@ impl Compiler for Nvrtc {
             r
         }
     }
+}
+
+/// An empty `Vec` with room for exactly `len` elements, its memory advised
+/// onto huge pages before anything is written to it: a download into fresh
+/// memory on 4 KiB pages was fault-bound (5 GB/s against 32 GB/s into
+/// touched memory, issue 11's host_bench).
+pub(crate) fn fresh_vec<T>(len: usize) -> Result<Vec<T>> {
+    let mut v: Vec<T> = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+        bytes: (len as u128 * size_of::<T>() as u128).min(u64::MAX as u128) as u64,
+        detail: "host copy of a device buffer".into(),
+    })?;
+    trident_core::mem::advise_huge(&mut v);
+    Ok(v)
 }
 
 #[cfg(test)]

@@ -725,21 +725,99 @@ impl CudaBackend {
 }
 
 impl CudaBackend {
-    /// Host CSR offsets as a `u64` device buffer: copied as they are where
-    /// `usize` is 64 bits (no host conversion pass), converted elsewhere.
-    fn upload_offsets(&self, offsets: &[usize]) -> Result<CudaBuffer<u64>> {
-        if std::mem::size_of::<usize>() == 8 {
-            return self.upload_bytes_as(bytemuck::cast_slice(offsets), "csr offsets");
+    /// Host CSR matrices on the device, every array of every matrix in one
+    /// staged copy (one set of workers, not one ramp-up and drain per
+    /// array). Offsets are copied as they are where `usize` is 64 bits (no
+    /// host conversion pass), converted elsewhere.
+    fn upload_csrs<T: Scalar>(&self, ms: &[&CsrMatrix<T>]) -> Result<Vec<DeviceCsr<Self, T>>> {
+        let wide: Vec<Option<Vec<u64>>> = ms
+            .iter()
+            .map(|m| {
+                (std::mem::size_of::<usize>() != 8)
+                    .then(|| m.offsets().iter().map(|&o| o as u64).collect())
+            })
+            .collect();
+        let mut spans: Vec<(&[u8], u64)> = Vec::with_capacity(3 * ms.len());
+        let mut out = Vec::with_capacity(ms.len());
+        for (m, wide) in ms.iter().zip(&wide) {
+            let offsets: &[u8] = match wide {
+                Some(w) => bytemuck::cast_slice(w),
+                None => bytemuck::cast_slice(m.offsets()),
+            };
+            let off = self.alloc::<u64>(m.rows() + 1, "csr offsets")?;
+            let idx = self.alloc::<u32>(m.nnz(), "csr indices")?;
+            let val = self.alloc::<T>(m.nnz(), "csr values")?;
+            spans.push((offsets, off.ptr()));
+            spans.push((bytemuck::cast_slice(m.indices()), idx.ptr()));
+            spans.push((bytemuck::cast_slice(m.values()), val.ptr()));
+            out.push(DeviceCsr::from_parts(
+                m.rows(),
+                m.cols(),
+                m.nnz(),
+                off,
+                idx,
+                val,
+            ));
         }
-        let wide: Vec<u64> = offsets.iter().map(|&o| o as u64).collect();
-        self.upload_named(&wide, "csr offsets")
+        // SAFETY: each span fills exactly the buffer just allocated for it
+        // (rows + 1 offsets, nnz indices and values), which nothing else uses.
+        unsafe { self.upload_spans(&spans) }?;
+        Ok(out)
     }
 
-    /// Device `u64` offsets (`n` of them) as host `usize`: read straight into
-    /// the result where `usize` is 64 bits.
-    fn download_offsets(&self, offsets: &CudaBuffer<u64>, n: usize) -> Result<Vec<u64>> {
-        // SAFETY: the buffer holds `n` u64 offsets (the caller's matrix says so).
-        unsafe { self.download_new::<u64>(offsets.ptr(), n) }
+    /// The three arrays of a device CSR matrix on the host, in one staged
+    /// copy into fresh memory (offsets as `usize`; one past `usize` is
+    /// [`Error::TooLarge`]).
+    fn download_parts<T: Scalar>(
+        &self,
+        m: &DeviceCsr<Self, T>,
+    ) -> Result<(Vec<usize>, Vec<u32>, Vec<T>)> {
+        let (n, nnz) = (m.rows() + 1, m.nnz());
+        let mut offsets = crate::device::fresh_vec::<usize>(n)?;
+        let mut wide = if std::mem::size_of::<usize>() == 8 {
+            None
+        } else {
+            Some(crate::device::fresh_vec::<u64>(n)?)
+        };
+        let mut indices = crate::device::fresh_vec::<u32>(nnz)?;
+        let mut values = crate::device::fresh_vec::<T>(nnz)?;
+        let off_dst: *mut u8 = match &mut wide {
+            Some(w) => w.as_mut_ptr().cast(),
+            None => offsets.as_mut_ptr().cast(),
+        };
+        // SAFETY: the device buffers hold rows + 1 u64 offsets and nnz
+        // indices and values (the matrix says so; `device_csr` checks it for
+        // a caller's matrix); each destination is the spare capacity of its
+        // own fresh vector, sized to match (`usize` is 8 bytes where the
+        // offsets go straight into `offsets`).
+        unsafe {
+            self.download_spans(&[
+                (m.offsets.ptr(), off_dst, n * 8),
+                (m.indices.ptr(), indices.as_mut_ptr().cast(), nnz * 4),
+                (
+                    m.values.ptr(),
+                    values.as_mut_ptr().cast(),
+                    nnz * std::mem::size_of::<T>(),
+                ),
+            ])?;
+            // Every byte was written, and any bit pattern is valid for these.
+            indices.set_len(nnz);
+            values.set_len(nnz);
+            match wide {
+                Some(mut w) => {
+                    w.set_len(n);
+                    for o in w {
+                        offsets.push(usize::try_from(o).map_err(|_| Error::TooLarge {
+                            field: "offsets",
+                            value: o as u128,
+                            limit: usize::MAX as u128,
+                        })?);
+                    }
+                }
+                None => offsets.set_len(n),
+            }
+        }
+        Ok((offsets, indices, values))
     }
 
     /// C of [`CudaBackend::product`] on the host, without the O(nnz) structure
@@ -747,20 +825,7 @@ impl CudaBackend {
     /// checked against the symbolic pass (the error flags), as the rayon
     /// backend's own results are trusted. `verify` re-checks every result.
     fn download_product<T: Scalar>(&self, c: &DeviceCsr<Self, T>) -> Result<CsrMatrix<T>> {
-        let n = c.rows() + 1;
-        let offsets: Vec<usize> = if std::mem::size_of::<usize>() == 8 {
-            // SAFETY: the product's offsets buffer holds rows + 1 u64 values,
-            // read here as the same-sized usize.
-            unsafe { self.download_new::<usize>(c.offsets.ptr(), n) }?
-        } else {
-            self.download_offsets(&c.offsets, n)?
-                .into_iter()
-                .map(|o| o as usize)
-                .collect()
-        };
-        // SAFETY: the product's index and value buffers hold nnz elements.
-        let indices = unsafe { self.download_new::<u32>(c.indices.ptr(), c.nnz()) }?;
-        let values = unsafe { self.download_new::<T>(c.values.ptr(), c.nnz()) }?;
+        let (offsets, indices, values) = self.download_parts(c)?;
         Ok(CsrMatrix::from_parts_unchecked(
             c.rows(),
             c.cols(),
@@ -773,23 +838,15 @@ impl CudaBackend {
 
 impl<T: Scalar> SparseGemmDevice<T> for CudaBackend {
     fn upload_csr(&self, m: &CsrMatrix<T>) -> Result<DeviceCsr<Self, T>> {
-        Ok(DeviceCsr::from_parts(
-            m.rows(),
-            m.cols(),
-            m.nnz(),
-            self.upload_offsets(m.offsets())?,
-            self.upload_named(m.indices(), "csr indices")?,
-            self.upload_named(m.values(), "csr values")?,
-        ))
+        let mut v = self.upload_csrs(&[m])?;
+        v.pop()
+            .ok_or_else(|| Error::Backend("upload_csrs returned nothing".into()))
     }
 
     fn download_csr(&self, m: &DeviceCsr<Self, T>) -> Result<CsrMatrix<T>> {
         trident_core::validate::device_csr(self, "m", m)?;
-        let offsets = self.download_offsets(&m.offsets, m.rows() + 1)?;
-        // SAFETY: `device_csr` checked that both buffers hold nnz elements.
-        let indices = unsafe { self.download_new::<u32>(m.indices.ptr(), m.nnz()) }?;
-        let values = unsafe { self.download_new::<T>(m.values.ptr(), m.nnz()) }?;
-        CsrMatrix::from_device_parts(m.rows(), m.cols(), offsets, indices, values)
+        let (offsets, indices, values) = self.download_parts(m)?;
+        CsrMatrix::from_result(m.rows(), m.cols(), offsets, indices, values)
     }
 
     fn spgemm_device(
@@ -811,8 +868,10 @@ impl<T: Scalar> SparseGemm<T> for CudaBackend {
             let up = if a.nnz() == 0 || b.nnz() == 0 {
                 Ok(None)
             } else {
-                self.upload_csr(a)
-                    .and_then(|da| Ok(Some((da, self.upload_csr(b)?))))
+                self.upload_csrs(&[a, b]).map(|mut v| {
+                    let db = v.pop();
+                    v.pop().zip(db)
+                })
             };
             let checked = scan
                 .join()
