@@ -28,29 +28,45 @@ pub fn wall(n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     Ok(median(t))
 }
 
-/// Median wall times in ms of `f` and `g` over `n` runs each (at least 1),
-/// alternating f, g, f, g, ... after one warm-up of each, so that both meet
-/// the same machine state: when one call follows another kind of work (a
-/// rayon call leaves its workers spinning for a while), both pay for it
-/// alike. `f` and `g` must wait for their own work.
-pub fn wall_pair(
-    n: usize,
-    mut f: impl FnMut() -> Result<()>,
-    mut g: impl FnMut() -> Result<()>,
-) -> Result<(f64, f64)> {
-    f()?;
-    g()?;
-    let (mut tf, mut tg) = (Vec::with_capacity(n.max(1)), Vec::with_capacity(n.max(1)));
-    for _ in 0..n.max(1) {
+/// Median wall times in ms of each of `fs`, called in turn (f, g, h, f, g,
+/// h, ...) after one warm-up of each, each timed call after a pause of
+/// [`SETTLE`], so that every call starts from the same quiet machine: a
+/// rayon call leaves its workers spinning for a while, and a CUDA call timed
+/// right after one read up to 1.2x slower (runs H4-H5). Each is timed at
+/// least `n` times, and more for short calls (up to [`SHORT_ROUNDS`]
+/// rounds, about [`SHORT_MS`] of the slowest per call): a sub-millisecond
+/// median over 5 calls moved by 30% between runs. Each `f` must wait for its
+/// own work.
+pub fn wall_rounds(n: usize, fs: &mut [&mut dyn FnMut() -> Result<()>]) -> Result<Vec<f64>> {
+    let mut slowest = 0f64;
+    for f in fs.iter_mut() {
         let s = std::time::Instant::now();
         f()?;
-        tf.push(s.elapsed().as_secs_f64() * 1e3);
-        let s = std::time::Instant::now();
-        g()?;
-        tg.push(s.elapsed().as_secs_f64() * 1e3);
+        slowest = slowest.max(s.elapsed().as_secs_f64() * 1e3);
     }
-    Ok((median(tf), median(tg)))
+    let rounds = if slowest > 0.0 {
+        ((SHORT_MS / slowest).ceil() as usize).clamp(n.max(1), SHORT_ROUNDS.max(n))
+    } else {
+        SHORT_ROUNDS.max(n)
+    };
+    let mut t = vec![Vec::with_capacity(rounds); fs.len()];
+    for _ in 0..rounds {
+        for (f, t) in fs.iter_mut().zip(t.iter_mut()) {
+            std::thread::sleep(SETTLE);
+            let s = std::time::Instant::now();
+            f()?;
+            t.push(s.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    Ok(t.into_iter().map(median).collect())
 }
+
+/// The pause before each call [`wall_rounds`] times.
+pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(5);
+/// Most rounds [`wall_rounds`] adds for short calls.
+pub const SHORT_ROUNDS: usize = 200;
+/// Wall time in ms that [`wall_rounds`] aims at per timed function.
+pub const SHORT_MS: f64 = 20.0;
 
 /// Median device time in ms of `f` over `n` runs (at least 1) after `warmups`
 /// runs and at least [`WARM_S`] of them, measured by CUDA events recorded on

@@ -808,11 +808,13 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
         let na = needed(a.rows(), a.cols(), a.ld());
         let nb = needed(b.rows(), b.cols(), b.ld());
         // The scan of the values for NaN/inf runs beside the uploads (both
-        // are bound by host memory, on different threads); its error, if
-        // any, is reported first, and nothing has been computed by then.
-        let (checked, uploaded) = std::thread::scope(|s| {
-            let scan = s.spawn(|| validate::gemm_finite(p, &a, &b, &c.as_ref()));
-            let up = (|| -> Result<_> {
+        // are bound by host memory, on different threads when large); its
+        // error, if any, is reported first, and nothing has been computed by
+        // then.
+        let (da, db) = crate::device::check_beside(
+            (na + nb) * std::mem::size_of::<T>(),
+            || validate::gemm_finite(p, &a, &b, &c.as_ref()),
+            || {
                 let (da, db) = (
                     self.alloc::<T>(na, "gemm A")?,
                     self.alloc::<T>(nb, "gemm B")?,
@@ -827,14 +829,8 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
                     ])
                 }?;
                 Ok((da, db))
-            })();
-            let checked = scan
-                .join()
-                .unwrap_or_else(|_| validate::gemm_finite(p, &a, &b, &c.as_ref()));
-            (checked, up)
-        });
-        checked?;
-        let (da, db) = uploaded?;
+            },
+        )?;
         tr.lap(self, || {
             format!("check values + upload A, B ({} x {} x {})", d.m, d.n, d.k)
         })?;

@@ -862,27 +862,30 @@ impl<T: Scalar> SparseGemmDevice<T> for CudaBackend {
 impl<T: Scalar> SparseGemm<T> for CudaBackend {
     fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
         validate::spgemm_dims(a, b)?;
-        // The NaN/inf scan runs beside the uploads; its error comes first.
-        let (checked, uploaded) = std::thread::scope(|s| {
-            let scan = s.spawn(|| validate::spgemm_finite(a, b));
-            let up = if a.nnz() == 0 || b.nnz() == 0 {
-                Ok(None)
-            } else {
-                self.upload_csrs(&[a, b]).map(|mut v| {
-                    let db = v.pop();
-                    v.pop().zip(db)
-                })
-            };
-            let checked = scan
-                .join()
-                .unwrap_or_else(|_| validate::spgemm_finite(a, b));
-            (checked, up)
-        });
-        checked?;
-        let Some((da, db)) = uploaded? else {
+        let mut tr = Trace::new("TRIDENT_SPGEMM_TRACE", "spgemm host");
+        if a.nnz() == 0 || b.nnz() == 0 {
+            validate::spgemm_finite(a, b)?;
             return CsrMatrix::zeros(a.rows(), b.cols());
+        }
+        let bytes = [a, b]
+            .iter()
+            .map(|m| m.nnz() * (4 + std::mem::size_of::<T>()) + 8 * (m.rows() + 1))
+            .sum();
+        let mut dev = crate::device::check_beside(
+            bytes,
+            || validate::spgemm_finite(a, b),
+            || self.upload_csrs(&[a, b]),
+        )?;
+        let (Some(db), Some(da)) = (dev.pop(), dev.pop()) else {
+            return Err(Error::Backend("upload_csrs returned too little".into()));
         };
+        tr.lap(self, || "check + upload A, B".into())?;
         let dc = self.product(&da, &db)?;
-        self.download_product(&dc)
+        tr.lap(self, || "product".into())?;
+        let c = self.download_product(&dc);
+        tr.lap(self, || "download C".into())?;
+        drop(dc);
+        tr.lap(self, || "free C on the device".into())?;
+        c
     }
 }

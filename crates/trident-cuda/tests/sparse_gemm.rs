@@ -365,3 +365,41 @@ fn device_chaining_and_errors() {
     ));
     be.synchronize().unwrap();
 }
+
+/// NaN and inf in inputs large enough to be checked beside the staged upload
+/// (on another thread) are reported as the check on its own reports them:
+/// the first fault, A before B, with its index, and nothing computed.
+#[test]
+fn non_finite_values_found_in_staged_uploads() {
+    let Some(be) = backend("spgemm non-finite") else {
+        return;
+    };
+    let a: CsrMatrix<f32> = cases::poisson2d(1024);
+    let nnz = a.nnz();
+    let poisoned = |at: &[(usize, f32)]| {
+        let (o, i, mut v) = a.clone().into_parts();
+        for &(k, x) in at {
+            v[k] = x;
+        }
+        CsrMatrix::from_parts_unchecked(a.rows(), a.cols(), o, i, v)
+    };
+    let late_nan = poisoned(&[(nnz - 3, f32::NAN)]);
+    let two = poisoned(&[(nnz / 2 + 1, f32::INFINITY), (nnz - 1, f32::NAN)]);
+    let cases: [(&CsrMatrix<f32>, &CsrMatrix<f32>, &str, usize); 3] = [
+        (&a, &late_nan, "b.values", nnz - 3),
+        (&late_nan, &a, "a.values", nnz - 3),
+        (&two, &late_nan, "a.values", nnz / 2 + 1),
+    ];
+    for (x, y, field, index) in cases {
+        match be.spgemm(x, y) {
+            Err(Error::NonFinite {
+                field: f, index: i, ..
+            }) => {
+                assert_eq!((f, i), (field, index), "{field}[{index}]")
+            }
+            other => panic!("{field}[{index}]: expected NonFinite, got {other:?}"),
+        }
+    }
+    // The clean product still goes through.
+    assert_eq!(be.spgemm(&a, &a).unwrap().nnz(), model(&a, &a).nnz());
+}

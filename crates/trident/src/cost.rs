@@ -47,16 +47,16 @@ pub struct CostModel {
 
 /// Crossovers measured on the H100 machine (see the module docs), each the
 /// geometric midpoint of the last size rayon won and the first CUDA won
-/// (run S1 of `host_bench`'s sweeps, BENCHMARKS.md): GEMM 192^3 (rayon
-/// 0.12 ms, CUDA 0.20) to 256^3 (0.25, 0.20); SpGEMM of
-/// 2D Laplacians 1.0e4 (0.15, 0.25) to 4.0e4 (0.57, 0.42) nnz (4.9e3 before
-/// the rayon SpGEMM's fused pass), where between 2.5e5 and 4e6 nnz rayon
-/// wins again on these stencils (1.0-5.0 ms against 1.2-8.0)
-/// and CUDA again on the bench cases (the host path's copies dominate,
-/// BENCHMARKS.md); nearest pairs 2K (0.43, 1.87) to 8K points (1.05, 0.83).
+/// (`host_bench`'s sweeps and cases, BENCHMARKS.md): GEMM 192^3 (rayon
+/// 0.12 ms, CUDA 0.20; run S1) to 256^3 (0.25, 0.20); SpGEMM of 2D
+/// Laplacians 1.0e4 (rayon 0.32, CUDA 0.37) to 2.0e4 nnz (0.53-0.56,
+/// 0.41-0.42; run H6, every call after a pause), after which CUDA won every
+/// size of the sweep up to 4.1e6 (rayon had won 2.5e5-4e6 before the host
+/// path moved all arrays of a call in one staged copy); nearest pairs 2K
+/// (0.43, 1.87) to 8K points (1.05, 0.83).
 const MEASURED: [(&str, Primitive, f64); 3] = [
     ("cuda", Primitive::DenseGemm, 1.09e7),
-    ("cuda", Primitive::SparseGemm, 2.0e4),
+    ("cuda", Primitive::SparseGemm, 1.4e4),
     ("cuda", Primitive::NearestPairs, 4.0e3),
 ];
 
