@@ -28,7 +28,9 @@
 //! the counts of the blocks before it ([`Chain`]; a worker never waits on a
 //! descheduled one, it counts that block itself). The output is reserved
 //! at its upper bound (`nnz(A)` times B's longest row; pages never written
-//! are never faulted in) and shrunk after. When no row can have more than
+//! are never faulted in) and shrunk after; a few steps ahead of the blocks,
+//! one worker at a time faults the next pages in ([`FaultAhead`]), so that
+//! the workers never stall together on one fresh huge page. When no row can have more than
 //! 128 products (5-, 7- and 9-point stencils) rows go straight to the
 //! short-row accumulator, its slots indexed by column modulo the window and
 //! the row's span checked after, rather than found by a pass of its own.
@@ -502,13 +504,63 @@ const FUSED_ROWS: usize = 1 << 8;
 const FUSED_MAX_FLOPS: usize = 1 << 10;
 
 /// The most threads the fused pass runs on; more take the two passes.
-/// Measured on the H100 machine's 16 cores (spgemm-poisson2d-2048, run R7 in
-/// benches/gpu/NOTES.md), fused against two passes: 1.3-1.5x faster on 2
-/// threads, even on 4, 1.05-1.2x faster on 8, 11-15% slower on 16. There
-/// the output's writing and page faults, not the symbolic pass, set the
-/// time, and the fused pass adds a copy of each block and many small blocks
-/// faulting the same huge pages.
-const FUSED_MAX_THREADS: usize = 8;
+/// Measured on the H100 machine's 16 cores (spgemm-poisson2d-2048), fused
+/// against two passes: 1.3-1.5x faster on 2 threads, even on 4, 1.05-1.2x
+/// faster on 8 (run R7 in benches/gpu/NOTES.md); on 16, 11-15% slower
+/// while workers stalled on the same fresh huge pages (many small blocks
+/// share each), and 1.1-1.4x faster (54-69 against 67-75 ms, run F1) since
+/// [`FaultAhead`] faults the output in ahead of them. Not measured on more.
+const FUSED_MAX_THREADS: usize = 16;
+
+/// Faults the fused pass's output in ahead of the blocks being written:
+/// the worker that finishes a block near the frontier populates the next
+/// [`FAULT_STEP`] entries of both arrays while the frontier is less than
+/// [`FAULT_AHEAD`] entries behind, so that no two workers stall on the same
+/// fresh huge page (many small blocks share each one: on 16 threads the
+/// pass took 61-75 ms without this, 54-69 with it, run F1).
+struct FaultAhead {
+    done: AtomicUsize,
+    upper: usize,
+}
+
+/// Entries one [`FaultAhead`] step populates (2 MiB of `u32` indices).
+const FAULT_STEP: usize = 1 << 19;
+/// How far ahead of the frontier [`FaultAhead`] keeps the output populated.
+const FAULT_AHEAD: usize = 4 * FAULT_STEP;
+
+impl FaultAhead {
+    fn new(upper: usize) -> Self {
+        Self {
+            done: AtomicUsize::new(0),
+            upper,
+        }
+    }
+
+    /// Populates up to `end + FAULT_AHEAD` entries (at most `upper`), one
+    /// step per successful claim, each step claimed by one worker only.
+    fn reach<T>(&self, end: usize, pi: *mut u32, pv: *mut T) {
+        let goal = (end + FAULT_AHEAD).min(self.upper);
+        loop {
+            let d = self.done.load(Ordering::Relaxed);
+            if d >= goal {
+                return;
+            }
+            let to = (d + FAULT_STEP).min(self.upper);
+            if self
+                .done
+                .compare_exchange(d, to, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                // SAFETY: `d..to` lies inside both arrays' reservations of
+                // `upper` entries; populating writes no byte.
+                unsafe {
+                    trident_core::mem::populate(pi.add(d), to - d);
+                    trident_core::mem::populate(pv.add(d), to - d);
+                }
+            }
+        }
+    }
+}
 
 /// A block's count or end offset not yet known.
 const PENDING: usize = usize::MAX;
@@ -621,6 +673,7 @@ fn fused<T: Scalar>(
         Out(indices.as_mut_ptr()),
         Out(values.as_mut_ptr()),
     );
+    let ahead = FaultAhead::new(upper);
     (0..threads.max(1))
         .into_par_iter()
         .with_max_len(1)
@@ -662,6 +715,7 @@ fn fused<T: Scalar>(
                     // Each entry of C is a product: `upper` bounds them all.
                     assert!(end <= upper, "spgemm: more entries than products");
                     chain.end[k].store(end, Ordering::Release);
+                    ahead.reach(end, pi.get(), pv.get());
                     let r0 = rows(k).start;
                     // SAFETY: block k alone writes offsets `r0 + 1..=r1` (and
                     // block 0 offset 0), all below the `m + 1` reserved, and
