@@ -90,6 +90,7 @@ mod kernel;
 mod tests;
 
 use rayon::prelude::*;
+use trident_core::mem::advise_huge;
 use trident_core::{
     Dictionary, MatRef, Result, Scalar, SparseCoder, SparseCodes, StopRule, validate,
 };
@@ -100,6 +101,10 @@ use kernel::{Chunk, Float, Isa, Prepared, Scratch, Wide};
 /// Signals per parallel task: enough to amortise task overhead and the
 /// per-task output vectors, small enough to balance a few threads.
 const CHUNK: usize = 256;
+
+/// Output bytes of atoms one merge task copies at least (at 16 atoms a
+/// signal): a huge page's worth, so that tasks fault in pages of their own.
+const MERGE_BYTES: usize = 2 << 20;
 
 impl<T: Scalar> SparseCoder<T> for RayonBackend {
     fn encode(
@@ -133,12 +138,23 @@ fn encode_with<T: Scalar>(
             residual_norm2: Vec::new(),
         });
     }
+    let t = std::env::var_os("TRIDENT_OMP_TRACE").map(|_| std::time::Instant::now());
     let chunks = if is_f32::<T>() {
         encode_in::<T, f32>(b, dict, &signals, rule, isa, lockstep)?
     } else {
         encode_in::<T, f64>(b, dict, &signals, rule, isa, lockstep)?
     };
-    Ok(merge(chunks, l))
+    let t1 = t.map(|t| (t, std::time::Instant::now()));
+    // In the backend's pool, as the coding (the merge is parallel too).
+    let codes = b.install(|| merge(chunks, l));
+    if let Some((t0, t1)) = t1 {
+        eprintln!(
+            "omp trace: {l} signals: coding {:.2} ms, merge {:.2} ms",
+            (t1 - t0).as_secs_f64() * 1e3,
+            t1.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    Ok(codes)
 }
 
 /// [`SparseCoder::encode`] with the f64 loop for every signal, whatever
@@ -199,6 +215,14 @@ fn merge<T: Scalar>(chunks: Vec<Chunk<T>>, l: usize) -> SparseCodes<T> {
     let mut atoms: Vec<u32> = Vec::with_capacity(nnz);
     let mut coefs: Vec<T> = Vec::with_capacity(nnz);
     let mut residual_norm2: Vec<T> = Vec::with_capacity(l);
+    // Fresh output (150 MB for a million signals): on huge pages, and each
+    // task copies enough chunks (about 2 MiB of atoms) that the tasks fault
+    // in pages of their own rather than queue on the same ones.
+    advise_huge(&mut offsets);
+    advise_huge(&mut atoms);
+    advise_huge(&mut coefs);
+    advise_huge(&mut residual_norm2);
+    let per_task = (MERGE_BYTES / (CHUNK * 4 * 16)).max(1);
     {
         let sig = || chunks.iter().map(|c| c.counts.len());
         let nz = || chunks.iter().map(|c| c.atoms.len());
@@ -223,6 +247,7 @@ fn merge<T: Scalar>(chunks: Vec<Chunk<T>>, l: usize) -> SparseCodes<T> {
             .collect::<Vec<_>>();
         parts
             .into_par_iter()
+            .with_min_len(per_task)
             .for_each(|((((o, a), f), r), (c, base))| {
                 // What the SAFETY note below relies on (the kernel pushes one
                 // count and one residual per signal, a coefficient per atom).
