@@ -83,6 +83,9 @@
 //! What it is not: a dictionary-learning step (no caching of `G` across calls)
 //! or an approximate OMP; memory for `G` is `K^2` values of the working type
 //! per call (plus `K^2` f64 for an f32 call once a signal needs the f64 loop).
+//!
+//! `TRIDENT_OMP_TRACE` set: each call prints the time of the coding and of
+//! the merge on stderr.
 
 mod aligned;
 mod kernel;
