@@ -64,6 +64,75 @@ __device__ __forceinline__ bool aligned16(const void* p) {
     return (((u64)p) & 15ull) == 0;
 }
 
+// One BK-deep k-tile of the SIMT kernels: as/bs point at this thread's
+// first A and B values of the tile's first k row (rows PA and PB floats
+// apart); TM x TN accumulators as 4x4 pieces 32 rows / 16 columns apart.
+template <int TM, int TN, int BK, int PA, int PB>
+__device__ __forceinline__ void sgemm_ktile(const float* as, const float* bs, float (&acc)[TM][TN]) {
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+        float a[TM], b[TN];
+#pragma unroll
+        for (int i = 0; i < TM / 4; ++i) {
+            const float4 v = *reinterpret_cast<const float4*>(as + kk * PA + i * 32);
+            a[i * 4 + 0] = v.x; a[i * 4 + 1] = v.y; a[i * 4 + 2] = v.z; a[i * 4 + 3] = v.w;
+        }
+#pragma unroll
+        for (int j = 0; j < TN / 4; ++j) {
+            const float4 v = *reinterpret_cast<const float4*>(bs + kk * PB + j * 16);
+            b[j * 4 + 0] = v.x; b[j * 4 + 1] = v.y; b[j * 4 + 2] = v.z; b[j * 4 + 3] = v.w;
+        }
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+}
+
+// C <- alpha acc + beta C for a thread's TM x TN accumulators of the warp
+// tile at (wm, wn), guarded on the matrix edge; beta == 0 never reads C.
+template <int TM, int TN>
+__device__ __forceinline__ void sgemm_store(int M, int N, float alpha, float beta,
+                                            float* __restrict__ C, long long ldc, int wm, int wn,
+                                            int tm, int tn, const float (&acc)[TM][TN]) {
+    const bool read_c = beta != 0.f;
+    const bool vecC = aligned16(C) && (ldc & 3) == 0;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = wm + (i / 4) * 32 + tm * 4 + (i % 4);
+        if (row >= M) continue;
+        float* crow = C + (long long)row * ldc;
+#pragma unroll
+        for (int j4 = 0; j4 < TN / 4; ++j4) {
+            const int col = wn + j4 * 16 + tn * 4;
+            float r[4];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) r[q] = alpha * acc[i][j4 * 4 + q];
+            if (vecC && col + 3 < N) {
+                float4* p = reinterpret_cast<float4*>(crow + col);
+                if (read_c) {
+                    const float4 o = *p;
+                    r[0] = fmaf(beta, o.x, r[0]);
+                    r[1] = fmaf(beta, o.y, r[1]);
+                    r[2] = fmaf(beta, o.z, r[2]);
+                    r[3] = fmaf(beta, o.w, r[3]);
+                }
+                *p = make_float4(r[0], r[1], r[2], r[3]);
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    if (col + q < N) {
+                        float v = r[q];
+                        if (read_c) v = fmaf(beta, crow[col + q], v);
+                        crow[col + q] = v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+
 template <int BM, int BN, int BK, int WARPS_M, bool TA, bool TB>
 __device__ __forceinline__ void sgemm_tile(int M, int N, int K, float alpha,
                                            const float* __restrict__ A, long long lda,
@@ -105,7 +174,6 @@ __device__ __forceinline__ void sgemm_tile(int M, int N, int K, float alpha,
 
     const bool vecA = aligned16(A) && (lda & 3) == 0;
     const bool vecB = aligned16(B) && (ldb & 3) == 0;
-    const bool vecC = aligned16(C) && (ldc & 3) == 0;
 
     float4 ra[A_LD], rb[B_LD];
 
@@ -211,24 +279,7 @@ __device__ __forceinline__ void sgemm_tile(int M, int N, int K, float alpha,
             loadA((kt + 1) * BK);
             loadB((kt + 1) * BK);
         }
-#pragma unroll
-        for (int kk = 0; kk < BK; ++kk) {
-            float a[TM], b[TN];
-#pragma unroll
-            for (int i = 0; i < TM / 4; ++i) {
-                const float4 v = *reinterpret_cast<const float4*>(&As[cur][kk][wm0 + i * 32 + tm * 4]);
-                a[i * 4 + 0] = v.x; a[i * 4 + 1] = v.y; a[i * 4 + 2] = v.z; a[i * 4 + 3] = v.w;
-            }
-#pragma unroll
-            for (int j = 0; j < TN / 4; ++j) {
-                const float4 v = *reinterpret_cast<const float4*>(&Bs[cur][kk][wn0 + j * 16 + tn * 4]);
-                b[j * 4 + 0] = v.x; b[j * 4 + 1] = v.y; b[j * 4 + 2] = v.z; b[j * 4 + 3] = v.w;
-            }
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-        }
+        sgemm_ktile<TM, TN, BK, PA, PB>(&As[cur][0][wm0 + tm * 4], &Bs[cur][0][wn0 + tn * 4], acc);
         if (more) {
             storeA(cur ^ 1);
             storeB(cur ^ 1);
@@ -236,41 +287,7 @@ __device__ __forceinline__ void sgemm_tile(int M, int N, int K, float alpha,
         __syncthreads();
     }
 
-    // Epilogue: C = alpha * acc (+ beta * C when beta != 0; C is not read otherwise).
-    const bool read_c = beta != 0.f;
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int row = m0 + wm0 + (i / 4) * 32 + tm * 4 + (i % 4);
-        if (row >= M) continue;
-        float* crow = C + (long long)row * ldc;
-#pragma unroll
-        for (int j4 = 0; j4 < TN / 4; ++j4) {
-            const int col = n0 + wn0 + j4 * 16 + tn * 4;
-            float r[4];
-#pragma unroll
-            for (int q = 0; q < 4; ++q) r[q] = alpha * acc[i][j4 * 4 + q];
-            if (vecC && col + 3 < N) {
-                float4* p = reinterpret_cast<float4*>(crow + col);
-                if (read_c) {
-                    const float4 o = *p;
-                    r[0] = fmaf(beta, o.x, r[0]);
-                    r[1] = fmaf(beta, o.y, r[1]);
-                    r[2] = fmaf(beta, o.z, r[2]);
-                    r[3] = fmaf(beta, o.w, r[3]);
-                }
-                *p = make_float4(r[0], r[1], r[2], r[3]);
-            } else {
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    if (col + q < N) {
-                        float v = r[q];
-                        if (read_c) v = fmaf(beta, crow[col + q], v);
-                        crow[col + q] = v;
-                    }
-                }
-            }
-        }
-    }
+    sgemm_store<TM, TN>(M, N, alpha, beta, C, ldc, m0 + wm0, n0 + wn0, tm, tn, acc);
 }
 
 #define SGEMM_ENTRY(NAME, BM, BN, BK, WM, TA, TB)                                         \
@@ -531,75 +548,6 @@ __device__ __forceinline__ void store_pair(T* __restrict__ C, long long ldc, int
 
 // ---------------------------------------------------------------------------
 // 1. Strict f32, multistage SIMT.
-
-// One BK-deep k-tile of the SIMT kernels: as/bs point at this thread's
-// first A and B values of the tile's first k row (rows PA and PB floats
-// apart); TM x TN accumulators as 4x4 pieces 32 rows / 16 columns apart.
-template <int TM, int TN, int BK, int PA, int PB>
-__device__ __forceinline__ void sgemm_ktile(const float* as, const float* bs, float (&acc)[TM][TN]) {
-#pragma unroll
-    for (int kk = 0; kk < BK; ++kk) {
-        float a[TM], b[TN];
-#pragma unroll
-        for (int i = 0; i < TM / 4; ++i) {
-            const float4 v = *reinterpret_cast<const float4*>(as + kk * PA + i * 32);
-            a[i * 4 + 0] = v.x; a[i * 4 + 1] = v.y; a[i * 4 + 2] = v.z; a[i * 4 + 3] = v.w;
-        }
-#pragma unroll
-        for (int j = 0; j < TN / 4; ++j) {
-            const float4 v = *reinterpret_cast<const float4*>(bs + kk * PB + j * 16);
-            b[j * 4 + 0] = v.x; b[j * 4 + 1] = v.y; b[j * 4 + 2] = v.z; b[j * 4 + 3] = v.w;
-        }
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-            for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-    }
-}
-
-// C <- alpha acc + beta C for a thread's TM x TN accumulators of the warp
-// tile at (wm, wn), guarded on the matrix edge; beta == 0 never reads C.
-template <int TM, int TN>
-__device__ __forceinline__ void sgemm_store(int M, int N, float alpha, float beta,
-                                            float* __restrict__ C, long long ldc, int wm, int wn,
-                                            int tm, int tn, const float (&acc)[TM][TN]) {
-    const bool read_c = beta != 0.f;
-    const bool vecC = aligned16(C) && (ldc & 3) == 0;
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int row = wm + (i / 4) * 32 + tm * 4 + (i % 4);
-        if (row >= M) continue;
-        float* crow = C + (long long)row * ldc;
-#pragma unroll
-        for (int j4 = 0; j4 < TN / 4; ++j4) {
-            const int col = wn + j4 * 16 + tn * 4;
-            float r[4];
-#pragma unroll
-            for (int q = 0; q < 4; ++q) r[q] = alpha * acc[i][j4 * 4 + q];
-            if (vecC && col + 3 < N) {
-                float4* p = reinterpret_cast<float4*>(crow + col);
-                if (read_c) {
-                    const float4 o = *p;
-                    r[0] = fmaf(beta, o.x, r[0]);
-                    r[1] = fmaf(beta, o.y, r[1]);
-                    r[2] = fmaf(beta, o.z, r[2]);
-                    r[3] = fmaf(beta, o.w, r[3]);
-                }
-                *p = make_float4(r[0], r[1], r[2], r[3]);
-            } else {
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    if (col + q < N) {
-                        float v = r[q];
-                        if (read_c) v = fmaf(beta, crow[col + q], v);
-                        crow[col + q] = v;
-                    }
-                }
-            }
-        }
-    }
-}
-
 
 template <int BM, int BN, int BK, int WARPS_M, int STAGES, bool TA, bool TB>
 __device__ __forceinline__ void sgemm_async(int M, int N, int K, float alpha,
