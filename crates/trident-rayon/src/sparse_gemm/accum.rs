@@ -422,6 +422,116 @@ fn insertion_sort(cols: &mut [u32]) {
     }
 }
 
+/// Consecutive rows that miss the plan and still make a new one from their
+/// own pattern (a stencil's rows at a grid edge: a few patterns in a row,
+/// then the interior's again).
+const PLAN_RETRIES: u32 = 4;
+/// Past [`PLAN_RETRIES`] misses (rows that repeat no pattern), one row in this
+/// many still makes a plan, so that a later run of repeats is caught.
+const PLAN_RETRY_EVERY: u32 = 64;
+
+/// The fused pass's rows of a stencil product (Poisson) repeat one pattern:
+/// row `i + 1` has row `i`'s products at the same columns shifted by one.
+/// A plan is such a pattern, made from one row: how many entries each of
+/// its B rows has, each product's column relative to the row, the slot of
+/// C's row it adds to, and the slots' relative columns, ascending. A row that
+/// matches it (checked product by product, as it is summed) needs no tags,
+/// no window and no sort: on poisson2d that was most of the row's cost.
+/// The products are summed in the same order as by every accumulator (see
+/// the module), so the bits are the same.
+struct Plan<T> {
+    /// Entries of the B row that each entry of A's row names.
+    blens: Vec<usize>,
+    /// Each product's column minus the row's index.
+    rel: Vec<i64>,
+    /// Each product's slot in the row of C.
+    slot: Vec<u8>,
+    /// Each slot's column minus the row's index, ascending.
+    cols: Vec<i64>,
+    /// The slots' sums.
+    sums: Vec<T>,
+    /// Rows in a row that missed the plan.
+    misses: u32,
+}
+
+impl<T: Scalar> Plan<T> {
+    fn new() -> Self {
+        Self {
+            blens: Vec::new(),
+            rel: Vec::new(),
+            slot: Vec::new(),
+            cols: Vec::new(),
+            sums: vec![T::from_f64(-0.0); SHORT_MAX_FLOPS],
+            misses: 0,
+        }
+    }
+
+    /// Makes the plan of row `i` (whose products, at most
+    /// [`SHORT_MAX_FLOPS`], the caller bounds).
+    fn make(&mut self, i: usize, acols: &[u32], b: &CsrMatrix<T>) {
+        self.blens.clear();
+        self.rel.clear();
+        for &p in acols {
+            let bc = brow(b, p).0;
+            self.blens.push(bc.len());
+            self.rel.extend(bc.iter().map(|&j| j as i64 - i as i64));
+        }
+        debug_assert!(self.rel.len() <= SHORT_MAX_FLOPS);
+        self.cols.clone_from(&self.rel);
+        self.cols.sort_unstable();
+        self.cols.dedup();
+        self.slot.clear();
+        for r in &self.rel {
+            // At most SHORT_MAX_FLOPS (<= 256) slots: each fits a byte.
+            self.slot
+                .push(self.cols.binary_search(r).unwrap_or_default() as u8);
+        }
+    }
+
+    /// Writes row `i` into the front of `idx`/`val` and returns its entries
+    /// when the row has the plan's pattern and they have room; `None`
+    /// otherwise (nothing of the row is kept).
+    #[inline]
+    fn apply(
+        &mut self,
+        i: usize,
+        acols: &[u32],
+        avals: &[T],
+        b: &CsrMatrix<T>,
+        idx: &mut [MaybeUninit<u32>],
+        val: &mut [MaybeUninit<T>],
+    ) -> Option<usize> {
+        let out = self.cols.len();
+        if acols.len() != self.blens.len() || out > idx.len().min(val.len()) {
+            return None;
+        }
+        let neg_zero = T::from_f64(-0.0);
+        let sums = &mut self.sums[..SHORT_MAX_FLOPS];
+        sums[..out].fill(neg_zero);
+        let row = i as i64;
+        let mut t = 0;
+        for ((&p, &av), &len) in acols.iter().zip(avals).zip(&self.blens) {
+            let (bc, bv) = brow(b, p);
+            if bc.len() != len {
+                return None;
+            }
+            let (rel, slot) = (&self.rel[t..t + len], &self.slot[t..t + len]);
+            for (((&j, &bj), &r), &s) in bc.iter().zip(bv).zip(rel).zip(slot) {
+                if j as i64 - row != r {
+                    return None;
+                }
+                sums[s as usize & (SHORT_MAX_FLOPS - 1)] += av * bj;
+            }
+            t += len;
+        }
+        for (((&r, &v), ix), vx) in self.cols.iter().zip(&*sums).zip(idx).zip(val) {
+            ix.write((row + r) as u32);
+            vx.write(v);
+        }
+        Some(out)
+    }
+}
+
 /// The numeric pass of a row whose B rows are merged: each B row is already
 /// sorted by column, so the row's products, keyed by `(column, t)` where `t`
 /// counts products in ascending `p`, form one sorted run per B row; runs are
@@ -557,6 +667,8 @@ pub(super) struct Workspace<T> {
     short: Option<Short<T>>,
     /// The run merger, allocated on the first row it takes.
     merge: Option<Merge<T>>,
+    /// The fused pass's row plan, made on its first short row.
+    plan: Option<Plan<T>>,
 }
 
 impl<T: Scalar> Workspace<T> {
@@ -571,6 +683,7 @@ impl<T: Scalar> Workspace<T> {
             wide: None,
             short: None,
             merge: None,
+            plan: None,
         }
     }
 
@@ -686,6 +799,18 @@ impl<T: Scalar> Workspace<T> {
             return self.fill_row::<true>(a, b, i, room);
         }
         let (idx, val) = room(bound.min(self.n));
+        let plan = self.plan.get_or_insert_with(Plan::new);
+        if let Some(count) = plan.apply(i, acols, avals, b, idx, val) {
+            plan.misses = 0;
+            return count;
+        }
+        plan.misses += 1;
+        if plan.misses <= PLAN_RETRIES || plan.misses.is_multiple_of(PLAN_RETRY_EVERY) {
+            plan.make(i, acols, b);
+            if let Some(count) = plan.apply(i, acols, avals, b, idx, val) {
+                return count;
+            }
+        }
         let sh = self.short.get_or_insert_with(Short::new);
         match sh.fill_any(acols, avals, b, idx, val) {
             Some(count) => count,

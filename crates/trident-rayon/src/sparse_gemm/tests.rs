@@ -273,3 +273,59 @@ fn short_rows_merge_duplicates_keep_empty_rows_and_cancellations() {
     .unwrap();
     check("short rows whose columns share a slot", &a, &b);
 }
+
+/// The fused pass's row plans: a tridiagonal-plus matrix whose rows repeat
+/// one pattern, broken by rows with a column moved (same entries, another
+/// relative column midway through the row), a missing entry (another B-row
+/// length), an empty row, and a run of 300 rows that repeat nothing (more
+/// misses than the plan retries, then one plan per 64 rows); values vary
+/// row to row and some products cancel.
+#[test]
+fn rows_that_repeat_a_pattern_and_rows_that_break_it() {
+    let n = 4000usize;
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut rand = move |k: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % k
+    };
+    let mut trip = Vec::new();
+    for i in 0..n {
+        let cols: Vec<isize> = match i {
+            _ if i % 211 == 7 => vec![],
+            _ if i % 97 == 5 => vec![-2, -1, 0, 3],
+            _ if i % 89 == 3 => vec![-2, 0, 1],
+            1500..1800 => {
+                let mut c: Vec<isize> = (0..2 + rand(4)).map(|_| rand(40) as isize - 20).collect();
+                c.sort_unstable();
+                c.dedup();
+                c
+            }
+            _ => vec![-2, -1, 0, 1, 2],
+        };
+        for d in cols {
+            let j = i as isize + d;
+            if (0..n as isize).contains(&j) {
+                let v = if d == 0 {
+                    4.0
+                } else {
+                    (rand(7) as f32 - 3.0) * 0.5
+                };
+                trip.push((i as u32, j as u32, v));
+            }
+        }
+    }
+    let a = CsrMatrix::<f32>::from_triplets(n, n, &trip).unwrap();
+    check("patterned rows", &a, &a);
+    let a64 = CsrMatrix::<f64>::from_triplets(
+        n,
+        n,
+        &trip
+            .iter()
+            .map(|&(i, j, v)| (i, j, v as f64))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    check("patterned rows, f64", &a64, &a64);
+}
