@@ -1,6 +1,6 @@
 //! DenseGemm for [`RayonBackend`]: the `gemm` crate's packed, cache-blocked
 //! SIMD micro-kernels (AVX2/FMA/AVX-512 picked at run time), parallel on this
-//! backend's pool by tiles of C: a 2-D grid of ~512 x 512 blocks (over both m
+//! backend's pool by tiles of C: a 2-D grid of ~256 x 256 blocks (over both m
 //! and n), each one single-threaded `gemm` call over the whole k. The AVX-512 kernels need the crate's `x86-v4` feature,
 //! which the workspace enables: on the 2-core EPYC of BENCHMARKS.md they took
 //! gemm-2048 from 0.79x to 1.05x numpy/OpenBLAS. They are chosen by CPU feature
@@ -42,14 +42,19 @@ const PARALLEL_MIN_WORK: usize = 48 * 48 * 256;
 
 /// Target side of the square tiles of C that threads take whole: each tile is
 /// one single-threaded `gemm` call over the full k, which packs its own panels
-/// of A and B (for 512 x 512 tiles, packing is ~0.4% of the tile's
-/// arithmetic) and needs no barrier with other threads. `gemm`'s own
+/// of A and B (each element of A and B is packed once per tile row or
+/// column: `2 / side` of the arithmetic's operand reads) and needs no barrier
+/// with other threads. `gemm`'s own
 /// parallel mode splits each k block among all threads and meets them at a
 /// barrier per block, which left 16 threads at 0.73x OpenBLAS (issue 14).
-/// Dimensions of [`TILE_LARGE_FROM`] or more use [`TILE_LARGE`]: on the 16
-/// cores, gemm-8192 took 887 ms with 1024-wide tiles against 1.05 s with
-/// 512 (gemm-4096: 198 ms against 180 ms, so it keeps 512).
-const TILE: usize = 512;
+/// On the 16 cores, gemm-4096 took 94-101 ms with 256-wide tiles, 102-126
+/// with 384, 119-123 with 512 and 143-167 with 1024 (run G1): 256 tiles per
+/// call even out the threads, and A and B (64 MiB each) are packed from the
+/// 300 MiB L3. On the 2-core box 256 costs 1-4% (gemm-2048, gemm-4096).
+/// Dimensions of [`TILE_LARGE_FROM`] or more use [`TILE_LARGE`]: there A and
+/// B outgrow L3 and packing reads memory, and gemm-8192 took 887 ms with
+/// 1024-wide tiles against 1.05 s with 512.
+const TILE: usize = 256;
 /// See [`TILE`].
 const TILE_LARGE: usize = 1024;
 /// See [`TILE`].
