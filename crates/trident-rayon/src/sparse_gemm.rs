@@ -19,10 +19,12 @@
 //!    and its pages are first touched by the worker that writes them. Nothing
 //!    is copied after.
 //!
-//! **Fused pass** (instead of 1 and 2) on at most [`FUSED_MAX_THREADS`]
-//! threads, when `A` is banded and no row can
-//! have more than [`FUSED_MAX_FLOPS`] products (stencil and Poisson
-//! matrices, whose rows cost as much to count as to compute): blocks of
+//! **Fused pass** (instead of 1 and 2) when no row can
+//! have more than [`FUSED_MAX_FLOPS`] products, on at most [`FUSED_MAX_THREADS`]
+//! threads when `A` is banded (stencil and Poisson
+//! matrices, whose rows cost as much to count as to compute) and at most
+//! [`FUSED_SCATTERED_MAX_THREADS`] otherwise (light rows of random columns,
+//! their B rows prefetched; on more threads counting them first is as fast): blocks of
 //! rows, claimed in row order, are computed once into the worker's buffer
 //! (L2-resident) and copied to their offset, which each block learns from
 //! the counts of the blocks before it ([`Chain`]; a worker never waits on a
@@ -59,7 +61,7 @@
 //! rows a few rows ahead: with random columns (R-MAT, uniform) they are
 //! otherwise bound by memory latency. A banded `A` (every entry within 64K
 //! of the diagonal, checked in the lower-bound pass) names `B` rows in a few
-//! sequential streams that the hardware prefetches, so it skips this. Output buffers are advised onto huge
+//! sequential streams that the hardware prefetches, so every pass skips this. Output buffers are advised onto huge
 //! pages, as fresh memory is faulted in while it is written.
 //!
 //! Determinism: each `C(i, j)` is accumulated in ascending `p` starting from the
@@ -161,9 +163,13 @@ fn product<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, fuse: bool) -> Result<
     // The fused pass reserves the upper bound, so only when the bound fits
     // the machine (and the allocator agrees); and only when no row can be
     // heavy: the blocks after a heavy one would wait for it or count it again.
+    let most_threads = if banded {
+        FUSED_MAX_THREADS
+    } else {
+        FUSED_SCATTERED_MAX_THREADS
+    };
     if fuse
-        && threads <= FUSED_MAX_THREADS
-        && banded
+        && threads <= most_threads
         && upper * entry <= trident_core::mem::host_memory_limit() as u128
         && sa.longest.saturating_mul(sb.longest) <= FUSED_MAX_FLOPS
         && let Some(c) = fused(
@@ -172,6 +178,7 @@ fn product<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, fuse: bool) -> Result<
             threads,
             upper as usize,
             sa.longest * sb.longest,
+            !banded,
             &mut trace,
         )?
     {
@@ -515,6 +522,14 @@ const FUSED_MAX_FLOPS: usize = 1 << 10;
 /// [`FaultAhead`] faults the output in ahead of them. Not measured on more.
 const FUSED_MAX_THREADS: usize = 16;
 
+/// The most threads the fused pass runs on when `A` is not banded (rows of
+/// random columns: it then prefetches their B rows as the two passes do).
+/// On the H100 machine, spgemm-uniform-1M-8 fused against two passes: 2
+/// threads 818-850 against 1020-1120 ms, 4: 411-529 against 497-572, 8:
+/// 244-254 against 260-286; even on 12 and 16 (run U1, U2), where the
+/// blocks' copies and the chain cost what the symbolic pass saves.
+const FUSED_SCATTERED_MAX_THREADS: usize = 8;
+
 /// Faults the fused pass's output in ahead of the blocks being written:
 /// the worker that finishes a block near the frontier populates the next
 /// [`FAULT_STEP`] entries of both arrays while the frontier is less than
@@ -641,9 +656,10 @@ impl Chain {
     }
 }
 
-/// The product in one pass, for a banded `A` of light rows (Poisson and
+/// The product in one pass, for an `A` of light rows (Poisson and
 /// stencil matrices, whose rows are as cheap to compute as to count: the
-/// symbolic pass cost a third of the product). Blocks of [`FUSED_ROWS`]
+/// symbolic pass cost a third of the product; `prefetch` when `A` is not
+/// banded, whose rows name B rows at random). Blocks of [`FUSED_ROWS`]
 /// rows are claimed in row order from a counter; a worker computes its
 /// block into its own buffer (room for each row's products), publishes its
 /// count, finds its start offset from the blocks before it ([`Chain`]),
@@ -656,6 +672,7 @@ fn fused<T: Scalar>(
     threads: usize,
     upper: usize,
     row_flops: usize,
+    prefetch: bool,
     trace: &mut Trace,
 ) -> Result<Option<CsrMatrix<T>>> {
     let (m, n) = (a.rows(), b.cols());
@@ -692,7 +709,11 @@ fn fused<T: Scalar>(
                     }
                     let mut len = 0;
                     row_ends.clear();
+                    let r1 = rows(k).end;
                     for i in rows(k) {
+                        if prefetch {
+                            prefetch_ahead(a, b, i, r1, true);
+                        }
                         let (idx, val) = (&mut idx, &mut val);
                         let room = move |bound: usize| {
                             // Moved in, so that the room outlives the call.
