@@ -29,7 +29,7 @@ for s in $steps; do
       a="$(sel pairs) $(sel gemm)"; [ -n "${a// /}" ] && python3 benches/peers.py /tmp/data --reps 2 $a >> "$out/peers.tsv" 2>> "$out/peers.log"
       a="$(sel omp) $(sel cut) $(sel flow)"; [ -n "${a// /}" ] && python3 benches/peers.py /tmp/data --reps 2 --peer spams --peer grid --peer network $a >> "$out/peers.tsv" 2>> "$out/peers.log"
       grep -v "^case" "$out/peers.tsv" | cut -f1-3,5 ;;
-    table) $D/bench_table --reps 3 --case "$CASES" --peers "$out/peers.tsv" > "$out/table.md" 2> "$out/table.log"; cat "$out/table.md" ;;
+    table) $D/bench_table --reps ${REPS:-5} --case "$CASES" --peers "$out/peers.tsv" > "$out/table.md" 2> "$out/table.log"; cat "$out/table.md" ;;
     trace) for t in 1 4 16; do echo "threads $t"; RAYON_NUM_THREADS=$t TRIDENT_PAIRS_TRACE=1 $D/bench_table --reps 3 --case pairs-1M-400K,pairs-clustered --no-kiddo 2>&1 | grep -E "trace|\| pairs"; done | tee "$out/trace.log" ;;
     sptrace) TRIDENT_SPGEMM_TRACE=1 $D/bench_table --reps 3 --case spgemm-poisson2d-2048,spgemm-uniform-1M-8 --no-kiddo 2>&1 | grep -E "trace|\| spgemm" | tee "$out/sptrace.log" ;;
     omp) for t in 1 16; do RAYON_NUM_THREADS=$t $D/bench_table --reps 3 --case omp-64x256-k16 2>&1 | grep -E "\| omp"; done | tee "$out/omp.log" ;;

@@ -329,3 +329,43 @@ fn rows_that_repeat_a_pattern_and_rows_that_break_it() {
     .unwrap();
     check("patterned rows, f64", &a64, &a64);
 }
+
+/// Non-finite values reach the fused pass only through unchecked
+/// construction; the pass checks A's values as it reads them (B's too for
+/// a square), the two-pass path scans first, and both report what
+/// `validate::spgemm` reports: the first fault, A before B.
+#[test]
+fn non_finite_values_are_reported_as_validation_reports_them() {
+    let a: CsrMatrix<f32> = cases::poisson2d(48);
+    let nnz = a.nnz();
+    let poisoned = |at: &[(usize, f32)]| {
+        let (o, i, mut v) = a.clone().into_parts();
+        for &(k, x) in at {
+            v[k] = x;
+        }
+        CsrMatrix::from_parts_unchecked(a.rows(), a.cols(), o, i, v)
+    };
+    let late = poisoned(&[(nnz - 2, f32::NAN)]);
+    let two = poisoned(&[(nnz / 3, f32::INFINITY), (nnz - 1, f32::NAN)]);
+    let cases: [(&CsrMatrix<f32>, &CsrMatrix<f32>); 5] = [
+        (&late, &late),
+        (&two, &two),
+        (&a, &late),
+        (&late, &a),
+        (&two, &late),
+    ];
+    for (x, y) in cases {
+        let want = trident_core::validate::spgemm(x, y).unwrap_err();
+        for t in [1, 2, 3] {
+            let be = RayonBackend::with_threads(t).unwrap();
+            let got = be.spgemm(x, y).unwrap_err();
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "{t} threads");
+            let got = be.install(|| super::product(x, y, false)).unwrap_err();
+            assert_eq!(
+                format!("{got:?}"),
+                format!("{want:?}"),
+                "{t} threads, two passes"
+            );
+        }
+    }
+}
