@@ -28,7 +28,9 @@
 //! rows, claimed in row order, are computed once into the worker's buffer
 //! (L2-resident) and copied to their offset, which each block learns from
 //! the counts of the blocks before it ([`Chain`]; a worker never waits on a
-//! descheduled one, it counts that block itself). The output is reserved
+//! descheduled one, it counts that block itself). A worker places a block
+//! only after computing its next one, by when the blocks before it are
+//! mostly counted (poisson2d on 16 threads: 43-44 -> 36-40 ms, run Q1). The output is reserved
 //! at its upper bound (`nnz(A)` times B's longest row; pages never written
 //! are never faulted in) and shrunk after; a few steps ahead of the blocks,
 //! one worker at a time faults the next pages in ([`FaultAhead`]), so that
@@ -590,6 +592,28 @@ impl FaultAhead {
     }
 }
 
+/// A block of the fused pass, computed and waiting to be placed: its index,
+/// its entries' columns and values, and each row's end in them.
+struct Block<T> {
+    k: usize,
+    len: usize,
+    idx: Vec<MaybeUninit<u32>>,
+    val: Vec<MaybeUninit<T>>,
+    row_ends: Vec<usize>,
+}
+
+impl<T: Scalar> Block<T> {
+    fn new() -> Self {
+        Self {
+            k: 0,
+            len: 0,
+            idx: Vec::new(),
+            val: Vec::new(),
+            row_ends: Vec::with_capacity(FUSED_ROWS),
+        }
+    }
+}
+
 /// A block's count or end offset not yet known.
 const PENDING: usize = usize::MAX;
 
@@ -671,9 +695,10 @@ impl Chain {
 /// symbolic pass cost a third of the product; `prefetch` when `A` is not
 /// banded, whose rows name B rows at random). Blocks of [`FUSED_ROWS`]
 /// rows are claimed in row order from a counter; a worker computes its
-/// block into its own buffer (room for each row's products), publishes its
-/// count, finds its start offset from the blocks before it ([`Chain`]),
-/// publishes its end and copies the block into place. The output is
+/// block into one of its two buffers (room for each row's products),
+/// publishes its count, and then places the block it computed before: finds
+/// its start offset from the blocks before it ([`Chain`]), publishes its end
+/// and copies it into place. The output is
 /// reserved at `upper` entries (only the pages written are ever faulted
 /// in) and shrunk at the end. `None` when that reservation is refused.
 fn fused<T: Scalar>(
@@ -704,27 +729,66 @@ fn fused<T: Scalar>(
         Out(values.as_mut_ptr()),
     );
     let ahead = FaultAhead::new(upper);
+    // Puts a computed block in place: its start is the end of the blocks
+    // before it ([`Chain`]), it publishes its own end, faults the output in
+    // ahead ([`FaultAhead`]) and copies its rows' offsets and entries.
+    let place = |blk: &Block<T>, ws: &mut Workspace<T>| {
+        let (k, len) = (blk.k, blk.len);
+        let base = chain.start(k, |q| rows(q).map(|i| ws.count_row(a, b, i)).sum());
+        let end = base + len;
+        // Each entry of C is a product: `upper` bounds them all.
+        assert!(end <= upper, "spgemm: more entries than products");
+        chain.end[k].store(end, Ordering::Release);
+        ahead.reach(end, pi.get(), pv.get());
+        let r0 = rows(k).start;
+        // SAFETY: block k alone writes offsets `r0 + 1..=r1` (and
+        // block 0 offset 0), all below the `m + 1` reserved, and
+        // entries `base..end`: `base` is the sum of the counts of
+        // the blocks before it, so the blocks' ranges tile
+        // `0..nnz` in row order and no other block writes these;
+        // `end <= upper`, the reserved capacity. The block's buffers
+        // hold `len` initialised entries, as `fill_row` wrote
+        // the first `count` of each row's room.
+        unsafe {
+            if k == 0 {
+                po.get().write(0);
+            }
+            for (t, &e) in blk.row_ends.iter().enumerate() {
+                po.get().add(r0 + 1 + t).write(base + e);
+            }
+            std::ptr::copy_nonoverlapping(blk.idx.as_ptr().cast::<u32>(), pi.get().add(base), len);
+            std::ptr::copy_nonoverlapping(blk.val.as_ptr().cast::<T>(), pv.get().add(base), len);
+        }
+    };
     (0..threads.max(1))
         .into_par_iter()
         .with_max_len(1)
         .for_each(|_| {
             spaces.with(n, |ws| {
-                // The block's columns and values, and each row's end in them.
-                let (mut idx, mut val) = (Vec::<MaybeUninit<u32>>::new(), Vec::new());
-                let mut row_ends = Vec::with_capacity(FUSED_ROWS);
+                // Two blocks in flight: the one being computed and the
+                // one before it, placed once the next is computed, by
+                // when the blocks before it have their counts (waiting for
+                // them right away took a fifth of the workers' time on 16
+                // threads, run T3).
+                let mut bufs = [Block::<T>::new(), Block::new()];
+                let mut pending = None;
                 loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
                     if k >= blocks {
                         break;
                     }
-                    let mut len = 0;
-                    row_ends.clear();
+                    let cur = pending.map_or(0, |p: usize| 1 - p);
+                    let blk = &mut bufs[cur];
+                    blk.k = k;
+                    blk.len = 0;
+                    blk.row_ends.clear();
                     let r1 = rows(k).end;
                     for i in rows(k) {
                         if prefetch {
                             prefetch_ahead(a, b, i, r1, true);
                         }
-                        let (idx, val) = (&mut idx, &mut val);
+                        let len = blk.len;
+                        let (idx, val) = (&mut blk.idx, &mut blk.val);
                         let room = move |bound: usize| {
                             // Moved in, so that the room outlives the call.
                             let (idx, val) = (idx, val);
@@ -740,43 +804,17 @@ fn fused<T: Scalar>(
                         } else {
                             ws.fill_row::<true>(a, b, i, room)
                         };
-                        len += count;
-                        row_ends.push(len);
+                        blk.len += count;
+                        blk.row_ends.push(blk.len);
                     }
-                    chain.count[k].store(len, Ordering::Release);
-                    let base = chain.start(k, |q| rows(q).map(|i| ws.count_row(a, b, i)).sum());
-                    let end = base + len;
-                    // Each entry of C is a product: `upper` bounds them all.
-                    assert!(end <= upper, "spgemm: more entries than products");
-                    chain.end[k].store(end, Ordering::Release);
-                    ahead.reach(end, pi.get(), pv.get());
-                    let r0 = rows(k).start;
-                    // SAFETY: block k alone writes offsets `r0 + 1..=r1` (and
-                    // block 0 offset 0), all below the `m + 1` reserved, and
-                    // entries `base..end`: `base` is the sum of the counts of
-                    // the blocks before it, so the blocks' ranges tile
-                    // `0..nnz` in row order and no other block writes these;
-                    // `end <= upper`, the reserved capacity. `idx`/`val`
-                    // hold `len` initialised entries, as `fill_row` wrote
-                    // the first `count` of each row's room.
-                    unsafe {
-                        if k == 0 {
-                            po.get().write(0);
-                        }
-                        for (t, &e) in row_ends.iter().enumerate() {
-                            po.get().add(r0 + 1 + t).write(base + e);
-                        }
-                        std::ptr::copy_nonoverlapping(
-                            idx.as_ptr().cast::<u32>(),
-                            pi.get().add(base),
-                            len,
-                        );
-                        std::ptr::copy_nonoverlapping(
-                            val.as_ptr().cast::<T>(),
-                            pv.get().add(base),
-                            len,
-                        );
+                    chain.count[k].store(blk.len, Ordering::Release);
+                    if let Some(p) = pending {
+                        place(&bufs[p], ws);
                     }
+                    pending = Some(cur);
+                }
+                if let Some(p) = pending {
+                    place(&bufs[p], ws);
                 }
             })
         });
