@@ -19,12 +19,10 @@
 //!    and its pages are first touched by the worker that writes them. Nothing
 //!    is copied after.
 //!
-//! **Fused pass** (instead of 1 and 2) when no row can
-//! have more than [`FUSED_MAX_FLOPS`] products, on at most [`FUSED_MAX_THREADS`]
-//! threads when `A` is banded (stencil and Poisson
-//! matrices, whose rows cost as much to count as to compute) and at most
-//! [`FUSED_SCATTERED_MAX_THREADS`] otherwise (light rows of random columns,
-//! their B rows prefetched; on more threads counting them first is as fast): blocks of
+//! **Fused pass** (instead of 1 and 2) on at most [`FUSED_MAX_THREADS`]
+//! threads, when no row can have more than [`FUSED_MAX_FLOPS`] products
+//! (stencil and Poisson matrices, whose rows cost as much to count as to
+//! compute, and light rows of random columns, their B rows prefetched): blocks of
 //! rows, claimed in row order, are computed once into the worker's buffer
 //! (L2-resident) and copied to their offset, which each block learns from
 //! the counts of the blocks before it ([`Chain`]; a worker never waits on a
@@ -165,13 +163,8 @@ fn product<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, fuse: bool) -> Result<
     // The fused pass reserves the upper bound, so only when the bound fits
     // the machine (and the allocator agrees); and only when no row can be
     // heavy: the blocks after a heavy one would wait for it or count it again.
-    let most_threads = if banded {
-        FUSED_MAX_THREADS
-    } else {
-        FUSED_SCATTERED_MAX_THREADS
-    };
     if fuse
-        && threads <= most_threads
+        && threads <= FUSED_MAX_THREADS
         && upper * entry <= trident_core::mem::host_memory_limit() as u128
         && sa.longest.saturating_mul(sb.longest) <= FUSED_MAX_FLOPS
         && let Some(c) = fused(
@@ -532,15 +525,10 @@ const FUSED_MAX_FLOPS: usize = 1 << 10;
 /// while workers stalled on the same fresh huge pages (many small blocks
 /// share each), and 1.1-1.4x faster (54-69 against 67-75 ms, run F1) since
 /// [`FaultAhead`] faults the output in ahead of them. Not measured on more.
+/// Rows of random columns (spgemm-uniform-1M-8): 1.1-1.3x faster fused on
+/// 2-8 threads (U2), and on 16 since a worker places a block after
+/// computing its next: 155-168 against 192-200 ms (Q2).
 const FUSED_MAX_THREADS: usize = 16;
-
-/// The most threads the fused pass runs on when `A` is not banded (rows of
-/// random columns: it then prefetches their B rows as the two passes do).
-/// On the H100 machine, spgemm-uniform-1M-8 fused against two passes: 2
-/// threads 818-850 against 1020-1120 ms, 4: 411-529 against 497-572, 8:
-/// 244-254 against 260-286; even on 12 and 16 (run U1, U2), where the
-/// blocks' copies and the chain cost what the symbolic pass saves.
-const FUSED_SCATTERED_MAX_THREADS: usize = 8;
 
 /// Faults the fused pass's output in ahead of the blocks being written:
 /// the worker that finishes a block near the frontier populates the next
@@ -555,6 +543,8 @@ struct FaultAhead {
 
 /// Entries one [`FaultAhead`] step populates (2 MiB of `u32` indices).
 const FAULT_STEP: usize = 1 << 19;
+/// Offsets one task populates up front in the fused pass (2 MiB).
+const OFFSETS_STEP: usize = 1 << 18;
 /// How far ahead of the frontier [`FaultAhead`] keeps the output populated.
 const FAULT_AHEAD: usize = 4 * FAULT_STEP;
 
@@ -716,6 +706,19 @@ fn fused<T: Scalar>(
     else {
         return Ok(None);
     };
+    // Every offset is written: fault them all in first, in parallel, so that
+    // the workers, whose blocks' offsets share each huge page, do not stall
+    // on its first touch together (poisson2d on 16 threads: 3% of the pass).
+    let po = Out(offsets.as_mut_ptr());
+    (0..(m + 1).div_ceil(OFFSETS_STEP))
+        .into_par_iter()
+        .with_max_len(1)
+        .for_each(|s| {
+            let d = s * OFFSETS_STEP;
+            // SAFETY: `d..d + len` lies inside the `m + 1` reserved; populating
+            // writes no byte.
+            unsafe { trident_core::mem::populate(po.get().add(d), OFFSETS_STEP.min(m + 1 - d)) };
+        });
     let spaces = Workspaces::new(threads, n);
     let blocks = m.div_ceil(FUSED_ROWS);
     let rows = |k: usize| k * FUSED_ROWS..((k + 1) * FUSED_ROWS).min(m);
@@ -723,11 +726,7 @@ fn fused<T: Scalar>(
     // No row has more products than the short-row accumulator takes.
     let short = row_flops <= accum::SHORT_MAX_FLOPS;
     let next = AtomicUsize::new(0);
-    let (po, pi, pv) = (
-        Out(offsets.as_mut_ptr()),
-        Out(indices.as_mut_ptr()),
-        Out(values.as_mut_ptr()),
-    );
+    let (pi, pv) = (Out(indices.as_mut_ptr()), Out(values.as_mut_ptr()));
     let ahead = FaultAhead::new(upper);
     // Puts a computed block in place: its start is the end of the blocks
     // before it ([`Chain`]), it publishes its own end, faults the output in
