@@ -53,10 +53,12 @@ const PARALLEL_MIN_WORK: usize = 48 * 48 * 256;
 /// 300 MiB L3. On the 2-core box 256 costs 1-4% (gemm-2048, gemm-4096).
 /// Dimensions of [`TILE_LARGE_FROM`] or more use [`TILE_LARGE`]: there A and
 /// B outgrow L3 and packing reads memory, and gemm-8192 took 887 ms with
-/// 1024-wide tiles against 1.05 s with 512.
+/// 1024-wide tiles against 1.05 s with 512, and 708-726 ms with 768
+/// against 821-913 with 1024 (run G2; bands of tile rows claimed in order
+/// were no better).
 const TILE: usize = 256;
 /// See [`TILE`].
-const TILE_LARGE: usize = 1024;
+const TILE_LARGE: usize = 768;
 /// See [`TILE`].
 const TILE_LARGE_FROM: usize = 8192;
 /// Tiles are cut on multiples of this (a multiple of the micro-kernels' row
