@@ -422,10 +422,69 @@ fn insertion_sort(cols: &mut [u32]) {
     }
 }
 
-/// Consecutive rows that miss the plan and still make a new one from their
+/// Consecutive rows that miss every plan and still make a new one from their
 /// own pattern (a stencil's rows at a grid edge: a few patterns in a row,
 /// then the interior's again).
 const PLAN_RETRIES: u32 = 4;
+/// Plans a worker keeps: a grid line of a 3D stencil has five patterns
+/// (two edge rows at each end, the interior), met again on every line.
+const PLAN_SLOTS: usize = 8;
+
+/// A worker's plans, the most recently matched first.
+struct Plans<T> {
+    list: Vec<Plan<T>>,
+    /// Rows in a row that matched no plan.
+    misses: u32,
+}
+
+impl<T: Scalar> Plans<T> {
+    fn new() -> Self {
+        Self {
+            list: Vec::new(),
+            misses: 0,
+        }
+    }
+
+    /// Writes row `i` by the first plan it matches and moves that plan to
+    /// the front; else, while misses are few (or once every
+    /// [`PLAN_RETRY_EVERY`]), makes the row's own plan in place of the least
+    /// recently matched. `None` when no plan writes it. Past
+    /// [`PLAN_RETRIES`] misses only the front plan is tried, so rows that
+    /// repeat nothing pay one quick mismatch each.
+    #[inline]
+    fn fill(
+        &mut self,
+        i: usize,
+        acols: &[u32],
+        avals: &[T],
+        b: &CsrMatrix<T>,
+        idx: &mut [MaybeUninit<u32>],
+        val: &mut [MaybeUninit<T>],
+    ) -> Option<usize> {
+        let tries = if self.misses <= PLAN_RETRIES {
+            self.list.len()
+        } else {
+            self.list.len().min(1)
+        };
+        for t in 0..tries {
+            if let Some(count) = self.list[t].apply(i, acols, avals, b, idx, val) {
+                self.list[..=t].rotate_right(1);
+                self.misses = 0;
+                return Some(count);
+            }
+        }
+        self.misses += 1;
+        if self.misses > PLAN_RETRIES && !self.misses.is_multiple_of(PLAN_RETRY_EVERY) {
+            return None;
+        }
+        if self.list.len() < PLAN_SLOTS {
+            self.list.push(Plan::new());
+        }
+        self.list.rotate_right(1);
+        self.list[0].make(i, acols, b);
+        self.list[0].apply(i, acols, avals, b, idx, val)
+    }
+}
 /// Past [`PLAN_RETRIES`] misses (rows that repeat no pattern), one row in this
 /// many still makes a plan, so that a later run of repeats is caught.
 const PLAN_RETRY_EVERY: u32 = 64;
@@ -450,8 +509,6 @@ struct Plan<T> {
     cols: Vec<i64>,
     /// The slots' sums.
     sums: Vec<T>,
-    /// Rows in a row that missed the plan.
-    misses: u32,
 }
 
 impl<T: Scalar> Plan<T> {
@@ -462,7 +519,6 @@ impl<T: Scalar> Plan<T> {
             slot: Vec::new(),
             cols: Vec::new(),
             sums: vec![T::from_f64(-0.0); SHORT_MAX_FLOPS],
-            misses: 0,
         }
     }
 
@@ -667,8 +723,8 @@ pub(super) struct Workspace<T> {
     short: Option<Short<T>>,
     /// The run merger, allocated on the first row it takes.
     merge: Option<Merge<T>>,
-    /// The fused pass's row plan, made on its first short row.
-    plan: Option<Plan<T>>,
+    /// The fused pass's row plans, made on its first short row.
+    plans: Option<Plans<T>>,
 }
 
 impl<T: Scalar> Workspace<T> {
@@ -683,7 +739,7 @@ impl<T: Scalar> Workspace<T> {
             wide: None,
             short: None,
             merge: None,
-            plan: None,
+            plans: None,
         }
     }
 
@@ -799,17 +855,9 @@ impl<T: Scalar> Workspace<T> {
             return self.fill_row::<true>(a, b, i, room);
         }
         let (idx, val) = room(bound.min(self.n));
-        let plan = self.plan.get_or_insert_with(Plan::new);
-        if let Some(count) = plan.apply(i, acols, avals, b, idx, val) {
-            plan.misses = 0;
+        let plans = self.plans.get_or_insert_with(Plans::new);
+        if let Some(count) = plans.fill(i, acols, avals, b, idx, val) {
             return count;
-        }
-        plan.misses += 1;
-        if plan.misses <= PLAN_RETRIES || plan.misses.is_multiple_of(PLAN_RETRY_EVERY) {
-            plan.make(i, acols, b);
-            if let Some(count) = plan.apply(i, acols, avals, b, idx, val) {
-                return count;
-            }
         }
         let sh = self.short.get_or_insert_with(Short::new);
         match sh.fill_any(acols, avals, b, idx, val) {
