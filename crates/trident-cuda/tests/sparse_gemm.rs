@@ -376,15 +376,8 @@ fn non_finite_values_found_in_staged_uploads() {
     };
     let a: CsrMatrix<f32> = cases::poisson2d(1024);
     let nnz = a.nnz();
-    let poisoned = |at: &[(usize, f32)]| {
-        let (o, i, mut v) = a.clone().into_parts();
-        for &(k, x) in at {
-            v[k] = x;
-        }
-        CsrMatrix::from_parts_unchecked(a.rows(), a.cols(), o, i, v)
-    };
-    let late_nan = poisoned(&[(nnz - 3, f32::NAN)]);
-    let two = poisoned(&[(nnz / 2 + 1, f32::INFINITY), (nnz - 1, f32::NAN)]);
+    let late_nan = cases::poisoned(&a, &[(nnz - 3, f32::NAN)]);
+    let two = cases::poisoned(&a, &[(nnz / 2 + 1, f32::INFINITY), (nnz - 1, f32::NAN)]);
     let cases: [(&CsrMatrix<f32>, &CsrMatrix<f32>, &str, usize); 3] = [
         (&a, &late_nan, "b.values", nnz - 3),
         (&late_nan, &a, "a.values", nnz - 3),

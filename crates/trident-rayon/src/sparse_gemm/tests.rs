@@ -338,15 +338,8 @@ fn rows_that_repeat_a_pattern_and_rows_that_break_it() {
 fn non_finite_values_are_reported_as_validation_reports_them() {
     let a: CsrMatrix<f32> = cases::poisson2d(48);
     let nnz = a.nnz();
-    let poisoned = |at: &[(usize, f32)]| {
-        let (o, i, mut v) = a.clone().into_parts();
-        for &(k, x) in at {
-            v[k] = x;
-        }
-        CsrMatrix::from_parts_unchecked(a.rows(), a.cols(), o, i, v)
-    };
-    let late = poisoned(&[(nnz - 2, f32::NAN)]);
-    let two = poisoned(&[(nnz / 3, f32::INFINITY), (nnz - 1, f32::NAN)]);
+    let late = cases::poisoned(&a, &[(nnz - 2, f32::NAN)]);
+    let two = cases::poisoned(&a, &[(nnz / 3, f32::INFINITY), (nnz - 1, f32::NAN)]);
     let cases: [(&CsrMatrix<f32>, &CsrMatrix<f32>); 5] = [
         (&late, &late),
         (&two, &two),

@@ -39,7 +39,8 @@ pub use points::{
     lattice_points, pairs_clustered, pairs_uniform, uniform_points,
 };
 pub use sparse::{
-    RMAT_ABC, SpgemmCase, convert, poisson2d, power_law_row, random_csr, rmat, uniform_rows,
+    RMAT_ABC, SpgemmCase, convert, poisoned, poisson2d, power_law_row, random_csr, rmat,
+    uniform_rows,
 };
 
 /// Which version of the cases to run.

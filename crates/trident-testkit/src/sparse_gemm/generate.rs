@@ -37,6 +37,17 @@ pub fn convert<S: Scalar, T: Scalar>(m: &CsrMatrix<S>) -> CsrMatrix<T> {
     .expect("same structure as a valid matrix")
 }
 
+/// `m` with the value at each `(index, value)` of `at` replaced, built
+/// unchecked: the only way a NaN or inf reaches a backend's `spgemm`, whose
+/// own checks the tests of non-finite inputs exercise.
+pub fn poisoned<T: Scalar>(m: &CsrMatrix<T>, at: &[(usize, T)]) -> CsrMatrix<T> {
+    let (o, i, mut v) = m.clone().into_parts();
+    for &(k, x) in at {
+        v[k] = x;
+    }
+    CsrMatrix::from_parts_unchecked(m.rows(), m.cols(), o, i, v)
+}
+
 /// The 5-point Laplacian on an `n x n` grid: `n^2` rows, 4 on the diagonal, -1
 /// for each grid neighbour, `5 n^2 - 4 n` entries. Row `i * n + j` is node
 /// `(i, j)`. `spgemm-poisson2d-N` squares it.
