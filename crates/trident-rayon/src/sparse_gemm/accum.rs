@@ -426,6 +426,9 @@ fn insertion_sort(cols: &mut [u32]) {
 /// own pattern (a stencil's rows at a grid edge: a few patterns in a row,
 /// then the interior's again).
 const PLAN_RETRIES: u32 = 4;
+/// Past [`PLAN_RETRIES`] misses (rows that repeat no pattern), one row in this
+/// many still makes a plan, so that a later run of repeats is caught.
+const PLAN_RETRY_EVERY: u32 = 64;
 /// Plans a worker keeps: a grid line of a 3D stencil has five patterns
 /// (two edge rows at each end, the interior), met again on every line.
 const PLAN_SLOTS: usize = 8;
@@ -433,7 +436,7 @@ const PLAN_SLOTS: usize = 8;
 /// A worker's plans, the most recently matched first.
 struct Plans<T> {
     list: Vec<Plan<T>>,
-    /// Rows in a row that matched no plan.
+    /// Consecutive rows that matched no plan.
     misses: u32,
 }
 
@@ -485,9 +488,6 @@ impl<T: Scalar> Plans<T> {
         self.list[0].apply(i, acols, avals, b, idx, val)
     }
 }
-/// Past [`PLAN_RETRIES`] misses (rows that repeat no pattern), one row in this
-/// many still makes a plan, so that a later run of repeats is caught.
-const PLAN_RETRY_EVERY: u32 = 64;
 
 /// The fused pass's rows of a stencil product (Poisson) repeat one pattern:
 /// row `i + 1` has row `i`'s products at the same columns shifted by one.
