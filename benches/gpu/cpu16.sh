@@ -8,7 +8,7 @@
 set -uo pipefail
 out=${OUT:-/tmp/out}; mkdir -p "$out"; D=${D:-.device-rayon}
 steps=${*:-info inputs peers table}
-CASES=${CASES:-gemm-4096,gemm-8192,spgemm-poisson2d-2048,spgemm-rmat-16-8,spgemm-uniform-1M-8,pairs-1M-400K,pairs-clustered,omp-64x256-k16,cut-512,cut-2048,flow-rmf}
+CASES=${CASES:-gemm-4096,gemm-8192,gemm-4096-f64,spgemm-poisson2d-2048,spgemm-rmat-16-8,spgemm-uniform-1M-8,pairs-1M-400K,pairs-clustered,omp-64x256-k16,cut-512,cut-2048,flow-rmf}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $D/whl/*.whl \
   > "$out/pip.log" 2>&1 && export PYTHONPATH=/tmp/site
 for s in $steps; do

@@ -71,12 +71,21 @@ pub fn select_cases(names: &[String]) -> std::result::Result<Vec<Case>, Vec<Stri
         .collect())
 }
 
-/// Cases outside the benchmark table that an issue names a target for, selectable by
-/// name only: `gemm-2048` (the CPU backend's GEMM target size).
+/// Cases outside the benchmark table, selectable by name only: `gemm-2048` (the
+/// CPU backend's GEMM target size) and the f64 GEMMs that issue 14 asks to
+/// compare with numpy (`gemm-2048-f64`, `gemm-4096-f64`).
 pub fn extra_cases() -> Vec<Case> {
-    vec![Case::new("gemm-2048", "dense_gemm", false, |s| {
-        Input::Gemm32(cases::gemm(2048, s))
-    })]
+    vec![
+        Case::new("gemm-2048", "dense_gemm", false, |s| {
+            Input::Gemm32(cases::gemm(2048, s))
+        }),
+        Case::new("gemm-2048-f64", "dense_gemm", false, |s| {
+            Input::Gemm64(cases::gemm(2048, s))
+        }),
+        Case::new("gemm-4096-f64", "dense_gemm", false, |s| {
+            Input::Gemm64(cases::gemm(4096, s))
+        }),
+    ]
 }
 
 /// The benchmark cases of one primitive (one of [`trident::PRIMITIVES`]).
