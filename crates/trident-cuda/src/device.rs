@@ -65,7 +65,7 @@ pub struct KernelSource {
     /// Compile one entry point at a time: the source declares its entry
     /// points one a line through `SOME_ENTRY(name, ...)` macros, and a call
     /// compiles the source with only its own entry line kept (see
-    /// [`entry_source`]); kernels defined without such a line share one
+    /// `entry_source`); kernels defined without such a line share one
     /// `base` module (every entry line blanked). Why: a module of many heavy
     /// template kernels (the GEMM shapes) took 43.6 s to compile whole on the
     /// H100 machine, while one call needs one kernel; and a call that needs
@@ -466,7 +466,7 @@ impl CudaBackend {
     }
 
     /// Copies `host` into a new buffer; `what` names it in errors. Copies of
-    /// [`crate::staging::STAGED_MIN`] bytes or more go through the pinned
+    /// `staging::STAGED_MIN` bytes or more go through the pinned
     /// staging pool (see [`crate::staging`]).
     pub fn upload_named<T: Element>(&self, host: &[T], what: &str) -> Result<CudaBuffer<T>> {
         let mut b = self.alloc::<T>(host.len(), what)?;

@@ -18,7 +18,7 @@
 //! never sees half a file. A directory that cannot be written is tolerated:
 //! kernels are compiled in memory and one warning is printed per process.
 //!
-//! The compiler is a trait ([`Compiler`]) so all of this is tested without a
+//! The compiler is a trait (`Compiler`) so all of this is tested without a
 //! GPU.
 
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! small pinned buffers one piece at a time, and a download into a fresh `Vec`
 //! page-faults on every 4 KiB page inside the copy. Measured on the H100
 //! machine (issue 11) that made host-to-host SpGEMM slower than the CPU. Here
-//! a large copy is split into [`CHUNK`]-byte pieces and shared among a few
+//! a large copy is split into `CHUNK`-byte pieces and shared among a few
 //! worker threads; each worker owns two pinned buffers and alternates them, so
 //! its `memcpy` into (or out of) one buffer overlaps the DMA of the other, and
 //! the page faults of a fresh output are taken by several threads at once.
@@ -16,8 +16,8 @@
 //! All DMAs go to the backend's one stream, so they stay ordered after the
 //! kernels queued before them.
 //!
-//! The pool itself ([`Pool`]) knows nothing of CUDA: it takes its buffers from
-//! a [`HostAlloc`], so its reuse, bound and release are tested here with a
+//! The pool itself (`Pool`) knows nothing of CUDA: it takes its buffers from
+//! a `HostAlloc`, so its reuse, bound and release are tested here with a
 //! fake allocator.
 
 use std::ops::{Deref, DerefMut};

@@ -6,7 +6,7 @@
 //! runs the backend under test, and [`compare`] returns a [`Verdict`]: the worst
 //! error as a multiple of its tolerance (`ratio`, passing is `<= 1`) and the
 //! problems found. Outputs are re-validated structurally (CSR via
-//! [`CsrMatrix::new`], codes via [`trident_core::validate::sparse_codes`]),
+//! [`CsrMatrix::new`](trident_core::CsrMatrix::new), codes via [`trident_core::validate::sparse_codes`]),
 //! whatever the backend claims.
 //!
 //! Every comparison has the form `|x - y| <= rel * |x| + abs` with `x` the

@@ -6,7 +6,7 @@
 //! is at least 16, so a buffer of zero elements is still a real, bindable
 //! buffer; the padding is never read back.
 //!
-//! Released buffers go to a bounded [`Pool`] (the role `cudaMallocAsync`'s
+//! Released buffers go to a bounded `Pool` (the role `cudaMallocAsync`'s
 //! pool plays for the CUDA backend): creating a buffer of hundreds of MB costs
 //! milliseconds in wgpu (the driver's allocation plus wgpu's zero fill on
 //! first use), and an SpGEMM creates C afresh on every call. Only

@@ -6,7 +6,7 @@
 //! does not compile is not a `Result` of the call that made it but an error
 //! delivered to the innermost *error scope*, or, without one, to the device's
 //! uncaptured-error handler, whose default panics. So every public call of this
-//! backend runs inside a [`CallScope`] (three scopes: validation, out of memory,
+//! backend runs inside a `CallScope` (three scopes: validation, out of memory,
 //! internal), and the device gets an uncaptured-error handler that only records
 //! the message; a recorded message or a lost device fails the next call.
 

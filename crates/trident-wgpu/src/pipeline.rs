@@ -11,7 +11,7 @@
 //! Shader text goes through a tiny preprocessor before compiling: lines between
 //! `// #if NAME` and `// #else` are kept when the device defines `NAME`,
 //! lines between `// #else` and `// #endif` when it does not. Directives do
-//! not nest. Names ([`Context::defines`](crate::context::Context)):
+//! not nest. Names (`Context::defines`):
 //! `SUBGROUPS`, the device has the `subgroups` feature; `SUBGROUP32`, and
 //! every subgroup has 32 invocations (NVIDIA, AMD RDNA in wave32), so code
 //! may treat a subgroup as a warp.
