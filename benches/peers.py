@@ -20,6 +20,7 @@ warm-up call, then the median of --reps timed calls (default 3).
 | omp | scikit-learn `orthogonal_mp_gram` | G = D^T D, D^T X and the coding, on the first --omp-signals signals, scaled to all |
 | grid | PyMaxflow (Boykov-Kolmogorov, one thread) | `maxflow()` only; building the graph is excluded |
 | network | python-igraph `Graph.maxflow_value` (C push-relabel, one thread) | the max-flow value; building the graph is excluded |
+| network | python-igraph `Graph.maxflow` (the same solver, one thread) | the flow on every arc and a minimum cut, as ours returns; building the graph is excluded |
 
 A kind may have several peers: each gives one line of the results file
 (case, peer); a peer whose package is missing is skipped with a note.
@@ -307,7 +308,8 @@ def peer_grid(meta, arrays, reps, _args):
                 note=f"maxflow() only, graph build excluded; {arcs}")
 
 
-def peer_network(meta, arrays, reps, _args):
+def igraph_network(meta, arrays):
+    """The case as an igraph graph with its capacities, and s, t; or a skip."""
     import igraph
 
     nodes, s, t = int(meta["nodes"]), int(meta["s"]), int(meta["t"])
@@ -317,16 +319,42 @@ def peer_network(meta, arrays, reps, _args):
         return dict(skip="capacities beyond 2^53 are not exact in igraph's doubles")
     g = igraph.Graph(n=nodes, edges=edges.tolist(), directed=True)
     g.es["capacity"] = cap.tolist()
+    return g, s, t
+
+
+def peer_network(meta, arrays, reps, _args):
+    import igraph
+
+    made = igraph_network(meta, arrays)
+    if isinstance(made, dict):
+        return made
+    g, s, t = made
     times, flow = timed(reps, lambda _: g.maxflow_value(s, t, capacity="capacity"))
     return dict(peer=f"python-igraph {igraph.__version__} (igraph C push-relabel)", times=times,
                 check=int(round(flow)),
                 note="Graph.maxflow_value(s, t, capacity) (one thread), graph build excluded")
 
 
+def peer_network_flows(meta, arrays, reps, _args):
+    """igraph's `maxflow`: the flow on every arc and a minimum cut, which is
+    what our call returns (`maxflow_value` above returns the value only)."""
+    import igraph
+
+    made = igraph_network(meta, arrays)
+    if isinstance(made, dict):
+        return made
+    g, s, t = made
+    times, flow = timed(reps, lambda _: g.maxflow(s, t, capacity="capacity"))
+    return dict(peer=f"python-igraph {igraph.__version__} maxflow (flows and cut)", times=times,
+                check=int(round(flow.value)),
+                note="Graph.maxflow(s, t, capacity): the flow on every arc and a minimum cut, "
+                     "as ours returns (one thread), graph build excluded")
+
+
 # Each kind's peers, in the order their lines are written.
 PEERS = dict(gemm=[peer_gemm], spgemm=[peer_spgemm, peer_spgemm_graphblas],
              points=[peer_points, peer_points_pykdtree], omp=[peer_omp_spams, peer_omp],
-             grid=[peer_grid], network=[peer_network])
+             grid=[peer_grid], network=[peer_network, peer_network_flows])
 
 
 def spec_figure(kind, meta, arrays, secs):
