@@ -308,8 +308,9 @@ def peer_grid(meta, arrays, reps, _args):
                 note=f"maxflow() only, graph build excluded; {arcs}")
 
 
-def igraph_network(meta, arrays):
-    """The case as an igraph graph with its capacities, and s, t; or a skip."""
+def igraph_peer(meta, arrays, reps, solve, value, what, note):
+    """Times `solve(graph, s, t)` on the case as an igraph graph (building it
+    untimed); `value` takes the flow value from its result."""
     import igraph
 
     nodes, s, t = int(meta["nodes"]), int(meta["s"]), int(meta["t"])
@@ -319,36 +320,22 @@ def igraph_network(meta, arrays):
         return dict(skip="capacities beyond 2^53 are not exact in igraph's doubles")
     g = igraph.Graph(n=nodes, edges=edges.tolist(), directed=True)
     g.es["capacity"] = cap.tolist()
-    return g, s, t
+    times, out = timed(reps, lambda _: solve(g, s, t))
+    return dict(peer=f"python-igraph {igraph.__version__} {what}", times=times,
+                check=int(round(value(out))), note=f"{note} (one thread), graph build excluded")
 
 
 def peer_network(meta, arrays, reps, _args):
-    import igraph
-
-    made = igraph_network(meta, arrays)
-    if isinstance(made, dict):
-        return made
-    g, s, t = made
-    times, flow = timed(reps, lambda _: g.maxflow_value(s, t, capacity="capacity"))
-    return dict(peer=f"python-igraph {igraph.__version__} (igraph C push-relabel)", times=times,
-                check=int(round(flow)),
-                note="Graph.maxflow_value(s, t, capacity) (one thread), graph build excluded")
+    return igraph_peer(meta, arrays, reps, lambda g, s, t: g.maxflow_value(s, t, capacity="capacity"),
+                       lambda v: v, "(igraph C push-relabel)", "Graph.maxflow_value(s, t, capacity)")
 
 
 def peer_network_flows(meta, arrays, reps, _args):
     """igraph's `maxflow`: the flow on every arc and a minimum cut, which is
     what our call returns (`maxflow_value` above returns the value only)."""
-    import igraph
-
-    made = igraph_network(meta, arrays)
-    if isinstance(made, dict):
-        return made
-    g, s, t = made
-    times, flow = timed(reps, lambda _: g.maxflow(s, t, capacity="capacity"))
-    return dict(peer=f"python-igraph {igraph.__version__} maxflow (flows and cut)", times=times,
-                check=int(round(flow.value)),
-                note="Graph.maxflow(s, t, capacity): the flow on every arc and a minimum cut, "
-                     "as ours returns (one thread), graph build excluded")
+    return igraph_peer(meta, arrays, reps, lambda g, s, t: g.maxflow(s, t, capacity="capacity"),
+                       lambda f: f.value, "maxflow (flows and cut)",
+                       "Graph.maxflow(s, t, capacity): the flow on every arc and a minimum cut, as ours returns")
 
 
 # Each kind's peers, in the order their lines are written.
