@@ -88,6 +88,8 @@
 //! the merge on stderr.
 
 mod aligned;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 mod kernel;
 #[cfg(test)]
 mod tests;

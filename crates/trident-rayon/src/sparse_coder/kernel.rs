@@ -11,7 +11,9 @@
 //! `fma`/`fmaf` where the target has no instruction (slowly, on CPUs older
 //! than 2013). Rust never fuses or reorders float operations on its own, so
 //! all three copies produce the same bits, and FMA halves the arithmetic of
-//! the hot loops.
+//! the hot loops. One more copy of the f32 step, fused with the next
+//! step's argmax, is written in AVX-512 intrinsics ([`super::avx512`]) with
+//! the same operations in the same order.
 //!
 //! An f32 signal whose coding reaches a question the f32 loop cannot settle
 //! (a pivot or a best correlation near rounding level, a norm outside the
@@ -69,7 +71,15 @@ pub(super) trait Float: Scalar {
     /// least -1) and the smallest index holding it: [`lane_max`] with this
     /// type's lanes, a tree of [`halve`], then [`first_index`].
     fn argmax(c: &[Self]) -> (usize, Self);
-    /// [`step`] with this type's block ([`step_blocks`]).
+    /// One Batch-OMP step's vector work: the new row `u_k = G_{j,:} - sum_t
+    /// ws_t u_t` of `U` (see [`code_signal`]), then `alpha -= c u_k` and
+    /// `cabs = |alpha|` (entries at -1, the atoms chosen, stay -1).
+    ///
+    /// In blocks of this type's width ([`step_blocks`]): each block of `u_k`
+    /// stays in registers while every row of `U` is subtracted from it, in
+    /// order of `t`, then is stored and updates `alpha`. (Whole-row passes
+    /// over `u_k`, a few rows of `U` each, spent more on loading and storing
+    /// `u_k` than on the multiply-adds.)
     fn step(
         prev: &[Self],
         uk: &mut [Self],
@@ -79,6 +89,25 @@ pub(super) trait Float: Scalar {
         alpha: &mut [Self],
         cabs: &mut [Self],
     );
+    /// [`Float::step`], then [`Float::argmax`] of the new `cabs` (the next step's
+    /// atom): the two in turn, or one fused pass where this type has one
+    /// for `isa` (f32 on AVX-512, [`super::avx512`]).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn step_argmax(
+        isa: Isa,
+        prev: &[Self],
+        uk: &mut [Self],
+        grow: &[Self],
+        ws: &[Self],
+        c: Self,
+        alpha: &mut [Self],
+        cabs: &mut [Self],
+    ) -> (usize, Self) {
+        let _ = isa;
+        Self::step(prev, uk, grow, ws, c, alpha, cabs);
+        Self::argmax(cabs)
+    }
 }
 
 impl Float for f64 {
@@ -190,6 +219,27 @@ impl Float for f32 {
         let m = lane_max::<f32, 16>(c);
         let m = halve::<f32, 1>(&halve::<f32, 2>(&halve::<f32, 4>(&halve::<f32, 8>(&m))));
         (first_index::<f32, 16>(c, m[0]), m[0])
+    }
+    #[inline(always)]
+    fn step_argmax(
+        isa: Isa,
+        prev: &[f32],
+        uk: &mut [f32],
+        grow: &[f32],
+        ws: &[f32],
+        c: f32,
+        alpha: &mut [f32],
+        cabs: &mut [f32],
+    ) -> (usize, f32) {
+        #[cfg(target_arch = "x86_64")]
+        if isa == Isa::Avx512 {
+            // SAFETY: `Isa::Avx512` is chosen only where the CPU has
+            // AVX-512F and FMA (`Isa::detect`).
+            return unsafe { super::avx512::step_argmax(prev, uk, grow, ws, c, alpha, cabs) };
+        }
+        let _ = isa;
+        Self::step(prev, uk, grow, ws, c, alpha, cabs);
+        Self::argmax(cabs)
     }
 }
 
@@ -436,6 +486,9 @@ struct Work<F> {
     zz: F,
     j: usize,
     c: F,
+    /// The best atom of the current `cabs` and its `|alpha|`, found by
+    /// [`begin`] or by the previous [`update`].
+    next: (usize, F),
 }
 
 impl<F: Float> Work<F> {
@@ -463,6 +516,7 @@ impl<F: Float> Work<F> {
             zz: F::ZERO,
             j: 0,
             c: F::ZERO,
+            next: (0, F::ZERO),
         }
     }
 }
@@ -696,15 +750,26 @@ fn alpha0_cols<F: Float, const A: usize>(
     }
 }
 
-/// `||x||^2` in f64, a sequential sum.
+/// `||x||^2` in f64: entry `i` goes to partial sum `i % 8`, each a
+/// sequential sum, and the eight are added in a fixed tree. Eight
+/// independent chains instead of one (a 64-entry signal was 256 cycles of
+/// FMA latency, twice per signal); the order is fixed, so every compiled
+/// copy gives the same bits.
 #[inline(always)]
 fn sumsq<F: Float>(x: &[F]) -> f64 {
-    let mut s = 0.0f64;
-    for &v in x {
-        let v = v.to_f64();
-        s = v.mul_add(v, s);
+    let mut s = [0.0f64; 8];
+    let mut chunks = x.chunks_exact(8);
+    for ch in &mut chunks {
+        for l in 0..8 {
+            let v = ch[l].to_f64();
+            s[l] = v.mul_add(v, s[l]);
+        }
     }
-    s
+    for (l, &v) in chunks.remainder().iter().enumerate() {
+        let v = v.to_f64();
+        s[l] = v.mul_add(v, s[l]);
+    }
+    ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]))
 }
 
 /// `||x - sum_t coef(t) d_{sel[t]}||^2` in f64, with the residual formed in
@@ -779,28 +844,7 @@ fn first_index<F: Float, const V: usize>(c: &[F], best: F) -> usize {
     i0.into_iter().chain(i1).fold(u32::MAX, u32::min) as usize
 }
 
-/// One Batch-OMP step's vector work: the new row `u_k = G_{j,:} - sum_t
-/// ws_t u_t` of `U` (see [`code_signal`]), then `alpha -= c u_k` and
-/// `cabs = |alpha|`.
-///
-/// In blocks of `kp`: each block of `u_k` stays in registers while every row
-/// of `U` is subtracted from it, in order of `t`, then is stored and updates
-/// `alpha`. (Whole-row passes over `u_k`, a few rows of `U` each, spent more
-/// on loading and storing `u_k` than on the multiply-adds.)
-#[inline(always)]
-fn step<F: Float>(
-    prev: &[F],
-    uk: &mut [F],
-    grow: &[F],
-    ws: &[F],
-    c: F,
-    alpha: &mut [F],
-    cabs: &mut [F],
-) {
-    F::step(prev, uk, grow, ws, c, alpha, cabs)
-}
-
-/// [`step`] in blocks of `B` entries, then (when `kp` is not a multiple of
+/// [`Float::step`] in blocks of `B` entries, then (when `kp` is not a multiple of
 /// `B`) of `B / 2` and `B / 4`, which covers any multiple of [`W`].
 #[inline(always)]
 fn step_blocks<F: Float, const B: usize, const B2: usize, const B4: usize>(
@@ -820,7 +864,7 @@ fn step_blocks<F: Float, const B: usize, const B2: usize, const B4: usize>(
     step_cols::<F, B4>(prev, uk, grow, ws, c, alpha, cabs, b..kp);
 }
 
-/// [`step`] for the entries `cols` (a multiple of `B` long), in blocks of
+/// [`Float::step`] for the entries `cols` (a multiple of `B` long), in blocks of
 /// `B`: per entry the same operations in the same order whatever `B`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -856,7 +900,11 @@ fn step_cols<F: Float, const B: usize>(
         for l in 0..B {
             let a = (-c).mul_add(acc[l], alpha[l]);
             alpha[l] = a;
-            cabs[l] = a.abs();
+            cabs[l] = if cabs[l] == F::NEG_ONE {
+                F::NEG_ONE
+            } else {
+                a.abs()
+            };
         }
     }
 }
@@ -980,6 +1028,7 @@ fn begin<F: Float>(p: &Prepared<F>, a0: &[F], xx: f64, w: &mut Work<F>) -> State
     for (c, &a) in w.cabs.iter_mut().zip(a0) {
         *c = a.abs();
     }
+    w.next = F::argmax(&w.cabs);
     State::Go
 }
 
@@ -989,7 +1038,7 @@ fn begin<F: Float>(p: &Prepared<F>, a0: &[F], xx: f64, w: &mut Work<F>) -> State
 fn select<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>) -> State {
     let kp = p.kp;
     let count = w.count;
-    let (j, best) = F::argmax(&w.cabs);
+    let (j, best) = w.next;
     if best.to_f64() <= w.floor {
         // f64: zero up to rounding, nothing left that the dictionary can
         // reach, or a duplicate of a chosen atom (reference rule 4).
@@ -1029,6 +1078,7 @@ fn select<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>) -> State {
     let zk = w.alpha[j] / lkk;
     w.z[count] = zk;
     w.sel[count] = j;
+    w.cabs[j] = F::NEG_ONE;
     let count = count + 1;
     w.count = count;
     w.zz += zk * zk;
@@ -1058,7 +1108,8 @@ fn update<F: Float>(p: &Prepared<F>, w: &mut Work<F>) {
         w.u.resize(count * kp, F::ZERO);
     }
     let (prev, uk) = w.u[..count * kp].split_at_mut((count - 1) * kp);
-    step(
+    w.next = F::step_argmax(
+        p.isa,
         prev,
         uk,
         &p.g[j * kp..(j + 1) * kp],
@@ -1067,9 +1118,6 @@ fn update<F: Float>(p: &Prepared<F>, w: &mut Work<F>) {
         &mut w.alpha,
         &mut w.cabs,
     );
-    for &s in &w.sel[..count] {
-        w.cabs[s] = F::NEG_ONE;
-    }
 }
 
 /// Ends a signal whose loop is [`State::Done`]: `gamma = L^-T z`, refined if

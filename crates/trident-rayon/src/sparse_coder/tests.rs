@@ -417,3 +417,70 @@ fn f32_ill_conditioned_codes_are_refined_in_f64() {
     let (got, wide) = near_collinear_pair(0.01);
     assert!(got == wide, "pivots below REDO are not handed over");
 }
+
+/// The fused AVX-512 step (`avx512::step_argmax`) against the generic step
+/// then argmax, on the same inputs: every entry of `u_k`, `alpha` and `cabs`
+/// the same bits, and the same best atom. Small-integer values make ties
+/// common (within a vector, across the two chains, across lanes), some
+/// atoms are chosen (-1) and some `alpha` NaN; `kp` covers the 128-entry
+/// blocks and the 32-entry tail.
+#[test]
+fn fused_step_matches_step_then_argmax() {
+    use super::kernel::Float;
+    if Isa::detect() != Isa::Avx512 {
+        eprintln!("no AVX-512 on this CPU: nothing to compare");
+        return;
+    }
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |m: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % m
+    };
+    let mut cases = 0;
+    for kp in [32, 64, 128, 160, 256, 288] {
+        for rows in [0, 1, 5] {
+            for _ in 0..40 {
+                let small = |v: u64| v as f32 - 4.0;
+                let prev: Vec<f32> = (0..rows * kp).map(|_| small(next(9)) * 0.5).collect();
+                let grow: Vec<f32> = (0..kp).map(|_| small(next(9))).collect();
+                let ws: Vec<f32> = (0..rows).map(|_| small(next(9)) * 0.25).collect();
+                let c = small(next(9)) * 0.5;
+                let mut alpha: Vec<f32> = (0..kp).map(|_| small(next(9))).collect();
+                let mut cabs: Vec<f32> = alpha.iter().map(|a| a.abs()).collect();
+                for _ in 0..next(4) {
+                    alpha[next(kp as u64) as usize] = f32::NAN;
+                }
+                let chosen = next(kp as u64 + 1) as usize;
+                for _ in 0..chosen {
+                    cabs[next(kp as u64) as usize] = -1.0;
+                }
+                let (mut uk1, mut a1, mut c1) = (vec![0.0; kp], alpha.clone(), cabs.clone());
+                let (mut uk2, mut a2, mut c2) = (vec![0.0; kp], alpha, cabs);
+                let fused = f32::step_argmax(
+                    Isa::Avx512,
+                    &prev,
+                    &mut uk1,
+                    &grow,
+                    &ws,
+                    c,
+                    &mut a1,
+                    &mut c1,
+                );
+                f32::step(&prev, &mut uk2, &grow, &ws, c, &mut a2, &mut c2);
+                let plain = f32::argmax(&c2);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&uk1), bits(&uk2), "u_k, kp {kp}");
+                assert_eq!(bits(&a1), bits(&a2), "alpha, kp {kp}");
+                assert_eq!(bits(&c1), bits(&c2), "cabs, kp {kp}");
+                assert_eq!(fused.1.to_bits(), plain.1.to_bits(), "best, kp {kp}");
+                if plain.1 > -1.0 {
+                    assert_eq!(fused.0, plain.0, "index of {}, kp {kp}", plain.1);
+                }
+                cases += 1;
+            }
+        }
+    }
+    assert_eq!(cases, 6 * 3 * 40);
+}
