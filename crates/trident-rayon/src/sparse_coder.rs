@@ -89,6 +89,8 @@
 
 mod aligned;
 #[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
 mod avx512;
 mod kernel;
 #[cfg(test)]

@@ -11,9 +11,9 @@
 //! `fma`/`fmaf` where the target has no instruction (slowly, on CPUs older
 //! than 2013). Rust never fuses or reorders float operations on its own, so
 //! all three copies produce the same bits, and FMA halves the arithmetic of
-//! the hot loops. One more copy of the f32 step, fused with the next
-//! step's argmax, is written in AVX-512 intrinsics ([`super::avx512`]) with
-//! the same operations in the same order.
+//! the hot loops. The f32 step fused with the next step's argmax is
+//! written in intrinsics for AVX-512 and AVX2 ([`super::avx512`],
+//! [`super::avx2`]), with the same operations in the same order.
 //!
 //! An f32 signal whose coding reaches a question the f32 loop cannot settle
 //! (a pivot or a best correlation near rounding level, a norm outside the
@@ -91,7 +91,8 @@ pub(super) trait Float: Scalar {
     );
     /// [`Float::step`], then [`Float::argmax`] of the new `cabs` (the next step's
     /// atom): the two in turn, or one fused pass where this type has one
-    /// for `isa` (f32 on AVX-512, [`super::avx512`]).
+    /// for `isa` (f32 on AVX-512 and on AVX2: [`super::avx512`],
+    /// [`super::avx2`]).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn step_argmax(
@@ -232,10 +233,17 @@ impl Float for f32 {
         cabs: &mut [f32],
     ) -> (usize, f32) {
         #[cfg(target_arch = "x86_64")]
-        if isa == Isa::Avx512 {
+        match isa {
             // SAFETY: `Isa::Avx512` is chosen only where the CPU has
             // AVX-512F and FMA (`Isa::detect`).
-            return unsafe { super::avx512::step_argmax(prev, uk, grow, ws, c, alpha, cabs) };
+            Isa::Avx512 => {
+                return unsafe { super::avx512::step_argmax(prev, uk, grow, ws, c, alpha, cabs) };
+            }
+            // SAFETY: likewise AVX2 and FMA.
+            Isa::Avx2 => {
+                return unsafe { super::avx2::step_argmax(prev, uk, grow, ws, c, alpha, cabs) };
+            }
+            Isa::Baseline => {}
         }
         let _ = isa;
         Self::step(prev, uk, grow, ws, c, alpha, cabs);

@@ -418,17 +418,21 @@ fn f32_ill_conditioned_codes_are_refined_in_f64() {
     assert!(got == wide, "pivots below REDO are not handed over");
 }
 
-/// The fused AVX-512 step (`avx512::step_argmax`) against the generic step
-/// then argmax, on the same inputs: every entry of `u_k`, `alpha` and `cabs`
-/// the same bits, and the same best atom. Small-integer values make ties
+/// The fused steps (`avx512::step_argmax`, `avx2::step_argmax`) against the
+/// generic step then argmax, on the same inputs: every entry of `u_k`,
+/// `alpha` and `cabs` the same bits, and the same best atom. Small-integer values make ties
 /// common (within a vector, across the two chains, across lanes), some
 /// atoms are chosen (-1) and some `alpha` NaN; `kp` covers the 128-entry
 /// blocks and the 32-entry tail.
 #[test]
 fn fused_step_matches_step_then_argmax() {
     use super::kernel::Float;
-    if Isa::detect() != Isa::Avx512 {
-        eprintln!("no AVX-512 on this CPU: nothing to compare");
+    let fused: Vec<Isa> = Isa::available()
+        .into_iter()
+        .filter(|&i| i != Isa::Baseline)
+        .collect();
+    if fused.is_empty() {
+        eprintln!("no AVX2 or AVX-512 on this CPU: nothing to compare");
         return;
     }
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
@@ -439,7 +443,10 @@ fn fused_step_matches_step_then_argmax() {
         (state >> 33) % m
     };
     let mut cases = 0;
-    for kp in [32, 64, 128, 160, 256, 288] {
+    for (isa, kp) in fused
+        .iter()
+        .flat_map(|&i| [32, 64, 96, 128, 160, 256, 288].map(|k| (i, k)))
+    {
         for rows in [0, 1, 5] {
             for _ in 0..40 {
                 let small = |v: u64| v as f32 - 4.0;
@@ -458,29 +465,20 @@ fn fused_step_matches_step_then_argmax() {
                 }
                 let (mut uk1, mut a1, mut c1) = (vec![0.0; kp], alpha.clone(), cabs.clone());
                 let (mut uk2, mut a2, mut c2) = (vec![0.0; kp], alpha, cabs);
-                let fused = f32::step_argmax(
-                    Isa::Avx512,
-                    &prev,
-                    &mut uk1,
-                    &grow,
-                    &ws,
-                    c,
-                    &mut a1,
-                    &mut c1,
-                );
+                let got = f32::step_argmax(isa, &prev, &mut uk1, &grow, &ws, c, &mut a1, &mut c1);
                 f32::step(&prev, &mut uk2, &grow, &ws, c, &mut a2, &mut c2);
                 let plain = f32::argmax(&c2);
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&uk1), bits(&uk2), "u_k, kp {kp}");
-                assert_eq!(bits(&a1), bits(&a2), "alpha, kp {kp}");
-                assert_eq!(bits(&c1), bits(&c2), "cabs, kp {kp}");
-                assert_eq!(fused.1.to_bits(), plain.1.to_bits(), "best, kp {kp}");
+                assert_eq!(bits(&uk1), bits(&uk2), "{isa:?} u_k, kp {kp}");
+                assert_eq!(bits(&a1), bits(&a2), "{isa:?} alpha, kp {kp}");
+                assert_eq!(bits(&c1), bits(&c2), "{isa:?} cabs, kp {kp}");
+                assert_eq!(got.1.to_bits(), plain.1.to_bits(), "{isa:?} best, kp {kp}");
                 if plain.1 > -1.0 {
-                    assert_eq!(fused.0, plain.0, "index of {}, kp {kp}", plain.1);
+                    assert_eq!(got.0, plain.0, "{isa:?} index of {}, kp {kp}", plain.1);
                 }
                 cases += 1;
             }
         }
     }
-    assert_eq!(cases, 6 * 3 * 40);
+    assert_eq!(cases, fused.len() * 7 * 3 * 40);
 }
