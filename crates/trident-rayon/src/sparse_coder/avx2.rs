@@ -11,37 +11,27 @@
 
 use std::arch::x86_64::*;
 
+use super::kernel::Step;
+
 /// [`super::avx512::step_argmax`] on AVX2 + FMA.
 ///
 /// # Safety
 /// The CPU must have AVX2 and FMA.
 ///
 /// # Panics
-/// When `kp = uk.len()` is not a multiple of 32, or `prev`, `grow`, `alpha`
-/// or `cabs` is shorter than the step reads.
+/// When the operands' lengths do not fit ([`Step::checked_kp`]).
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn step_argmax(
-    prev: &[f32],
-    uk: &mut [f32],
-    grow: &[f32],
-    ws: &[f32],
-    c: f32,
-    alpha: &mut [f32],
-    cabs: &mut [f32],
-) -> (usize, f32) {
-    let kp = uk.len();
-    assert!(kp.is_multiple_of(32), "rows padded to 32 atoms");
-    assert!(grow.len() >= kp && alpha.len() >= kp && cabs.len() >= kp);
-    assert!(prev.len() >= ws.len() * kp);
+pub(super) unsafe fn step_argmax(s: &mut Step<'_, f32>) -> (usize, f32) {
+    let kp = s.checked_kp();
     let mut m = Max::new();
     let whole = kp / 64 * 64;
     for b in (0..whole).step_by(64) {
-        // SAFETY: `b + 64 <= kp` and the asserts above bound every access.
-        unsafe { block::<8>(b, prev, uk, grow, ws, c, alpha, cabs, &mut m) };
+        // SAFETY: `b + 64 <= kp`, and `checked_kp` bounds every access.
+        unsafe { block::<8>(b, s, &mut m) };
     }
     for b in (whole..kp).step_by(32) {
         // SAFETY: `b + 32 <= kp`, as above.
-        unsafe { block::<4>(b, prev, uk, grow, ws, c, alpha, cabs, &mut m) };
+        unsafe { block::<4>(b, s, &mut m) };
     }
     m.reduce()
 }
@@ -113,44 +103,33 @@ impl Max {
 /// of `t`.
 ///
 /// # Safety
-/// AVX2 and FMA; `b + 8 V <= kp` with the lengths asserted by
-/// [`step_argmax`].
-#[allow(clippy::too_many_arguments)]
+/// AVX2 and FMA; `b + 8 V <= kp`, with `s`'s lengths checked
+/// ([`Step::checked_kp`]).
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-unsafe fn block<const V: usize>(
-    b: usize,
-    prev: &[f32],
-    uk: &mut [f32],
-    grow: &[f32],
-    ws: &[f32],
-    c: f32,
-    alpha: &mut [f32],
-    cabs: &mut [f32],
-    m: &mut Max,
-) {
-    let kp = uk.len();
+unsafe fn block<const V: usize>(b: usize, s: &mut Step<'_, f32>, m: &mut Max) {
+    let kp = s.uk.len();
     // SAFETY: the caller's bounds: every pointer below stays within its
     // slice (`b + 8 V <= kp`, rows `t < ws.len()` of `prev`).
     unsafe {
         let mut acc: [__m256; V] =
-            std::array::from_fn(|l| _mm256_loadu_ps(grow.as_ptr().add(b + 8 * l)));
-        for (t, &w) in ws.iter().enumerate() {
+            std::array::from_fn(|l| _mm256_loadu_ps(s.grow.as_ptr().add(b + 8 * l)));
+        for (t, &w) in s.ws.iter().enumerate() {
             let nw = _mm256_set1_ps(-w);
-            let row = prev.as_ptr().add(t * kp + b);
+            let row = s.prev.as_ptr().add(t * kp + b);
             for (l, a) in acc.iter_mut().enumerate() {
                 *a = _mm256_fmadd_ps(nw, _mm256_loadu_ps(row.add(8 * l)), *a);
             }
         }
-        let (negc, neg1) = (_mm256_set1_ps(-c), _mm256_set1_ps(-1.0));
+        let (negc, neg1) = (_mm256_set1_ps(-s.c), _mm256_set1_ps(-1.0));
         let magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(i32::MAX));
         for (l, &u) in acc.iter().enumerate() {
             let e = b + 8 * l;
-            _mm256_storeu_ps(uk.as_mut_ptr().add(e), u);
-            let pa = alpha.as_mut_ptr().add(e);
+            _mm256_storeu_ps(s.uk.as_mut_ptr().add(e), u);
+            let pa = s.alpha.as_mut_ptr().add(e);
             let a = _mm256_fmadd_ps(negc, u, _mm256_loadu_ps(pa));
             _mm256_storeu_ps(pa, a);
-            let pc = cabs.as_mut_ptr().add(e);
+            let pc = s.cabs.as_mut_ptr().add(e);
             let chosen = _mm256_cmp_ps::<_CMP_EQ_OQ>(_mm256_loadu_ps(pc), neg1);
             let x = _mm256_blendv_ps(_mm256_and_ps(a, magnitude), neg1, chosen);
             _mm256_storeu_ps(pc, x);

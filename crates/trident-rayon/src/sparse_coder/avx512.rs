@@ -16,6 +16,8 @@
 
 use std::arch::x86_64::*;
 
+use super::kernel::Step;
+
 /// `u_k = grow - sum_t ws_t prev_t`, `alpha -= c u_k`, `cabs = |alpha|`
 /// except where `cabs` is -1 (atoms already chosen, which stay -1), then
 /// the largest entry of the new `cabs` and the smallest index holding it.
@@ -26,31 +28,19 @@ use std::arch::x86_64::*;
 /// The CPU must have AVX-512F and FMA.
 ///
 /// # Panics
-/// When `kp = uk.len()` is not a multiple of 32, or `prev`, `grow`, `alpha`
-/// or `cabs` is shorter than the step reads.
+/// When the operands' lengths do not fit ([`Step::checked_kp`]).
 #[target_feature(enable = "avx512f,fma")]
-pub(super) unsafe fn step_argmax(
-    prev: &[f32],
-    uk: &mut [f32],
-    grow: &[f32],
-    ws: &[f32],
-    c: f32,
-    alpha: &mut [f32],
-    cabs: &mut [f32],
-) -> (usize, f32) {
-    let kp = uk.len();
-    assert!(kp.is_multiple_of(32), "rows padded to 32 atoms");
-    assert!(grow.len() >= kp && alpha.len() >= kp && cabs.len() >= kp);
-    assert!(prev.len() >= ws.len() * kp);
+pub(super) unsafe fn step_argmax(s: &mut Step<'_, f32>) -> (usize, f32) {
+    let kp = s.checked_kp();
     let mut m = Max::new();
     let whole = kp / 128 * 128;
     for b in (0..whole).step_by(128) {
-        // SAFETY: `b + 128 <= kp` and the asserts above bound every access.
-        unsafe { block::<8>(b, prev, uk, grow, ws, c, alpha, cabs, &mut m) };
+        // SAFETY: `b + 128 <= kp`, and `checked_kp` bounds every access.
+        unsafe { block::<8>(b, s, &mut m) };
     }
     for b in (whole..kp).step_by(32) {
         // SAFETY: `b + 32 <= kp`, as above.
-        unsafe { block::<2>(b, prev, uk, grow, ws, c, alpha, cabs, &mut m) };
+        unsafe { block::<2>(b, s, &mut m) };
     }
     m.reduce()
 }
@@ -112,43 +102,32 @@ impl Max {
 /// of `t` (the generic step's block and order: 8 vectors is its 128).
 ///
 /// # Safety
-/// AVX-512F and FMA; `b + 16 V <= kp` with the lengths asserted by
-/// [`step_argmax`].
-#[allow(clippy::too_many_arguments)]
+/// AVX-512F and FMA; `b + 16 V <= kp`, with `s`'s lengths checked
+/// ([`Step::checked_kp`]).
 #[target_feature(enable = "avx512f,fma")]
 #[inline]
-unsafe fn block<const V: usize>(
-    b: usize,
-    prev: &[f32],
-    uk: &mut [f32],
-    grow: &[f32],
-    ws: &[f32],
-    c: f32,
-    alpha: &mut [f32],
-    cabs: &mut [f32],
-    m: &mut Max,
-) {
-    let kp = uk.len();
+unsafe fn block<const V: usize>(b: usize, s: &mut Step<'_, f32>, m: &mut Max) {
+    let kp = s.uk.len();
     // SAFETY: the caller's bounds: every pointer below stays within its
     // slice (`b + 16 V <= kp`, rows `t < ws.len()` of `prev`).
     unsafe {
         let mut acc: [__m512; V] =
-            std::array::from_fn(|l| _mm512_loadu_ps(grow.as_ptr().add(b + 16 * l)));
-        for (t, &w) in ws.iter().enumerate() {
+            std::array::from_fn(|l| _mm512_loadu_ps(s.grow.as_ptr().add(b + 16 * l)));
+        for (t, &w) in s.ws.iter().enumerate() {
             let nw = _mm512_set1_ps(-w);
-            let row = prev.as_ptr().add(t * kp + b);
+            let row = s.prev.as_ptr().add(t * kp + b);
             for (l, a) in acc.iter_mut().enumerate() {
                 *a = _mm512_fmadd_ps(nw, _mm512_loadu_ps(row.add(16 * l)), *a);
             }
         }
-        let (negc, neg1) = (_mm512_set1_ps(-c), _mm512_set1_ps(-1.0));
+        let (negc, neg1) = (_mm512_set1_ps(-s.c), _mm512_set1_ps(-1.0));
         for (l, &u) in acc.iter().enumerate() {
             let e = b + 16 * l;
-            _mm512_storeu_ps(uk.as_mut_ptr().add(e), u);
-            let pa = alpha.as_mut_ptr().add(e);
+            _mm512_storeu_ps(s.uk.as_mut_ptr().add(e), u);
+            let pa = s.alpha.as_mut_ptr().add(e);
             let a = _mm512_fmadd_ps(negc, u, _mm512_loadu_ps(pa));
             _mm512_storeu_ps(pa, a);
-            let pc = cabs.as_mut_ptr().add(e);
+            let pc = s.cabs.as_mut_ptr().add(e);
             let chosen = _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(_mm512_loadu_ps(pc), neg1);
             let x = _mm512_mask_mov_ps(_mm512_abs_ps(a), chosen, neg1);
             _mm512_storeu_ps(pc, x);

@@ -80,34 +80,43 @@ pub(super) trait Float: Scalar {
     /// order of `t`, then is stored and updates `alpha`. (Whole-row passes
     /// over `u_k`, a few rows of `U` each, spent more on loading and storing
     /// `u_k` than on the multiply-adds.)
-    fn step(
-        prev: &[Self],
-        uk: &mut [Self],
-        grow: &[Self],
-        ws: &[Self],
-        c: Self,
-        alpha: &mut [Self],
-        cabs: &mut [Self],
-    );
+    fn step(s: &mut Step<'_, Self>);
     /// [`Float::step`], then [`Float::argmax`] of the new `cabs` (the next step's
     /// atom): the two in turn, or one fused pass where this type has one
     /// for `isa` (f32 on AVX-512 and on AVX2: [`super::avx512`],
     /// [`super::avx2`]).
-    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn step_argmax(
-        isa: Isa,
-        prev: &[Self],
-        uk: &mut [Self],
-        grow: &[Self],
-        ws: &[Self],
-        c: Self,
-        alpha: &mut [Self],
-        cabs: &mut [Self],
-    ) -> (usize, Self) {
+    fn step_argmax(isa: Isa, s: &mut Step<'_, Self>) -> (usize, Self) {
         let _ = isa;
-        Self::step(prev, uk, grow, ws, c, alpha, cabs);
-        Self::argmax(cabs)
+        Self::step(s);
+        Self::argmax(s.cabs)
+    }
+}
+
+/// The operands of one Batch-OMP step ([`Float::step`]): the rows of `U` so
+/// far (`prev`, `ws.len()` rows of `kp`), the new row `u_k`, row `j` of `G`,
+/// the rows' weights `ws`, the multiplier `c`, and the correlations with
+/// their magnitudes.
+pub(super) struct Step<'a, F> {
+    pub(super) prev: &'a [F],
+    pub(super) uk: &'a mut [F],
+    pub(super) grow: &'a [F],
+    pub(super) ws: &'a [F],
+    pub(super) c: F,
+    pub(super) alpha: &'a mut [F],
+    pub(super) cabs: &'a mut [F],
+}
+
+impl<F> Step<'_, F> {
+    /// `kp` (the length of `u_k`), after checking that it is a multiple of
+    /// [`W`] and that every slice holds what the step reads: the intrinsics
+    /// kernels index by raw pointers within these bounds.
+    pub(super) fn checked_kp(&self) -> usize {
+        let kp = self.uk.len();
+        assert!(kp.is_multiple_of(W), "rows padded to {W} atoms");
+        assert!(self.grow.len() >= kp && self.alpha.len() >= kp && self.cabs.len() >= kp);
+        assert!(self.prev.len() >= self.ws.len() * kp);
+        kp
     }
 }
 
@@ -141,16 +150,8 @@ impl Float for f64 {
     /// 64 entries: 8 AVX-512 registers of `u_k`, enough chains for two
     /// multiply-adds a cycle.
     #[inline(always)]
-    fn step(
-        prev: &[f64],
-        uk: &mut [f64],
-        grow: &[f64],
-        ws: &[f64],
-        c: f64,
-        alpha: &mut [f64],
-        cabs: &mut [f64],
-    ) {
-        step_blocks::<f64, 64, 32, 16>(prev, uk, grow, ws, c, alpha, cabs)
+    fn step(s: &mut Step<'_, f64>) {
+        step_blocks::<f64, 64, 32, 16>(s)
     }
     /// 8 lanes: one 512-bit vector.
     #[inline(always)]
@@ -203,16 +204,8 @@ impl Float for f32 {
     }
     /// 128 entries: 8 AVX-512 registers of `u_k` (see the f64 copy).
     #[inline(always)]
-    fn step(
-        prev: &[f32],
-        uk: &mut [f32],
-        grow: &[f32],
-        ws: &[f32],
-        c: f32,
-        alpha: &mut [f32],
-        cabs: &mut [f32],
-    ) {
-        step_blocks::<f32, 128, 64, 32>(prev, uk, grow, ws, c, alpha, cabs)
+    fn step(s: &mut Step<'_, f32>) {
+        step_blocks::<f32, 128, 64, 32>(s)
     }
     /// 16 lanes: one 512-bit vector.
     #[inline(always)]
@@ -222,32 +215,19 @@ impl Float for f32 {
         (first_index::<f32, 16>(c, m[0]), m[0])
     }
     #[inline(always)]
-    fn step_argmax(
-        isa: Isa,
-        prev: &[f32],
-        uk: &mut [f32],
-        grow: &[f32],
-        ws: &[f32],
-        c: f32,
-        alpha: &mut [f32],
-        cabs: &mut [f32],
-    ) -> (usize, f32) {
+    fn step_argmax(isa: Isa, s: &mut Step<'_, f32>) -> (usize, f32) {
         #[cfg(target_arch = "x86_64")]
         match isa {
             // SAFETY: `Isa::Avx512` is chosen only where the CPU has
             // AVX-512F and FMA (`Isa::detect`).
-            Isa::Avx512 => {
-                return unsafe { super::avx512::step_argmax(prev, uk, grow, ws, c, alpha, cabs) };
-            }
+            Isa::Avx512 => return unsafe { super::avx512::step_argmax(s) },
             // SAFETY: likewise AVX2 and FMA.
-            Isa::Avx2 => {
-                return unsafe { super::avx2::step_argmax(prev, uk, grow, ws, c, alpha, cabs) };
-            }
+            Isa::Avx2 => return unsafe { super::avx2::step_argmax(s) },
             Isa::Baseline => {}
         }
         let _ = isa;
-        Self::step(prev, uk, grow, ws, c, alpha, cabs);
-        Self::argmax(cabs)
+        Self::step(s);
+        Self::argmax(s.cabs)
     }
 }
 
@@ -855,55 +835,37 @@ fn first_index<F: Float, const V: usize>(c: &[F], best: F) -> usize {
 /// [`Float::step`] in blocks of `B` entries, then (when `kp` is not a multiple of
 /// `B`) of `B / 2` and `B / 4`, which covers any multiple of [`W`].
 #[inline(always)]
-fn step_blocks<F: Float, const B: usize, const B2: usize, const B4: usize>(
-    prev: &[F],
-    uk: &mut [F],
-    grow: &[F],
-    ws: &[F],
-    c: F,
-    alpha: &mut [F],
-    cabs: &mut [F],
-) {
+fn step_blocks<F: Float, const B: usize, const B2: usize, const B4: usize>(s: &mut Step<'_, F>) {
     const { assert!(B == 2 * B2 && B2 == 2 * B4 && B2.is_multiple_of(W) && W.is_multiple_of(B4)) };
-    let kp = uk.len();
+    let kp = s.uk.len();
     let (a, b) = (kp / B * B, kp / B2 * B2);
-    step_cols::<F, B>(prev, uk, grow, ws, c, alpha, cabs, 0..a);
-    step_cols::<F, B2>(prev, uk, grow, ws, c, alpha, cabs, a..b);
-    step_cols::<F, B4>(prev, uk, grow, ws, c, alpha, cabs, b..kp);
+    step_cols::<F, B>(s, 0..a);
+    step_cols::<F, B2>(s, a..b);
+    step_cols::<F, B4>(s, b..kp);
 }
 
 /// [`Float::step`] for the entries `cols` (a multiple of `B` long), in blocks of
 /// `B`: per entry the same operations in the same order whatever `B`.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn step_cols<F: Float, const B: usize>(
-    prev: &[F],
-    uk: &mut [F],
-    grow: &[F],
-    ws: &[F],
-    c: F,
-    alpha: &mut [F],
-    cabs: &mut [F],
-    cols: Range<usize>,
-) {
-    let kp = uk.len();
+fn step_cols<F: Float, const B: usize>(s: &mut Step<'_, F>, cols: Range<usize>) {
+    let (kp, c) = (s.uk.len(), s.c);
     for b in cols.step_by(B) {
         // Each slice has exactly B elements, so the conversions cannot fail.
         #[allow(clippy::unwrap_used)]
-        let mut acc: [F; B] = grow[b..b + B].try_into().unwrap();
-        for (t, &w) in ws.iter().enumerate() {
+        let mut acc: [F; B] = s.grow[b..b + B].try_into().unwrap();
+        for (t, &w) in s.ws.iter().enumerate() {
             #[allow(clippy::unwrap_used)]
-            let row: &[F; B] = prev[t * kp + b..t * kp + b + B].try_into().unwrap();
+            let row: &[F; B] = s.prev[t * kp + b..t * kp + b + B].try_into().unwrap();
             let w = -w;
             for l in 0..B {
                 acc[l] = w.mul_add(row[l], acc[l]);
             }
         }
-        uk[b..b + B].copy_from_slice(&acc);
+        s.uk[b..b + B].copy_from_slice(&acc);
         #[allow(clippy::unwrap_used)]
         let (alpha, cabs): (&mut [F; B], &mut [F; B]) = (
-            (&mut alpha[b..b + B]).try_into().unwrap(),
-            (&mut cabs[b..b + B]).try_into().unwrap(),
+            (&mut s.alpha[b..b + B]).try_into().unwrap(),
+            (&mut s.cabs[b..b + B]).try_into().unwrap(),
         );
         for l in 0..B {
             let a = (-c).mul_add(acc[l], alpha[l]);
@@ -1116,16 +1078,16 @@ fn update<F: Float>(p: &Prepared<F>, w: &mut Work<F>) {
         w.u.resize(count * kp, F::ZERO);
     }
     let (prev, uk) = w.u[..count * kp].split_at_mut((count - 1) * kp);
-    w.next = F::step_argmax(
-        p.isa,
+    let mut s = Step {
         prev,
         uk,
-        &p.g[j * kp..(j + 1) * kp],
-        &w.ws[..count - 1],
-        w.c,
-        &mut w.alpha,
-        &mut w.cabs,
-    );
+        grow: &p.g[j * kp..(j + 1) * kp],
+        ws: &w.ws[..count - 1],
+        c: w.c,
+        alpha: &mut w.alpha,
+        cabs: &mut w.cabs,
+    };
+    w.next = F::step_argmax(p.isa, &mut s);
 }
 
 /// Ends a signal whose loop is [`State::Done`]: `gamma = L^-T z`, refined if

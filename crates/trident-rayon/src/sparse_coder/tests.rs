@@ -426,7 +426,7 @@ fn f32_ill_conditioned_codes_are_refined_in_f64() {
 /// blocks and the 32-entry tail.
 #[test]
 fn fused_step_matches_step_then_argmax() {
-    use super::kernel::Float;
+    use super::kernel::{Float, Step};
     let fused: Vec<Isa> = Isa::available()
         .into_iter()
         .filter(|&i| i != Isa::Baseline)
@@ -465,8 +465,17 @@ fn fused_step_matches_step_then_argmax() {
                 }
                 let (mut uk1, mut a1, mut c1) = (vec![0.0; kp], alpha.clone(), cabs.clone());
                 let (mut uk2, mut a2, mut c2) = (vec![0.0; kp], alpha, cabs);
-                let got = f32::step_argmax(isa, &prev, &mut uk1, &grow, &ws, c, &mut a1, &mut c1);
-                f32::step(&prev, &mut uk2, &grow, &ws, c, &mut a2, &mut c2);
+                let step = |uk, alpha, cabs| Step {
+                    prev: &prev,
+                    uk,
+                    grow: &grow,
+                    ws: &ws,
+                    c,
+                    alpha,
+                    cabs,
+                };
+                let got = f32::step_argmax(isa, &mut step(&mut uk1, &mut a1, &mut c1));
+                f32::step(&mut step(&mut uk2, &mut a2, &mut c2));
                 let plain = f32::argmax(&c2);
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&uk1), bits(&uk2), "{isa:?} u_k, kp {kp}");
