@@ -21,6 +21,10 @@
 //!   `||r||^2 = ||x||^2 - ||z||^2`; `gamma = L^-T z` is solved once at the
 //!   end. This is the same computation as the paper's `alpha0 - G_I gamma`
 //!   with the per-step solves folded into `V` (details in `kernel`).
+//! - A step's row update also finds the next step's atom (the largest
+//!   `|alpha|` and its first index, tracked per lane as `alpha` is written):
+//!   f32 on AVX-512 and AVX2, in intrinsics (`avx512`, `avx2`); elsewhere
+//!   the update and then a separate argmax, with the same results.
 //!
 //! Precision: f64 inputs run everything in f64. f32 inputs run the hot loops
 //! (`alpha0`, the row updates, the argmax) and the Cholesky factor in f32:
