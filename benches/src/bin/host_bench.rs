@@ -11,8 +11,10 @@
 //!    (`Trident` over CUDA and rayon with its measured cost model): which
 //!    backend it chose and its time against the faster of the two.
 //! 3. Crossover sweeps: rayon against CUDA host-to-host over growing sizes,
-//!    per primitive, and the first size from which CUDA wins (the cost
-//!    model's constants, `crates/trident/src/cost.rs`).
+//!    per primitive (max-flow on 2-D and 3-D grids), and the first size from
+//!    which CUDA wins (the cost model's constants,
+//!    `crates/trident/src/cost.rs`). OMP and max-flow cases have no
+//!    device-resident time (no bound is printed for them).
 //! 4. Cold start: a fresh process (this binary with `--first-call PRIM`)
 //!    times opening the device and its first call of each primitive, with an
 //!    empty kernel cache directory and then with the one that run filled;
@@ -64,11 +66,12 @@ type RunFn = Box<dyn Fn(&dyn Primitives) -> Result<()>>;
 type DeviceFn = Box<dyn Fn(&CudaBackend) -> Result<f64>>;
 
 /// One host-to-host case: how to run it on a backend, its device time on
-/// CUDA, and the bytes it moves each way.
+/// CUDA (where the device API has the primitive), and the bytes it moves
+/// each way.
 struct Case {
     name: String,
     run: RunFn,
-    device_ms: DeviceFn,
+    device_ms: Option<DeviceFn>,
     up: usize,
     down: Box<dyn Fn() -> usize>,
 }
@@ -92,7 +95,7 @@ fn gemm_case(n: usize) -> Case {
                 MatMut::dense(&mut c, n, n)?,
             )
         }),
-        device_ms: Box::new(move |be| {
+        device_ms: Some(Box::new(move |be| {
             use trident_core::{DenseGemmDevice, DeviceMat};
             let mk = |v: &[f32]| -> Result<DeviceMat<trident_cuda::CudaBuffer<f32>>> {
                 Ok(DeviceMat {
@@ -107,7 +110,7 @@ fn gemm_case(n: usize) -> Case {
             device(be, 10, 2, || {
                 be.gemm_device(&GemmParams::default(), &da, &db, &mut dc)
             })
-        }),
+        })),
         up: 2 * n * n * 4,
         down: Box::new(move || n * n * 4),
     }
@@ -130,10 +133,10 @@ fn spgemm_case(name: &str, a: CsrMatrix<f32>, b: CsrMatrix<f32>) -> Case {
             nnz_c.store(c.nnz(), std::sync::atomic::Ordering::Relaxed);
             Ok(())
         }),
-        device_ms: Box::new(move |be| {
+        device_ms: Some(Box::new(move |be| {
             let (da, db) = (be.upload_csr(&a2)?, be.upload_csr(&b2)?);
             device(be, 10, 2, || be.spgemm_device(&da, &db).map(drop))
-        }),
+        })),
         up,
         down: Box::new(move || (rows + 1) * 8 + n2.load(std::sync::atomic::Ordering::Relaxed) * 8),
     }
@@ -154,15 +157,63 @@ fn pairs_case(na: usize, nb: usize) -> Case {
     Case {
         name,
         run: Box::new(move |be| be.closest_pairs(&c.a, &c.b, 1000).map(drop)),
-        device_ms: Box::new(move |be| {
+        device_ms: Some(Box::new(move |be| {
             use trident_core::NearestPairsDevice;
             let (da, db) = (be.upload(&c2.a)?, be.upload(&c2.b)?);
             device(be, 10, 2, || {
                 be.closest_pairs_device(&da, &db, 1000).map(drop)
             })
-        }),
+        })),
         up: (na + nb) * 12,
         down: Box::new(|| 1000 * 12),
+    }
+}
+
+/// Batch-OMP of `c`'s signals (host API only: the facade's choice, no device
+/// time or bound). Up: the signals; down: the codes (atom and coefficient
+/// per entry).
+fn omp_case(name: String, c: cases::OmpCase<f32>) -> Case {
+    let up = c.signals.len() * 4;
+    let down =
+        c.signals.len() / c.dict.n().max(1) * c.rule.max_atoms(c.dict.n(), c.dict.atoms()) * 8;
+    Case {
+        name,
+        run: Box::new(move |be| {
+            SparseCoder::<f32>::encode(be, &c.dict, c.signals_ref(), c.rule).map(drop)
+        }),
+        device_ms: None,
+        up,
+        down: Box::new(move || down),
+    }
+}
+
+/// A grid cut (host API only). Up: the capacities (terminals and one per
+/// neighbour direction); down: the labels.
+fn grid_case(name: String, g: trident_core::GridGraph, directions: usize) -> Case {
+    let nodes = g.nodes();
+    Case {
+        name,
+        run: Box::new(move |be| trident_core::MaxFlow::grid_cut(be, &g).map(drop)),
+        device_ms: None,
+        up: nodes * (2 + directions) * 8,
+        down: Box::new(move || nodes),
+    }
+}
+
+fn cut_case(n: usize) -> Case {
+    grid_case(format!("cut-{n}"), cases::cut(n, SEED), 4)
+}
+
+/// The flow-rmf network (host API only). Up: the arcs; down: their flows.
+fn rmf_case() -> Case {
+    let g = cases::genrmf(32, 64, 1, 10_000, SEED);
+    let arcs = 318_464;
+    Case {
+        name: "flow-rmf".into(),
+        run: Box::new(move |be| trident_core::MaxFlow::network_flow(be, &g).map(drop)),
+        device_ms: None,
+        up: arcs * 16,
+        down: Box::new(move || arcs * 8),
     }
 }
 
@@ -193,6 +244,22 @@ fn host_cases() -> Vec<Case> {
     v.push(gemm_case(256));
     v.push(pairs_case(1_000_000, 400_000));
     v.push(pairs_case(1000, 1000));
+    v.push(omp_case(
+        "omp-64x256-k16".into(),
+        cases::omp_dct(1_000_000, SEED),
+    ));
+    v.push(omp_case(
+        "omp-256x1024-k32".into(),
+        cases::omp_dct_256(100_000, SEED),
+    ));
+    v.push(omp_case(
+        "omp-64x256-k16-1K".into(),
+        cases::omp_dct(1000, SEED),
+    ));
+    v.push(cut_case(2048));
+    v.push(cut_case(512));
+    v.push(cut_case(64));
+    v.push(rmf_case());
     v
 }
 
@@ -224,7 +291,7 @@ fn host_section(cuda: &CudaBackend, filters: &[String], reps: usize) -> Result<(
         if !filters.is_empty() && !filters.iter().any(|f| case.name.contains(f.as_str())) {
             continue;
         }
-        let dev = (case.device_ms)(cuda)?;
+        let dev = case.device_ms.as_ref().map(|f| f(cuda)).transpose()?;
         // Rayon, the CUDA backend and the facade in turn, so all three meet
         // the same machine state. Timed apart, the facade read 1.13-1.17x
         // the direct CUDA call on pairs-1M (rayon's workers keep spinning
@@ -240,16 +307,21 @@ fn host_section(cuda: &CudaBackend, filters: &[String], reps: usize) -> Result<(
         )?;
         let (ray, h2h, fac) = (t[0], t[1], t[2]);
         let (up, down) = (case.up as f64, (case.down)() as f64);
-        let bound = (up / h2d + down / d2h) * 1e3 + dev;
+        // Without a device time there is no bound either.
+        let bound = dev.map(|d| (up / h2d + down / d2h) * 1e3 + d);
+        let show =
+            |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
         let choice = facade
             .last_choice()
             .map_or("-".into(), |c| c.backend.to_string());
         println!(
-            "| {} | {dev:.3} | {h2h:.2} | {:.1}/{:.1} | {bound:.2} | {:.2} | {ray:.2} | {:.1} | {fac:.2} | {choice} | {:.2} |",
+            "| {} | {} | {h2h:.2} | {:.1}/{:.1} | {} | {} | {ray:.2} | {:.1} | {fac:.2} | {choice} | {:.2} |",
             case.name,
+            show(dev, 3),
             up / 1e6,
             down / 1e6,
-            h2h / bound,
+            show(bound, 2),
+            show(bound.map(|b| h2h / b), 2),
             ray / h2h,
             fac / h2h.min(ray)
         );
@@ -400,6 +472,7 @@ fn sweep(
 ) -> Result<()> {
     let mut cross = None;
     let mut prev: Option<(f64, f64)> = None;
+    let mut first_cuda = false;
     for (work, case) in sizes {
         let t = wall_rounds(
             reps,
@@ -411,6 +484,9 @@ fn sweep(
             case.name,
             if c < r { "cuda" } else { "rayon" }
         );
+        if prev.is_none() {
+            first_cuda = c < r;
+        }
         if cross.is_none() && c < r {
             // Geometric midpoint with the last size rayon won.
             cross = Some(prev.map_or(work, |(w, _)| (w * work).sqrt()));
@@ -420,9 +496,10 @@ fn sweep(
         }
         prev = Some((work, r));
     }
-    match cross {
-        Some(w) => println!("crossover {what}: {unit} = {w:.3e}"),
-        None => println!("crossover {what}: CUDA never faster in the sweep"),
+    match (cross, first_cuda) {
+        (Some(_), true) => println!("crossover {what}: CUDA faster at every size of the sweep"),
+        (Some(w), false) => println!("crossover {what}: {unit} = {w:.3e}"),
+        (None, _) => println!("crossover {what}: CUDA never faster in the sweep"),
     }
     Ok(())
 }
@@ -452,6 +529,37 @@ fn sweeps(reps: usize) -> Result<()> {
         .map(|n| ((2 * n) as f64, pairs_case(n, n)))
         .collect();
     sweep("nearest_pairs", "|A|+|B|", pr, &cuda, &rayon, reps)?;
+    let omp = [1000, 4000, 16000, 64000, 256000, 1_000_000]
+        .into_iter()
+        .map(|s| {
+            (
+                (64 * 256 * s) as f64,
+                omp_case(format!("omp-64x256-k16 x{s}"), cases::omp_dct(s, SEED)),
+            )
+        })
+        .chain([1000, 4000, 16000, 100_000].into_iter().map(|s| {
+            (
+                (256 * 1024 * s) as f64,
+                omp_case(
+                    format!("omp-256x1024-k32 x{s}"),
+                    cases::omp_dct_256(s, SEED),
+                ),
+            )
+        }))
+        .collect();
+    sweep("sparse_coder", "n*atoms*signals", omp, &cuda, &rayon, reps)?;
+    let cut = [32, 64, 128, 256, 512, 1024, 2048]
+        .into_iter()
+        .map(|n| ((n * n) as f64, cut_case(n)))
+        .chain([64, 128, 256].into_iter().map(|n| {
+            let name = format!("cut3d-{n}");
+            (
+                (n * n * n) as f64,
+                grid_case(name, cases::cut3d(n, SEED), 6),
+            )
+        }))
+        .collect();
+    sweep("max_flow (grid)", "nodes", cut, &cuda, &rayon, reps)?;
     Ok(())
 }
 

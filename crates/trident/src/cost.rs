@@ -54,10 +54,19 @@ pub struct CostModel {
 /// size of the sweep up to 4.1e6 (rayon had won 2.5e5-4e6 before the host
 /// path moved all arrays of a call in one staged copy); nearest pairs 2K
 /// (0.43, 1.87) to 8K points (1.05, 0.83).
-const MEASURED: [(&str, Primitive, f64); 3] = [
+///
+/// Max-flow has no finite crossover: in run F1 rayon won every grid of the
+/// sweep (cut-32 0.04 against 0.67 ms up to cut-2048 21.7 against 59.2 ms,
+/// and the 3-D grids) and flow-rmf (199 against 275 ms), the grids'
+/// capacities costing more on the bus than rayon's whole solve. So it
+/// always goes to rayon first. Batch-OMP has none either, the other way:
+/// CUDA won every size (1K signals 0.40 against 1.28 ms), so it keeps the
+/// preference order.
+const MEASURED: [(&str, Primitive, f64); 4] = [
     ("cuda", Primitive::DenseGemm, 1.09e7),
     ("cuda", Primitive::SparseGemm, 1.4e4),
     ("cuda", Primitive::NearestPairs, 4.0e3),
+    ("cuda", Primitive::MaxFlow, f64::INFINITY),
 ];
 
 impl Default for CostModel {
@@ -122,7 +131,13 @@ impl CostModel {
         let parts: Vec<String> = self
             .crossovers
             .iter()
-            .map(|&(b, p, w)| format!("{p} on {b} from {} = {w:.2e}", unit(p)))
+            .map(|&(b, p, w)| {
+                if w.is_infinite() {
+                    format!("{p} always (never faster on {b})")
+                } else {
+                    format!("{p} on {b} from {} = {w:.2e}", unit(p))
+                }
+            })
             .collect();
         format!("rayon below the crossover: {}", parts.join(", "))
     }
@@ -155,6 +170,9 @@ impl Choice {
             format!("forced by {}", crate::BACKEND_ENV)
         } else {
             match self.crossover {
+                Some((gpu, c)) if self.preferred == "rayon" && c.is_infinite() => {
+                    format!("{gpu} is never faster for {} (measured)", self.primitive)
+                }
                 Some((gpu, c)) if self.preferred == "rayon" => {
                     format!("{u} = {:.2e} < {gpu} crossover {c:.2e}", self.work)
                 }

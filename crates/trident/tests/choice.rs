@@ -209,6 +209,27 @@ fn the_default_model_has_crossovers_for_the_benchmarked_primitives() {
         // Without rayon in the chain there is nothing to prefer.
         assert_eq!(m.first(p, w / 2.0, &["cuda", "reference"]), 0);
     }
+    // Max-flow goes to rayon first at any size (CUDA never won its sweep);
+    // Batch-OMP keeps the preference order (CUDA won every size).
+    let (gpu, w) = m.crossover(Primitive::MaxFlow).unwrap();
+    assert_eq!((gpu, w), ("cuda", f64::INFINITY));
+    assert_eq!(m.first(Primitive::MaxFlow, 1e12, &["cuda", "rayon"]), 1);
+    assert!(
+        m.describe()
+            .contains("max_flow always (never faster on cuda)")
+    );
+    let c = trident::Choice {
+        primitive: Primitive::MaxFlow,
+        backend: "rayon",
+        work: 4.2e6,
+        preferred: "rayon",
+        crossover: Some(("cuda", f64::INFINITY)),
+        forced: false,
+        skipped: Vec::new(),
+    };
+    assert_eq!(c.reason(), "cuda is never faster for max_flow (measured)");
+    assert_eq!(m.crossover(Primitive::SparseCoder), None);
+    assert_eq!(m.first(Primitive::SparseCoder, 1.0, &["cuda", "rayon"]), 0);
     assert_eq!(
         CostModel::preference_only().first(Primitive::DenseGemm, 1.0, &["cuda", "rayon"]),
         0
