@@ -96,13 +96,30 @@ def blas_name():
         return "BLAS"
 
 
-def blas_threads():
+def blas_info():
+    """(threads, kernel architecture) of numpy's BLAS as threadpoolctl reports
+    them (OpenBLAS picks its kernels by CPU model at run time, so the note
+    says which ones ran), or (None, None) without threadpoolctl."""
     try:
         from threadpoolctl import threadpool_info
 
-        return max((p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"), default=None)
+        blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
     except ImportError:
-        return None
+        return None, None
+    if not blas:
+        return None, None
+    return max(p["num_threads"] for p in blas), blas[0].get("architecture")
+
+
+def openblas_forced():
+    """", OPENBLAS_CORETYPE=X" when that variable picks OpenBLAS's kernels for
+    this process (numpy's and SPAMS's own copy alike), else "". OpenBLAS
+    otherwise picks them by CPU model, and a copy older than the CPU falls
+    back to generic ones: SPAMS's 0.3.15 picks Prescott on the GPU
+    machine's Xeon and Barcelona on the Zen 5 box, so the bench scripts time
+    SPAMS with each core type as well."""
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    return f", OPENBLAS_CORETYPE={forced}" if forced else ""
 
 
 def dense(arr, rows, cols, ld):
@@ -127,8 +144,9 @@ def peer_gemm(meta, arrays, reps, _args):
         c = dense(arrays["c"], int(meta["c_rows"]), int(meta["c_cols"]), int(meta["ldc"]))
         call, what = (lambda _: alpha * (a @ b) + beta * c), "alpha * (A @ B) + beta * C"
     times, _ = timed(reps, call)
-    threads = blas_threads()
-    on = f", {threads} BLAS threads" if threads else ""
+    threads, arch = blas_info()
+    on = (f", {threads} BLAS threads" if threads else "") + (f", {arch} kernels" if arch else "")
+    on += openblas_forced()
     return dict(peer=f"numpy {np.__version__} ({blas_name()})", times=times, check=None,
                 note=f"{what}, {a.dtype}{on}")
 
@@ -242,7 +260,7 @@ def peer_omp_spams(meta, arrays, reps, _args):
         # empty code in no time. A timing of no work is no peer.
         return dict(skip=f"SPAMS {dist_version('spams-bin')} returned an empty code (nnz 0) "
                          "for nonzero signals; its time would measure nothing")
-    return dict(peer=f"SPAMS {dist_version('spams-bin')} (spams-bin)", times=times, check=None,
+    return dict(peer=f"SPAMS {dist_version('spams-bin')} (spams-bin{openblas_forced()})", times=times, check=None,
                 note=f"spams.omp({d.dtype}, L={rule[1]}, numThreads={threads}), all {count} signals, "
                      f"its Gram and D^T X included; nnz {out.nnz}")
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Issue 14: the rayon backend on the GPU machine's 16 cores against the CPU peers, all in one
 # device call. $D (default .device-rayon, git-ignored, carried) holds bench_table and trident
-# (release, stripped, built on the CPU box) and whl/ with the peer wheels of benches/requirements.txt
+# (release, stripped, built on the CPU box), fma_peak for the ceiling step and whl/ with the peer wheels of benches/requirements.txt
 # (Python 3.12; python-graphblas also needs cffi, pycparser, donfig; igraph needs texttable).
-# Usage: bash benches/gpu/cpu16.sh [info] [inputs] [peers] [table] [trace] [sptrace] [omp] [verify]
+# Usage: bash benches/gpu/cpu16.sh [info] [ceiling] [inputs] [peers] [table] [trace] [sptrace] [omp] [verify]
+#   ceiling: fma_peak (also in $D) on 1, 8 and 16 threads: what a register-only multiply-add loop reaches,
+#   the practical ceiling of a GEMM on the same threads.
 #   CASES (comma list) limits the cases; PEERCASES likewise for peers.py.
 set -uo pipefail
 out=${OUT:-/tmp/out}; mkdir -p "$out"; D=${D:-.device-rayon}
@@ -20,6 +22,7 @@ for s in $steps; do
         python3 -c "import numpy, scipy; print('numpy', numpy.__version__, 'scipy', scipy.__version__)"
         python3 -c "import graphblas, pykdtree, spams, maxflow, igraph; print('graphblas', graphblas.__version__, 'pykdtree ok, spams ok, maxflow', maxflow.__version__, 'igraph', igraph.__version__)"
       } 2>&1 | tee "$out/info.log" ;;
+    ceiling) $D/fma_peak 1 8 16 2>&1 | tee "$out/ceiling.log" ;;
     inputs) $D/bench_table --write-inputs /tmp/data --case "$CASES" > "$out/inputs.log" 2>&1; tail -3 "$out/inputs.log" ;;
     peers)
       cs=(); for c in ${PEERCASES:-${CASES//,/ }}; do cs+=(--case "$c"); done
@@ -28,6 +31,8 @@ for s in $steps; do
       a=$(sel spgemm); [ -n "$a" ] && python3 benches/peers.py /tmp/data --reps 2 --peer spgemm --peer graphblas $a >> "$out/peers.tsv" 2>> "$out/peers.log"
       a="$(sel pairs) $(sel gemm)"; [ -n "${a// /}" ] && python3 benches/peers.py /tmp/data --reps 2 $a >> "$out/peers.tsv" 2>> "$out/peers.log"
       a="$(sel omp) $(sel cut) $(sel flow)"; [ -n "${a// /}" ] && python3 benches/peers.py /tmp/data --reps 2 --peer spams --peer grid --peer network $a >> "$out/peers.tsv" 2>> "$out/peers.log"
+      # SPAMS's bundled OpenBLAS does not know this CPU (Prescott kernels): time it with the core types forced too.
+      a=$(sel omp); for ct in Haswell SkylakeX; do [ -n "$a" ] && OPENBLAS_CORETYPE=$ct python3 benches/peers.py /tmp/data --reps 2 --peer spams $a | grep -v "^case" >> "$out/peers.tsv" 2>> "$out/peers.log"; done
       grep -v "^case" "$out/peers.tsv" | cut -f1-3,5 ;;
     table) $D/bench_table --reps ${REPS:-5} --case "$CASES" --peers "$out/peers.tsv" > "$out/table.md" 2> "$out/table.log"; cat "$out/table.md" ;;
     trace) for t in 1 4 16; do echo "threads $t"; RAYON_NUM_THREADS=$t TRIDENT_PAIRS_TRACE=1 $D/bench_table --reps 3 --case pairs-1M-400K,pairs-clustered --no-kiddo 2>&1 | grep -E "trace|\| pairs"; done | tee "$out/trace.log" ;;
