@@ -32,7 +32,7 @@ for s in $steps; do
       a="$(sel pairs) $(sel gemm)"; [ -n "${a// /}" ] && python3 benches/peers.py /tmp/data --reps 2 $a >> "$out/peers.tsv" 2>> "$out/peers.log"
       a="$(sel omp) $(sel cut) $(sel flow)"; [ -n "${a// /}" ] && python3 benches/peers.py /tmp/data --reps 2 --peer spams --peer grid --peer network $a >> "$out/peers.tsv" 2>> "$out/peers.log"
       # SPAMS's bundled OpenBLAS does not know this CPU (Prescott kernels): time it with the core types forced too.
-      a=$(sel omp); for ct in Haswell SkylakeX; do [ -n "$a" ] && OPENBLAS_CORETYPE=$ct python3 benches/peers.py /tmp/data --reps 2 --peer spams $a | grep -v "^case" >> "$out/peers.tsv" 2>> "$out/peers.log"; done
+      a=$(sel omp); for ct in Haswell SkylakeX; do [ -n "$a" ] && OPENBLAS_CORETYPE=$ct python3 benches/peers.py /tmp/data --reps 2 --peer spams $a 2>> "$out/peers.log" | grep -v "^case" >> "$out/peers.tsv"; done
       grep -v "^case" "$out/peers.tsv" | cut -f1-3,5 ;;
     table) $D/bench_table --reps ${REPS:-5} --case "$CASES" --peers "$out/peers.tsv" > "$out/table.md" 2> "$out/table.log"; cat "$out/table.md" ;;
     trace) for t in 1 4 16; do echo "threads $t"; RAYON_NUM_THREADS=$t TRIDENT_PAIRS_TRACE=1 $D/bench_table --reps 3 --case pairs-1M-400K,pairs-clustered --no-kiddo 2>&1 | grep -E "trace|\| pairs"; done | tee "$out/trace.log" ;;
