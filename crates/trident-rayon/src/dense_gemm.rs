@@ -1,10 +1,13 @@
 //! DenseGemm for [`RayonBackend`]: the `gemm` crate's packed, cache-blocked
 //! SIMD micro-kernels (AVX2/FMA/AVX-512 picked at run time), parallel on this
 //! backend's pool by tiles of C: a 2-D grid of ~256 x 256 blocks (over both m
-//! and n), each one single-threaded `gemm` call over the whole k. The AVX-512 kernels need the crate's `x86-v4` feature,
-//! which the workspace enables: on the 2-core EPYC of BENCHMARKS.md they took
-//! gemm-2048 from 0.79x to 1.05x numpy/OpenBLAS. They are chosen by CPU feature
-//! detection at run time, so a build stays portable (no `target-cpu`).
+//! and n), each one single-threaded `gemm` call over the whole k. The AVX-512
+//! kernels need the crate's `x86-v4` feature, which the workspace enables: on
+//! the 2-core EPYC of BENCHMARKS.md they took gemm-2048 from 136 to 103 ms
+//! (issue 3). Against OpenBLAS's own AVX-512 kernels the tiles are at parity
+//! there (0.95-0.98x in f32, run R20), and at the multiply-add ceiling on the
+//! GPU machine's 16 threads. They are chosen by CPU feature detection at run
+//! time, so a build stays portable (no `target-cpu`).
 //!
 //! Why `gemm` (0.19): it is pure Rust, reaches BLAS-class speed on x86 and
 //! aarch64, and takes arbitrary row and column strides, so `Op::T` and the
