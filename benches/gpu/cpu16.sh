@@ -3,9 +3,10 @@
 # device call. $D (default .device-rayon, git-ignored, carried) holds bench_table and trident
 # (release, stripped, built on the CPU box), fma_peak for the ceiling step and whl/ with the peer wheels of benches/requirements.txt
 # (Python 3.12; python-graphblas also needs cffi, pycparser, donfig; igraph needs texttable).
-# Usage: bash benches/gpu/cpu16.sh [info] [ceiling] [inputs] [peers] [table] [trace] [sptrace] [omp] [verify]
+# Usage: bash benches/gpu/cpu16.sh [info] [ceiling] [inputs] [peers] [table] [trace] [sptrace] [omp] [verify] [rounds]
 #   ceiling: fma_peak (also in $D) on 1, 8 and 16 threads: what a register-only multiply-add loop reaches,
 #   the practical ceiling of a GEMM on the same threads.
+#   rounds: three alternating rounds of gemm-4096, ours then numpy then the ceiling (needs inputs first).
 #   CASES (comma list) limits the cases; PEERCASES likewise for peers.py.
 set -uo pipefail
 out=${OUT:-/tmp/out}; mkdir -p "$out"; D=${D:-.device-rayon}
@@ -38,6 +39,11 @@ for s in $steps; do
     trace) for t in 1 4 16; do echo "threads $t"; RAYON_NUM_THREADS=$t TRIDENT_PAIRS_TRACE=1 $D/bench_table --reps 3 --case pairs-1M-400K,pairs-clustered --no-kiddo 2>&1 | grep -E "trace|\| pairs"; done | tee "$out/trace.log" ;;
     sptrace) TRIDENT_SPGEMM_TRACE=1 $D/bench_table --reps 3 --case spgemm-poisson2d-2048,spgemm-uniform-1M-8 --no-kiddo 2>&1 | grep -E "trace|\| spgemm" | tee "$out/sptrace.log" ;;
     omp) for t in 1 16; do RAYON_NUM_THREADS=$t $D/bench_table --reps 3 --case omp-64x256-k16 2>&1 | grep -E "\| omp"; done | tee "$out/omp.log" ;;
+    rounds) for r in 1 2 3; do
+        echo "round $r: ours $($D/bench_table --reps 5 --case gemm-4096 --no-kiddo 2>&1 | grep -E '^\| gemm' | cut -d'|' -f4,5,6 | tr '\n' ' ')"
+        echo "round $r: numpy $(python3 benches/peers.py /tmp/data --reps 5 --case gemm-4096 2>/dev/null | grep gemm | cut -f2,3,6)"
+        $D/fma_peak 16
+      done 2>&1 | tee "$out/rounds.log" ;;
     verify) timeout 400 $D/trident verify --backend rayon --size large 2>&1 | grep -v "^verify: " | tee "$out/verify.log" ;;
     *) echo "unknown step $s" ;;
   esac
