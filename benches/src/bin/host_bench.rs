@@ -189,8 +189,8 @@ fn omp_case(name: String, c: cases::OmpCase<f32>) -> Case {
 
 /// A grid cut (host API only). Up: the capacities (terminals and one per
 /// neighbour direction); down: the labels.
-fn grid_case(name: String, g: trident_core::GridGraph, directions: usize) -> Case {
-    let nodes = g.nodes();
+fn grid_case(name: String, g: trident_core::GridGraph) -> Case {
+    let (nodes, directions) = (g.nodes(), g.dirs().len());
     Case {
         name,
         run: Box::new(move |be| trident_core::MaxFlow::grid_cut(be, &g).map(drop)),
@@ -201,13 +201,13 @@ fn grid_case(name: String, g: trident_core::GridGraph, directions: usize) -> Cas
 }
 
 fn cut_case(n: usize) -> Case {
-    grid_case(format!("cut-{n}"), cases::cut(n, SEED), 4)
+    grid_case(format!("cut-{n}"), cases::cut(n, SEED))
 }
 
 /// The flow-rmf network (host API only). Up: the arcs; down: their flows.
 fn rmf_case() -> Case {
     let g = cases::genrmf(32, 64, 1, 10_000, SEED);
-    let arcs = 318_464;
+    let arcs = g.arcs().len();
     Case {
         name: "flow-rmf".into(),
         run: Box::new(move |be| trident_core::MaxFlow::network_flow(be, &g).map(drop)),
@@ -553,10 +553,7 @@ fn sweeps(reps: usize) -> Result<()> {
         .map(|n| ((n * n) as f64, cut_case(n)))
         .chain([64, 128, 256].into_iter().map(|n| {
             let name = format!("cut3d-{n}");
-            (
-                (n * n * n) as f64,
-                grid_case(name, cases::cut3d(n, SEED), 6),
-            )
+            ((n * n * n) as f64, grid_case(name, cases::cut3d(n, SEED)))
         }))
         .collect();
     sweep("max_flow (grid)", "nodes", cut, &cuda, &rayon, reps)?;
