@@ -1209,3 +1209,26 @@ __device__ __forceinline__ void pack_kmajor(int R, int K, int ldp, const T* __re
     }
 
 PACK_ENTRY(gemm_pack_f32, float)
+
+// C <- beta C over the M x N view: the whole call when alpha == 0 or K == 0
+// (A and B take no part, so an overflowing A B cannot leave 0 * inf = NaN in
+// C). beta == 0 writes zeros without reading C, so a NaN there is
+// overwritten (BLAS's rule). Grid-stride over the view's elements.
+template <typename T>
+__device__ __forceinline__ void scale_c(int M, int N, T beta, T* __restrict__ C, long long ldc) {
+    const long long total = (long long)M * N;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+        T* p = C + (i / N) * ldc + i % N;
+        *p = beta == T(0) ? T(0) : beta * *p;
+    }
+}
+
+#define SCALE_ENTRY(NAME, T)                                                                  \
+    extern "C" __global__ void __launch_bounds__(256)                                         \
+        NAME(int M, int N, T beta, T* __restrict__ C, long long ldc) {                        \
+        scale_c<T>(M, N, beta, C, ldc);                                                       \
+    }
+
+SCALE_ENTRY(gemm_scale_f32, float)
+SCALE_ENTRY(gemm_scale_f64, double)

@@ -73,8 +73,8 @@ pub use error::{Error, Result};
 pub use flow::{Arc, Dir, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
 pub use kind::{BackendKind, Primitive};
 pub use points::{
-    F32_SAFE_COORD, NearestPairs, Neighbor, Pair, Point, dist2, dist2_f64, f32_overflow_shift,
-    scale_points, unscale_d2,
+    F32_SAFE_COORD, F32_TINY_COORD, NearestPairs, Neighbor, Pair, Point, dist2, dist2_f64,
+    f32_range_shift, f32_range_shift_of, f32_scaled, scale_points, unscale_d2,
 };
 pub use scalar::Scalar;
 pub use sparse::{CsrMatrix, MAX_DIM, SparseGemm};

@@ -53,50 +53,103 @@ pub fn dist2_f64(p: &Point, q: &Point) -> f64 {
 /// cannot overflow: `3 * (2 * 2^62)^2 = 3 * 2^126 < f32::MAX`.
 pub const F32_SAFE_COORD: f32 = 4_611_686_018_427_387_904.0;
 
-/// How far to scale A and B down so that f32 squared distances cannot
-/// overflow: the smallest `s >= 0` with every `|coordinate| * 2^-s <=`
-/// [`F32_SAFE_COORD`]. Zero (nothing to do) unless some coordinate exceeds
-/// about 4.6e18.
+/// The smallest nonzero coordinate magnitude, `2^-40`, at which f32 squared
+/// distances keep their order: two f32 values of at least `2^-40` in
+/// magnitude differ by 0 or by at least `2^-63`, whose square `2^-126` is
+/// still a normal f32. Below it, two distinct candidates can both have a
+/// squared distance that underflows to 0 and tie, and the smaller index would
+/// win whatever the geometry.
+pub const F32_TINY_COORD: f32 = 9.094_947e-13;
+
+/// The power of two `2^-s` by which A and B are scaled so that f32 squared
+/// distances neither overflow nor underflow where the exact ones are in
+/// range: 0 (use the points as they are) when every coordinate is 0 or has a
+/// magnitude in `[F32_TINY_COORD, F32_SAFE_COORD]`, else the shift that
+/// brings the largest magnitude into `(2^61, 2^62]` (`s > 0` for
+/// coordinates beyond about 4.6e18, `s < 0` for sets whose coordinates are
+/// all small).
 ///
 /// Why scale: coordinates such as `1e30` or `f32::MAX` are finite, but their
-/// squared distances overflow f32 to `inf`, every candidate then ties, and
-/// the smallest index would win whatever the geometry. Multiplying by a
-/// power of two is exact (barring underflow of coordinates some 2^60 times
-/// smaller than the largest, which moves distances by less than 1e-30), so the
-/// order of all f32 distances is kept; [`unscale_d2`] brings reported
-/// distances back (`inf` where the true one exceeds `f32::MAX`).
+/// squared distances overflow f32 to `inf`; coordinates such as `1e-25` have
+/// squared distances that underflow to 0. Either way candidates tie and the
+/// smallest index wins whatever the geometry. Multiplying by a power of two
+/// is exact within the normal range, so the order of all f32 distances is
+/// kept; [`unscale_d2`] brings reported distances back (`inf` or 0 where the
+/// true one is beyond f32). What scaling cannot do is resolve distances more
+/// than about `2^-270` times the largest squared coordinate of the same call
+/// (their squares stay below f32's subnormals): such distances compare as
+/// equal, a rounding-level tie at the call's scale.
 ///
 /// ```
-/// # use trident_core::{f32_overflow_shift, F32_SAFE_COORD};
-/// assert_eq!(f32_overflow_shift(&[[1e18, 0.0, 0.0]], &[[0.0; 3]]), 0);
-/// let s = f32_overflow_shift(&[[f32::MAX, 0.0, 0.0]], &[[-1e30, 0.0, 0.0]]);
+/// # use trident_core::{f32_range_shift, F32_SAFE_COORD};
+/// assert_eq!(f32_range_shift(&[[1e18, 0.0, 1.0]], &[[0.0; 3]]), 0);
+/// let s = f32_range_shift(&[[f32::MAX, 0.0, 0.0]], &[[-1e30, 0.0, 0.0]]);
 /// assert!(f32::MAX * 2f32.powi(-s) <= F32_SAFE_COORD);
+/// assert!(f32_range_shift(&[[1e-25, 0.0, 0.0]], &[[3e-25, 0.0, 0.0]]) < 0);
 /// ```
-pub fn f32_overflow_shift(a: &[Point], b: &[Point]) -> i32 {
-    let max = a
-        .iter()
-        .chain(b)
-        .flat_map(|p| p.iter())
-        .fold(0.0f32, |m, &v| m.max(v.abs()));
-    let mut s = 0;
-    while max * 2f32.powi(-s) > F32_SAFE_COORD {
-        s += 1;
-    }
-    s
+pub fn f32_range_shift(a: &[Point], b: &[Point]) -> i32 {
+    let (max, min) =
+        a.iter()
+            .chain(b)
+            .flat_map(|p| p.iter())
+            .fold((0.0f32, f32::INFINITY), |(mx, mn), &v| {
+                let v = v.abs();
+                (mx.max(v), if v > 0.0 { mn.min(v) } else { mn })
+            });
+    f32_range_shift_of(max, min)
 }
 
-/// `p` with every coordinate multiplied by `2^-shift` (exact for powers of two).
+/// [`f32_range_shift`] from the largest coordinate magnitude and the
+/// smallest nonzero one (`inf` when every coordinate is 0), for callers that
+/// have them from a pass of their own.
+pub fn f32_range_shift_of(max_abs: f32, min_nonzero_abs: f32) -> i32 {
+    if max_abs == 0.0 || (max_abs <= F32_SAFE_COORD && min_nonzero_abs >= F32_TINY_COORD) {
+        return 0;
+    }
+    // max_abs <= 2^e: scaling by 2^-(e - 62) puts it at or below 2^62.
+    (max_abs as f64).log2().ceil() as i32 - 62
+}
+
+/// A and B as an f32 distance computation should see them: scaled by
+/// `2^-shift` ([`f32_range_shift`]) when their f32 squared distances could
+/// overflow or underflow, else borrowed; with the shift, so that reported
+/// distances are brought back with [`unscale_d2`]. What every backend that
+/// computes distances in f32 on the host's points runs first.
+pub fn f32_scaled<'p>(
+    a: &'p [Point],
+    b: &'p [Point],
+) -> (
+    std::borrow::Cow<'p, [Point]>,
+    std::borrow::Cow<'p, [Point]>,
+    i32,
+) {
+    use std::borrow::Cow;
+    match f32_range_shift(a, b) {
+        0 => (Cow::Borrowed(a), Cow::Borrowed(b), 0),
+        s => (
+            Cow::Owned(scale_points(a, s)),
+            Cow::Owned(scale_points(b, s)),
+            s,
+        ),
+    }
+}
+
+/// `p` with every coordinate multiplied by `2^-shift` (exact: computed in
+/// f64, where `2^-shift` is representable for every shift
+/// [`f32_range_shift`] returns, and the result is a normal f32 or 0).
 pub fn scale_points(p: &[Point], shift: i32) -> Vec<Point> {
-    let f = 2f32.powi(-shift);
-    p.iter().map(|q| q.map(|v| v * f)).collect()
+    let f = 2f64.powi(-shift);
+    p.iter().map(|q| q.map(|v| (v as f64 * f) as f32)).collect()
 }
 
 /// A squared distance computed on points scaled by `2^-shift`, brought back to
-/// the caller's units (`inf` where it exceeds `f32::MAX`).
+/// the caller's units, rounded once (`inf` where it exceeds `f32::MAX`, a
+/// subnormal or 0 where it is below f32's normal range).
 pub fn unscale_d2(d2: f32, shift: i32) -> f32 {
-    // Two steps: 2^(2 shift) itself may not be representable.
-    let f = 2f32.powi(shift);
-    d2 * f * f
+    // Two factors: 2^(2 shift) itself may be beyond f64 for no valid shift,
+    // but stay safe; each factor is exact.
+    let f = 2f64.powi(shift);
+    (d2 as f64 * f * f) as f32
 }
 
 /// Nearest-neighbour queries from point set A into point set B.

@@ -154,6 +154,34 @@ pub fn gemm<T: crate::Scalar>(precision: crate::Precision) -> Tol {
     Tol::new(rel, GEMM_ABS)
 }
 
+/// The ends of `T`'s range as the GEMM and SpGEMM checks use them
+/// (`docs/semantics.md`, "The ends of the range"): the largest finite value
+/// and the smallest positive normal value, in f64. A result entry whose
+/// products or sums pass beyond the first may be non-finite; each product
+/// may lose up to the second to underflow (flushed subnormals included).
+pub fn range<T: crate::Scalar>() -> (f64, f64) {
+    if T::NAME == "f32" {
+        (f32::MAX as f64, f32::MIN_POSITIVE as f64)
+    } else {
+        (f64::MAX, f64::MIN_POSITIVE)
+    }
+}
+
+/// `sqrt(sum x^2)` without overflow or underflow in the squares (scaled by
+/// the largest `|x|`), so Frobenius norms of matrices with entries near
+/// either end of f64's range stay finite and exact to rounding.
+pub fn norm2(xs: &[f64]) -> f64 {
+    let m = xs.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    if m == 0.0 || !m.is_finite() {
+        return if xs.iter().any(|x| x.is_nan()) {
+            f64::NAN
+        } else {
+            m
+        };
+    }
+    m * xs.iter().map(|x| (x / m) * (x / m)).sum::<f64>().sqrt()
+}
+
 /// The SpGEMM relative factor on `sum_p |A(i,p)| |B(p,j)|` for scalar `T`.
 pub fn spgemm<T: crate::Scalar>() -> f64 {
     if T::NAME == "f32" {

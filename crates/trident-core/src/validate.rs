@@ -286,29 +286,6 @@ pub fn points(field: &'static str, p: &[Point]) -> Result<()> {
     })
 }
 
-/// For backends that compute squared distances in f32 and do not rescale
-/// (see [`crate::f32_overflow_shift`]): [`Error::Unsupported`] naming the
-/// first point with a coordinate beyond [`crate::F32_SAFE_COORD`], whose f32
-/// squared distances could overflow and silently pick a wrong neighbour.
-/// `Unsupported` hands the call on to the next backend of a facade chain.
-pub fn f32_distances_fit(a: &[Point], b: &[Point]) -> Result<()> {
-    for (field, pts) in [("a", a), ("b", b)] {
-        let flat: &[f32] = bytemuck::cast_slice(pts);
-        // A NaN (rejected earlier by `points`) passes, as before.
-        let fits = |v: f32| v.abs() <= crate::F32_SAFE_COORD || v.is_nan();
-        if let Some(at) = first_bad(flat, fits) {
-            let (i, d) = (at / 3, at % 3);
-            return Err(Error::Unsupported(format!(
-                "{field}[{i}] coordinate {d} = {:e} exceeds {:e}: f32 squared distances \
-                 would overflow, and this backend does not rescale",
-                flat[at],
-                crate::F32_SAFE_COORD
-            )));
-        }
-    }
-    Ok(())
-}
-
 fn b_not_empty(b_len: usize) -> Result<()> {
     if b_len == 0 {
         return Err(Error::arg("b", "B is empty: there is no nearest point"));

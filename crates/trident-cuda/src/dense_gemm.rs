@@ -85,6 +85,8 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "gemm_st128x256k16s4_f32",
     "gemm_st128x128k16s4b2_f32",
     "gemm_pack_f32",
+    "gemm_scale_f32",
+    "gemm_scale_f64",
 ];
 
 /// GEMM kernel shapes the kernel file provides (benchmarks and tests force
@@ -532,6 +534,9 @@ impl CudaBackend {
         if d.m == 0 || d.n == 0 {
             return Ok(());
         }
+        if p.alpha == T::ZERO || d.k == 0 {
+            return self.launch_scale(p.beta, d, c, ldc);
+        }
         let (ta, tb) = (p.op_a == Op::T, p.op_b == Op::T);
         let class = match (T::NAME, p.precision) {
             ("f32", Precision::Strict) => Class::Strict32,
@@ -585,6 +590,38 @@ impl CudaBackend {
             launch_kernel!(
                 self, &KERNEL, &name, cfg, &m, &n, &k, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc
             );
+        }
+        Ok(())
+    }
+}
+
+impl CudaBackend {
+    /// `C <- beta C` over the `m x n` view (`beta == 0` writes zeros without
+    /// reading C): the whole call when alpha is 0 or k is 0. A and B take no
+    /// part, so an overflowing `A B` cannot turn C into NaN (`0 * inf`), which
+    /// the product kernels would do by scaling their accumulators.
+    fn launch_scale<T: Scalar>(&self, beta: T, d: GemmDims, c: u64, ldc: usize) -> Result<()> {
+        let (m, n) = (to_i32("m", d.m)?, to_i32("n", d.n)?);
+        let ldc = ldc as i64;
+        let cfg = LaunchConfig {
+            grid_dim: (
+                count_u32("gemm blocks", (d.m * d.n).div_ceil(256).min(65_535))?,
+                1,
+                1,
+            ),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let name = format!("gemm_scale_{}", T::NAME);
+        // The arguments match gemm_scale_*'s signature (int x2, scalar, ptr,
+        // i64); `c` covers the view's (m-1)*ldc+n elements (checked by the
+        // callers).
+        if T::NAME == "f32" {
+            let beta = beta.to_f64() as f32;
+            launch_kernel!(self, &KERNEL, &name, cfg, &m, &n, &beta, &c, &ldc);
+        } else {
+            let beta = beta.to_f64();
+            launch_kernel!(self, &KERNEL, &name, cfg, &m, &n, &beta, &c, &ldc);
         }
         Ok(())
     }
@@ -805,8 +842,19 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
         if d.m == 0 || d.n == 0 {
             return Ok(());
         }
-        let na = needed(a.rows(), a.cols(), a.ld());
-        let nb = needed(b.rows(), b.cols(), b.ld());
+        // alpha == 0 or k == 0: C <- beta C, and A and B (still checked
+        // below) are not uploaded.
+        let product = p.alpha != T::ZERO && d.k != 0;
+        let na = if product {
+            needed(a.rows(), a.cols(), a.ld())
+        } else {
+            0
+        };
+        let nb = if product {
+            needed(b.rows(), b.cols(), b.ld())
+        } else {
+            0
+        };
         // The scan of the values for NaN/inf runs beside the uploads (both
         // are bound by host memory, on different threads when large); its
         // error, if any, is reported first, and nothing has been computed by

@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 
 use cudarc::driver::LaunchConfig;
 use trident_core::{
-    Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, Result, validate,
+    Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, Result, unscale_d2, validate,
 };
 
 use crate::CudaBackend;
@@ -420,8 +420,10 @@ impl NearestPairsDevice for CudaBackend {
 impl NearestPairs for CudaBackend {
     fn nearest(&self, a: &[Point], b: &[Point], out: &mut [Neighbor]) -> Result<()> {
         validate::nearest(a, b, out)?;
-        // The kernels compute in f32: huge coordinates go to a backend that rescales.
-        validate::f32_distances_fit(a, b)?;
+        // The device computes in f32: coordinates whose squared distances
+        // would overflow or underflow are scaled by a power of two first.
+        let (a, b, shift) = trident_core::f32_scaled(a, b);
+        let (a, b) = (&a[..], &b[..]);
         if a.is_empty() {
             return Ok(());
         }
@@ -429,13 +431,17 @@ impl NearestPairs for CudaBackend {
         let db = self.upload_named(b, "nearest B")?;
         let dout = self.alloc::<Neighbor>(a.len(), "nearest out")?;
         self.nearest_into(&da, &db, &dout)?;
-        self.download_into(&dout, out)
+        self.download_into(&dout, out)?;
+        unscale_neighbors(out, shift);
+        Ok(())
     }
 
     fn knn(&self, a: &[Point], b: &[Point], k: usize, out: &mut [Neighbor]) -> Result<()> {
         validate::knn(a, b, k, out)?;
-        // The kernels compute in f32: huge coordinates go to a backend that rescales.
-        validate::f32_distances_fit(a, b)?;
+        // The device computes in f32: coordinates whose squared distances
+        // would overflow or underflow are scaled by a power of two first.
+        let (a, b, shift) = trident_core::f32_scaled(a, b);
+        let (a, b) = (&a[..], &b[..]);
         if k == 0 || a.is_empty() {
             return Ok(());
         }
@@ -443,18 +449,35 @@ impl NearestPairs for CudaBackend {
         let db = self.upload_named(b, "knn B")?;
         let mut dout = self.alloc::<Neighbor>(out.len(), "knn out")?;
         self.knn_device(&da, &db, k, &mut dout)?;
-        self.download_into(&dout, out)
+        self.download_into(&dout, out)?;
+        unscale_neighbors(out, shift);
+        Ok(())
     }
 
     fn closest_pairs(&self, a: &[Point], b: &[Point], k: usize) -> Result<Vec<Pair>> {
         validate::closest_pairs(a, b)?;
-        // The kernels compute in f32: huge coordinates go to a backend that rescales.
-        validate::f32_distances_fit(a, b)?;
+        // The device computes in f32: coordinates whose squared distances
+        // would overflow or underflow are scaled by a power of two first.
+        let (a, b, shift) = trident_core::f32_scaled(a, b);
+        let (a, b) = (&a[..], &b[..]);
         if k == 0 || a.is_empty() {
             return Ok(Vec::new());
         }
         let da = self.upload_named(a, "closest_pairs A")?;
         let db = self.upload_named(b, "closest_pairs B")?;
-        self.closest_pairs_device(&da, &db, k)
+        let mut pairs = self.closest_pairs_device(&da, &db, k)?;
+        for p in &mut pairs {
+            p.d2 = unscale_d2(p.d2, shift);
+        }
+        Ok(pairs)
+    }
+}
+
+/// Reported distances back in the caller's units after [`trident_core::f32_scaled`].
+fn unscale_neighbors(out: &mut [Neighbor], shift: i32) {
+    if shift != 0 {
+        for n in out {
+            n.d2 = unscale_d2(n.d2, shift);
+        }
     }
 }

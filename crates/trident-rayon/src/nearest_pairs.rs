@@ -25,10 +25,11 @@
 //!   exact answer.
 //!
 //! - Coordinates so large that f32 squared distances would overflow (beyond
-//!   about 4.6e18) are scaled down by a power of two first
-//!   ([`trident_core::f32_overflow_shift`]): exact, order preserving, and
+//!   about 4.6e18), or so small that they would underflow (every coordinate
+//!   below about 9e-13), are scaled by a power of two first
+//!   ([`trident_core::f32_range_shift`]): exact, order preserving, and
 //!   reported distances are scaled back. Without it every distance is `inf`
-//!   and the smallest index wins whatever the geometry.
+//!   (or 0) and the smallest index wins whatever the geometry.
 //!
 //! `TRIDENT_PAIRS_TRACE` set: `closest_pairs` prints the index it chose and
 //! the time of its two phases (the index, with A's order for the kd-tree,
@@ -49,8 +50,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use rayon::prelude::*;
 use trident_core::{
-    NearestPairs, Neighbor, Pair, Point, Result, f32_overflow_shift, scale_points, unscale_d2,
-    validate,
+    NearestPairs, Neighbor, Pair, Point, Result, f32_range_shift_of, f32_scaled, scale_points,
+    unscale_d2, validate,
 };
 
 use crate::RayonBackend;
@@ -82,26 +83,13 @@ fn neighbor(k: u64, shift: i32) -> Neighbor {
     }
 }
 
-/// A and B as the search sees them: scaled by `2^-shift` when their f32
-/// squared distances could overflow (see the module docs), else borrowed.
-fn safe_scale<'p>(a: &'p [Point], b: &'p [Point]) -> (Cow<'p, [Point]>, Cow<'p, [Point]>, i32) {
-    match f32_overflow_shift(a, b) {
-        0 => (Cow::Borrowed(a), Cow::Borrowed(b), 0),
-        s => (
-            Cow::Owned(scale_points(a, s)),
-            Cow::Owned(scale_points(b, s)),
-            s,
-        ),
-    }
-}
-
 impl NearestPairs for RayonBackend {
     fn nearest(&self, a: &[Point], b: &[Point], out: &mut [Neighbor]) -> Result<()> {
         validate::nearest(a, b, out)?;
         if a.is_empty() {
             return Ok(());
         }
-        let (a, b, shift) = safe_scale(a, b);
+        let (a, b, shift) = f32_scaled(a, b);
         let (a, b) = (&a[..], &b[..]);
         self.install(|| {
             let (tree, (qa, order)) = build_and_order(a, b);
@@ -125,7 +113,7 @@ impl NearestPairs for RayonBackend {
         if a.is_empty() || k == 0 {
             return Ok(());
         }
-        let (a, b, shift) = safe_scale(a, b);
+        let (a, b, shift) = f32_scaled(a, b);
         let (a, b) = (&a[..], &b[..]);
         self.install(|| {
             let (tree, (qa, order)) = build_and_order(a, b);
@@ -157,7 +145,7 @@ impl NearestPairs for RayonBackend {
             // The contract's checks and the overflow scan in one parallel pass
             // (serial, they were a few percent of a 16-core call); any failure
             // is reported by the serial check, so the error is the canonical one.
-            let (finite, max) = finite_max_abs(a, b);
+            let (finite, max, min) = finite_range(a, b);
             let too_many = a.len().max(b.len()) > u32::MAX as usize;
             if !finite || too_many || b.is_empty() {
                 validate::closest_pairs(a, b)?;
@@ -166,13 +154,14 @@ impl NearestPairs for RayonBackend {
             if k == 0 {
                 return Ok(Vec::new());
             }
-            // The shift of the largest coordinate is the shift of the sets.
-            let (a, b, shift) = match f32_overflow_shift(&[[max, 0.0, 0.0]], &[]) {
-                0 => (Cow::Borrowed(a), Cow::Borrowed(b), 0),
+            // The shift from the largest and smallest nonzero coordinate is
+            // the shift of the sets.
+            let shift = f32_range_shift_of(max, min);
+            let (a, b) = match shift {
+                0 => (Cow::Borrowed(a), Cow::Borrowed(b)),
                 s => (
                     Cow::Owned(scale_points(a, s)),
                     Cow::Owned(scale_points(b, s)),
-                    s,
                 ),
             };
             let mut pairs = closest_pairs(&a, &b, k, Index::Auto);
@@ -184,19 +173,27 @@ impl NearestPairs for RayonBackend {
     }
 }
 
-/// Whether every coordinate of `a` and `b` is finite, and the largest
-/// absolute coordinate, in parallel.
-fn finite_max_abs(a: &[Point], b: &[Point]) -> (bool, f32) {
+/// Whether every coordinate of `a` and `b` is finite, the largest absolute
+/// coordinate and the smallest nonzero one (`inf` if none), in parallel.
+fn finite_range(a: &[Point], b: &[Point]) -> (bool, f32, f32) {
     a.par_iter()
         .chain(b.par_iter())
         .with_min_len(CHUNK)
         .map(|p| {
-            (
-                p.iter().all(|v| v.is_finite()),
-                p.iter().fold(0.0f32, |m, v| m.max(v.abs())),
-            )
+            p.iter()
+                .fold((true, 0.0f32, f32::INFINITY), |(f, mx, mn), &v| {
+                    let m = v.abs();
+                    (
+                        f && v.is_finite(),
+                        mx.max(m),
+                        if m > 0.0 { mn.min(m) } else { mn },
+                    )
+                })
         })
-        .reduce(|| (true, 0.0), |x, y| (x.0 && y.0, x.1.max(y.1)))
+        .reduce(
+            || (true, 0.0, f32::INFINITY),
+            |x, y| (x.0 && y.0, x.1.max(y.1), x.2.min(y.2)),
+        )
 }
 
 /// The best `k` pairs one worker has found (a max-heap on `(key(d2, i), j)`),

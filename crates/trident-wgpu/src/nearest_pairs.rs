@@ -28,7 +28,7 @@
 //! duplicates) is then slower on llvmpipe, never wrong.
 
 use trident_core::{
-    Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, Result, validate,
+    Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, Result, unscale_d2, validate,
 };
 
 use crate::WgpuBackend;
@@ -460,8 +460,10 @@ fn np_args<'a>(
 impl NearestPairs for WgpuBackend {
     fn nearest(&self, a: &[Point], b: &[Point], out: &mut [Neighbor]) -> Result<()> {
         validate::nearest(a, b, out)?;
-        // The shader computes in f32: huge coordinates go to a backend that rescales.
-        validate::f32_distances_fit(a, b)?;
+        // The device computes in f32: coordinates whose squared distances
+        // would overflow or underflow are scaled by a power of two first.
+        let (a, b, shift) = trident_core::f32_scaled(a, b);
+        let (a, b) = (&a[..], &b[..]);
         if a.is_empty() {
             return Ok(());
         }
@@ -471,13 +473,17 @@ impl NearestPairs for WgpuBackend {
             let dout = self.alloc::<Neighbor>(a.len(), "nearest out")?;
             self.np_search(&da, &db, None, &dout)?;
             self.download_into(&dout, out)
-        })
+        })?;
+        unscale_neighbors(out, shift);
+        Ok(())
     }
 
     fn knn(&self, a: &[Point], b: &[Point], k: usize, out: &mut [Neighbor]) -> Result<()> {
         validate::knn(a, b, k, out)?;
-        // The shader computes in f32: huge coordinates go to a backend that rescales.
-        validate::f32_distances_fit(a, b)?;
+        // The device computes in f32: coordinates whose squared distances
+        // would overflow or underflow are scaled by a power of two first.
+        let (a, b, shift) = trident_core::f32_scaled(a, b);
+        let (a, b) = (&a[..], &b[..]);
         if a.is_empty() || k == 0 {
             return Ok(());
         }
@@ -487,13 +493,17 @@ impl NearestPairs for WgpuBackend {
             let dout = self.alloc::<Neighbor>(out.len(), "knn out")?;
             self.np_search(&da, &db, Some(k), &dout)?;
             self.download_into(&dout, out)
-        })
+        })?;
+        unscale_neighbors(out, shift);
+        Ok(())
     }
 
     fn closest_pairs(&self, a: &[Point], b: &[Point], k: usize) -> Result<Vec<Pair>> {
         validate::closest_pairs(a, b)?;
-        // The shader computes in f32: huge coordinates go to a backend that rescales.
-        validate::f32_distances_fit(a, b)?;
+        // The device computes in f32: coordinates whose squared distances
+        // would overflow or underflow are scaled by a power of two first.
+        let (a, b, shift) = trident_core::f32_scaled(a, b);
+        let (a, b) = (&a[..], &b[..]);
         if a.is_empty() || k == 0 {
             return Ok(Vec::new());
         }
@@ -502,6 +512,21 @@ impl NearestPairs for WgpuBackend {
             let db = self.upload_named(b, "points B")?;
             self.np_closest(&da, &db, k)
         })
+        .map(|mut pairs| {
+            for p in &mut pairs {
+                p.d2 = unscale_d2(p.d2, shift);
+            }
+            pairs
+        })
+    }
+}
+
+/// Reported distances back in the caller's units after [`trident_core::f32_scaled`].
+fn unscale_neighbors(out: &mut [Neighbor], shift: i32) {
+    if shift != 0 {
+        for n in out {
+            n.d2 = unscale_d2(n.d2, shift);
+        }
     }
 }
 

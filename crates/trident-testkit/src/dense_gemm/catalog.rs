@@ -111,7 +111,90 @@ pub(crate) fn gemm_cases(size: Size) -> Vec<Case> {
             ))
         });
     }
+    // alpha = 0 over an A B that overflows: C = beta C, never 0 * inf = NaN.
+    add(
+        &mut v,
+        "gemm-edge-alpha0-overflow-f32".into(),
+        p,
+        true,
+        |s| {
+            let g = gemm_general(
+                5,
+                6,
+                7,
+                params(Op::N, Op::N, 0.0, 1.5, Precision::Strict),
+                1,
+                s,
+            );
+            Input::Gemm32(scaled(g, |_, _| 3e38, |_, _| 3e38))
+        },
+    );
+    add(
+        &mut v,
+        "gemm-edge-alpha0-overflow-f64".into(),
+        p,
+        true,
+        |s| {
+            let g = gemm_general(
+                5,
+                6,
+                7,
+                params(Op::T, Op::N, 0.0, -2.0, Precision::Strict),
+                2,
+                s,
+            );
+            Input::Gemm64(scaled(g, |_, _| 1e300, |_, _| 1e300))
+        },
+    );
+    // The ends of the range: entries scaled by 2^e, 1 or 2^-e by position
+    // (e = 100 in f32, 600 in f64), so that products overflow, underflow or
+    // cancel; the checker's range rule (docs/semantics.md) judges what leaves
+    // the type's range.
+    let side = |e: i32| move |i: usize, j: usize| 2f64.powi((((i + j) % 3) as i32 - 1) * e);
+    add(&mut v, "gemm-edge-range-f32".into(), p, true, move |s| {
+        let g = gemm_general(
+            9,
+            8,
+            7,
+            params(Op::N, Op::T, 1.0, 0.5, Precision::Strict),
+            1,
+            s,
+        );
+        Input::Gemm32(scaled(g, side(100), side(-100)))
+    });
+    add(&mut v, "gemm-edge-range-f64".into(), p, true, move |s| {
+        let g = gemm_general(
+            9,
+            8,
+            7,
+            params(Op::T, Op::N, -1.0, 0.0, Precision::Strict),
+            0,
+            s,
+        );
+        Input::Gemm64(scaled(g, side(600), side(-600)))
+    });
     v
+}
+
+/// `g` with A's stored element (i, j) multiplied by `fa(i, j)` and B's by
+/// `fb(i, j)` (padding untouched).
+fn scaled<T: Scalar>(
+    mut g: GemmCase<T>,
+    fa: impl Fn(usize, usize) -> f64,
+    fb: impl Fn(usize, usize) -> f64,
+) -> GemmCase<T> {
+    for (buf, sh, f) in [
+        (&mut g.a, g.a_shape, &fa as &dyn Fn(usize, usize) -> f64),
+        (&mut g.b, g.b_shape, &fb),
+    ] {
+        for i in 0..sh.rows {
+            for j in 0..sh.cols {
+                let x = &mut buf[i * sh.ld + j];
+                *x = T::from_f64(x.to_f64() * f(i, j));
+            }
+        }
+    }
+    g
 }
 
 /// The contract's DenseGemm benchmark cases at full size ([`crate::cases::spec_cases`]).

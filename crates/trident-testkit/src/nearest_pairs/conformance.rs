@@ -24,6 +24,68 @@ fn random_points(n: usize, mode: u8, seed: u64) -> Vec<Point> {
     }
 }
 
+/// Brute force in f64 by `(exact d2, j)`: the contract's nearest index.
+fn brute_nearest(q: &Point, b: &[Point]) -> u32 {
+    (0..b.len())
+        .min_by(|&x, &y| {
+            dist2_f64(q, &b[x])
+                .total_cmp(&dist2_f64(q, &b[y]))
+                .then(x.cmp(&y))
+        })
+        .map_or(0, |j| j as u32)
+}
+
+/// Coordinates at the ends of f32's range, whose squared distances overflow
+/// (around 1e19 and beyond) or underflow (below about 1e-19) in f32: every
+/// candidate used to tie at `inf` or 0 and the smallest index won. Backends
+/// that compute in f32 scale by a power of two (or answer `Unsupported`, a
+/// skip here); none may return a wrong index.
+fn range_cases() -> Vec<(&'static str, Vec<Point>, Vec<Point>)> {
+    let m = f32::MAX;
+    vec![
+        (
+            "coordinates near f32::MAX (squares overflow)",
+            vec![[m, 0.0, 0.0], [-m, 0.0, 0.0], [2e30, 0.0, 0.0]],
+            vec![
+                [-m, 0.0, 0.0],
+                [m, 0.0, 0.0],
+                [1e30, 0.0, 0.0],
+                [3e30, 1.0, 0.0],
+            ],
+        ),
+        (
+            "coordinates near 1e-23 (squares underflow)",
+            vec![[0.0, 0.0, 0.0], [5e-23, 5e-23, 0.0]],
+            vec![[2e-23, 0.0, 0.0], [1e-23, 0.0, 0.0], [4e-23, 6e-23, 0.0]],
+        ),
+        (
+            "subnormal coordinates",
+            vec![[0.0, 0.0, 0.0], [3e-44, 0.0, 0.0]],
+            vec![[4e-45, 0.0, 0.0], [3e-45, 0.0, 0.0], [2.8e-44, 0.0, 0.0]],
+        ),
+        (
+            "coordinates spanning 1e10 to 1e-30",
+            vec![[1e-30, 0.0, 0.0]],
+            vec![[1e10, 0.0, 0.0], [3e-30, 0.0, 0.0], [2e-30, 0.0, 0.0]],
+        ),
+    ]
+}
+
+/// `nearest`, `knn` (k = 2) and `closest_pairs` on one of [`range_cases`]:
+/// the exact nearest index every time (or `Unsupported`, which `known`
+/// counts as a skip).
+fn range_known(b: &dyn Primitives, a: &[Point], bb: &[Point]) -> Result<bool> {
+    let want: Vec<u32> = a.iter().map(|q| brute_nearest(q, bb)).collect();
+    let mut out = vec![Neighbor::default(); a.len()];
+    b.nearest(a, bb, &mut out)?;
+    let mut kn = vec![Neighbor::default(); a.len() * 2];
+    b.knn(a, bb, 2, &mut kn)?;
+    let pairs = b.closest_pairs(a, bb, a.len())?;
+    Ok(out.iter().map(|n| n.index).eq(want.iter().copied())
+        && kn.chunks(2).map(|r| r[0].index).eq(want.iter().copied())
+        && pairs.iter().all(|p| p.b == want[p.a as usize]))
+}
+
 /// The NearestPairs suite (nearest, knn, closest_pairs).
 pub fn nearest_pairs(b: &dyn Primitives) -> SuiteReport {
     let mut r = SuiteReport::new("nearest_pairs", b);
@@ -45,6 +107,9 @@ pub fn nearest_pairs(b: &dyn Primitives) -> SuiteReport {
                 == [(0, 1, 1.0), (1, 0, 1.0)])
     };
     known(&mut r, "two queries, tie to the smaller index", k());
+    for (label, a, bb) in range_cases() {
+        known(&mut r, label, range_known(b, &a, &bb));
+    }
     run_catalog(&mut r, b, "nearest_pairs");
     run_determinism(&mut r, b, "nearest_pairs");
     let strategy = (

@@ -127,7 +127,50 @@ pub(crate) fn spgemm_cases(size: Size) -> Vec<Case> {
             b: random_csr(1, 70, 1.0, false, s ^ 1),
         })
     });
+    // The ends of the range: entries of 2^e (e = +-100 in f32, +-600 in f64)
+    // whose products overflow, underflow or cancel; the checker's range
+    // rule (docs/semantics.md) judges what leaves the type's range.
+    add(&mut v, "spgemm-edge-range-f32".into(), p, true, |s| {
+        Input::Spgemm32(range_case(100, s))
+    });
+    add(&mut v, "spgemm-edge-range-f64".into(), p, true, |s| {
+        Input::Spgemm64(range_case(600, s))
+    });
+    // Sums that cancel exactly at the top of the range: 1e30 * 1e30 - 1e30 * 1e30.
+    add(
+        &mut v,
+        "spgemm-edge-overflow-cancels".into(),
+        p,
+        true,
+        |_| {
+            let a = csr(1, 2, &[(0, 0, 1e30), (0, 1, 1e30)]);
+            let b = csr(2, 1, &[(0, 0, 1e30), (1, 0, -1e30)]);
+            Input::Spgemm32(SpgemmCase { a, b })
+        },
+    );
     v
+}
+
+/// `A * B` of 20 x 20 random matrices whose entries are scaled by `2^e`,
+/// `1` or `2^-e` by position, so that products span both ends of the range.
+fn range_case<T: Scalar>(e: i32, seed: u64) -> SpgemmCase<T> {
+    let scale = |m: CsrMatrix<T>, flip: bool| -> CsrMatrix<T> {
+        let mut t = Vec::new();
+        for r in 0..m.rows() {
+            for p in m.offsets()[r]..m.offsets()[r + 1] {
+                let c = m.indices()[p] as usize;
+                let k = ((r + c) % 3) as i32 - 1;
+                let k = if flip { -k } else { k };
+                let v = m.values()[p].to_f64() * 2f64.powi(k * e);
+                t.push((r as u32, c as u32, T::from_f64(v)));
+            }
+        }
+        CsrMatrix::from_triplets(m.rows(), m.cols(), &t).expect("scaled random matrix is valid")
+    };
+    SpgemmCase {
+        a: scale(random_csr(20, 20, 0.3, false, seed), false),
+        b: scale(random_csr(20, 20, 0.3, false, seed ^ 7), true),
+    }
 }
 
 /// The contract's SparseGemm benchmark cases at full size ([`crate::cases::spec_cases`]).

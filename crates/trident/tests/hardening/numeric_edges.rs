@@ -241,14 +241,28 @@ fn from_triplets_whose_duplicates_sum_to_inf_names_the_triplets() {
     }
 }
 
-/// Backends that compute in f32 without rescaling (CUDA) refuse huge
-/// coordinates by name with `Unsupported`, so the facade hands the call on.
+/// Backends that compute distances in f32 scale the points by a power of two
+/// first when squares would overflow (huge coordinates) or underflow (tiny
+/// ones), and use them as given otherwise.
 #[test]
-fn f32_only_backends_refuse_huge_coordinates_by_name() {
-    use trident::validate::f32_distances_fit;
-    match f32_distances_fit(&[[0.0; 3]], &[[1.0, 2.0, 3.0], [0.0, -1e30, 0.0]]) {
-        Err(Error::Unsupported(m)) => assert!(m.contains("b[1] coordinate 1"), "{m}"),
-        other => panic!("expected Unsupported, got {other:?}"),
+fn f32_scaling_moves_points_into_range_and_leaves_ordinary_ones() {
+    use trident::{F32_SAFE_COORD, F32_TINY_COORD, f32_scaled};
+    let (a, b) = ([[0.0f32; 3]], [[1.0f32, 2.0, 3.0], [0.0, -1e18, 1e-12]]);
+    let (sa, sb, s) = f32_scaled(&a, &b);
+    assert_eq!((s, &sa[..], &sb[..]), (0, &a[..], &b[..]));
+    for (a, b) in [
+        ([[0.0f32; 3]], [[1.0f32, 2.0, 3.0], [0.0, -1e30, 0.0]]),
+        ([[0.0f32; 3]], [[1e-25f32, 2e-25, 0.0], [0.0, -3e-30, 0.0]]),
+    ] {
+        let (sa, sb, s) = f32_scaled(&a, &b);
+        assert_ne!(s, 0);
+        let max = sa
+            .iter()
+            .chain(&sb[..])
+            .flatten()
+            .fold(0.0f32, |m, v| m.max(v.abs()));
+        assert!(max <= F32_SAFE_COORD && max > F32_SAFE_COORD / 2.0, "{max}");
+        let min = sb[0][0].abs();
+        assert!(min >= F32_TINY_COORD, "{min}");
     }
-    assert!(f32_distances_fit(&[[1e18; 3]], &[[-1e18; 3]]).is_ok());
 }
