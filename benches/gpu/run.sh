@@ -45,7 +45,7 @@ verify_both() { # size
 tests() {
   local rc=0
   for t in $D/tests/*; do
-    echo "--- $t"; TRIDENT_REQUIRE_BACKENDS=cuda timeout 120 "$t" 2>&1 | grep -E "test result|FAILED|panicked|SKIP" || true
+    echo "--- $t"; TRIDENT_REQUIRE_BACKENDS=cuda,wgpu timeout 120 "$t" 2>&1 | grep -E "test result|FAILED|panicked|SKIP" || true
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   done
   return $rc

@@ -123,8 +123,8 @@ fn device_build(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("copying {name}: {e}"))?;
         eprintln!("xtask: copied {name} to .device/");
     }
-    // The CUDA crate's GPU tests as plain binaries (they skip without a GPU
-    // unless TRIDENT_REQUIRE_BACKENDS=cuda).
+    // The GPU crates' tests as plain binaries (they skip without a GPU
+    // unless TRIDENT_REQUIRE_BACKENDS names the backend).
     let out = cargo()
         .current_dir(root())
         .args([
@@ -132,6 +132,8 @@ fn device_build(args: &[String]) -> Result<(), String> {
             "--release",
             "-p",
             "trident-cuda",
+            "-p",
+            "trident-wgpu",
             "--no-run",
             "--message-format=json",
         ])
@@ -152,11 +154,17 @@ fn device_build(args: &[String]) -> Result<(), String> {
         let Some(stem) = path.file_name().map(|n| n.to_string_lossy().to_string()) else {
             continue;
         };
-        // `name-HASH` -> `name`.
+        // `name-HASH` -> `name`, with the crate in front of the wgpu
+        // crate's integration tests (both GPU crates have a `conformance`).
         let name = stem
             .rsplit_once('-')
             .map_or(stem.as_str(), |(n, _)| n)
             .to_string();
+        let name = if line.contains("trident-wgpu") && !name.starts_with("trident_wgpu") {
+            format!("wgpu_{name}")
+        } else {
+            name
+        };
         std::fs::copy(&path, tests.join(&name)).map_err(|e| format!("copying {stem}: {e}"))?;
         eprintln!("xtask: copied test {name} to .device/tests/");
     }
