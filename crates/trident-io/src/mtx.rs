@@ -21,7 +21,7 @@ use std::io::{BufRead, Write};
 
 use trident_core::{CsrMatrix, Scalar};
 
-use crate::text::Lines;
+use crate::text::{Lines, Num};
 use crate::{At, Error, Limits, Result};
 
 /// Entries reserved up front at most, whatever the size line declares: a file
@@ -290,7 +290,12 @@ pub fn write<T: Scalar>(mut w: impl Write, m: &CsrMatrix<T>) -> Result<()> {
     for i in 0..m.rows() {
         let (cols, vals) = m.row(i);
         for (j, v) in cols.iter().zip(vals) {
-            writeln!(w, "{} {} {}", i + 1, j + 1, v)?;
+            // In T's own precision: an f32 prints as its shortest f32 decimal.
+            if T::NAME == "f32" {
+                writeln!(w, "{} {} {}", i + 1, j + 1, Num(v.to_f64() as f32))?;
+            } else {
+                writeln!(w, "{} {} {}", i + 1, j + 1, Num(v.to_f64()))?;
+            }
         }
     }
     w.flush()?;

@@ -339,6 +339,13 @@ fn dict(text: &str) -> std::result::Result<Vec<(String, Value)>, (usize, String)
                         i += 1;
                         break;
                     }
+                    if let Some(b'(' | b'[' | b'\'' | b'"') = s.get(i) {
+                        return Err((
+                            i,
+                            "a list of fields, not dimensions: record dtypes are not read"
+                                .to_string(),
+                        ));
+                    }
                     dims.push(int(s, &mut i)?);
                     ws(&mut i);
                     if s.get(i) == Some(&b',') {
@@ -750,14 +757,14 @@ pub fn write<T: Element>(mut w: impl Write, shape: &[u64], data: &[T]) -> Result
     Ok(())
 }
 
-/// The bytes of an `.npy` file holding `data` with `shape` (see [`write`]).
+/// The bytes of an `.npy` file holding `data` with `shape` (see [`write()`]).
 pub fn encode<T: Element>(shape: &[u64], data: &[T]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     write(&mut out, shape, data)?;
     Ok(out)
 }
 
-/// Writes an [`Array`] (see [`write`]).
+/// Writes an [`Array`] (see [`write()`]).
 pub fn write_array(w: impl Write, a: &Array) -> Result<()> {
     each_data!(&a.data, v => write(w, &a.shape, v))
 }

@@ -83,7 +83,7 @@ pub fn write(w: impl Write, members: &[Member]) -> Result<()> {
     Ok(())
 }
 
-/// The bytes of an `.npz` archive of `members` (see [`write`]).
+/// The bytes of an `.npz` archive of `members` (see [`write()`]).
 pub fn encode(members: &[Member]) -> Result<Vec<u8>> {
     let zip_err = |e: zip::result::ZipError| match e {
         zip::result::ZipError::Io(e) => Error::Io(e),

@@ -16,6 +16,7 @@ use std::io::Write;
 use trident_core::Point;
 
 use crate::points::coord;
+use crate::text::Num;
 use crate::{At, Error, Result};
 
 /// Scalar types of PLY properties: (names, bytes).
@@ -352,7 +353,7 @@ fn header(w: &mut impl Write, format: &str, n: usize) -> std::io::Result<()> {
 pub fn write_ascii(mut w: impl Write, pts: &[Point]) -> Result<()> {
     header(&mut w, "ascii", pts.len())?;
     for [x, y, z] in pts {
-        writeln!(w, "{x} {y} {z}")?;
+        writeln!(w, "{} {} {}", Num(*x), Num(*y), Num(*z))?;
     }
     w.flush()?;
     Ok(())

@@ -16,7 +16,7 @@ use std::io::{BufRead, Write};
 use trident_core::Point;
 
 use crate::npy;
-use crate::text::Lines;
+use crate::text::{Lines, Num};
 use crate::{At, Error, Result};
 
 /// A file format holding points, chosen by a file name's extension.
@@ -180,7 +180,7 @@ fn write_text(mut w: impl Write, pts: &[Point], header: Option<&str>, sep: char)
         writeln!(w, "{h}")?;
     }
     for [x, y, z] in pts {
-        writeln!(w, "{x}{sep}{y}{sep}{z}")?;
+        writeln!(w, "{}{sep}{}{sep}{}", Num(*x), Num(*y), Num(*z))?;
     }
     w.flush()?;
     Ok(())

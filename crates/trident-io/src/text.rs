@@ -57,3 +57,20 @@ impl<R: BufRead> Lines<R> {
         Ok(Some((self.no, &self.line)))
     }
 }
+
+/// A float printed with the fewest digits that read back to the same bits:
+/// plain (`0.25`, `-3`) for moderate magnitudes, scientific (`1e-300`,
+/// `3.4028235e38`) otherwise, where plain notation would spell out hundreds
+/// of zeros. Both are Rust's shortest round-trip forms.
+pub(crate) struct Num<T>(pub(crate) T);
+
+impl<T: Copy + Into<f64> + std::fmt::Display + std::fmt::LowerExp> std::fmt::Display for Num<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let a = self.0.into().abs();
+        if a == 0.0 || (1e-5..1e16).contains(&a) {
+            write!(f, "{}", self.0)
+        } else {
+            write!(f, "{:e}", self.0)
+        }
+    }
+}
