@@ -16,7 +16,7 @@ use crate::{Ctx, Outcome};
 /// `trident pairs` flags.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Query points A (.npy N x 3, .ply, .csv).
+    /// Query points A (.npy N x 3, .ply, .csv or .xyz: `x,y,z` or `x y z` per line).
     a: PathBuf,
     /// Data points B.
     b: PathBuf,
