@@ -10,12 +10,12 @@ use std::time::Instant;
 
 use serde_json::json;
 use trident::{Dictionary, MatRef, Scalar, SparseCoder, StopRule};
+use trident_io::npy;
 
 use super::secs;
 use crate::fail::{CliResult, Fail};
 use crate::io;
 use crate::{Ctx, Outcome};
-use trident_io::npy;
 
 /// `trident omp` flags.
 #[derive(clap::Args, Debug)]

@@ -17,12 +17,12 @@ use std::time::Instant;
 
 use serde_json::json;
 use trident::{GridGraph, MaxFlow};
+use trident_io::img::{Image, Seed};
 
 use super::secs;
 use crate::fail::{CliResult, Fail};
 use crate::io;
 use crate::{Ctx, Outcome};
-use trident_io::img::{Image, Seed};
 
 /// Capacity units per unit of energy.
 pub const SCALE: f64 = 100.0;
