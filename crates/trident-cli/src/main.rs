@@ -54,7 +54,7 @@ enum Command {
     Spgemm(cmd::spgemm::Args),
     /// Dense x dense: C = A B on float32/float64 .npy matrices.
     Gemm(cmd::gemm::Args),
-    /// Nearest neighbours from point set A into B (.npy N x 3, .ply or .csv).
+    /// Nearest neighbours from point set A into B (.npy N x 3, .ply, .csv or .xyz).
     Pairs(cmd::pairs::Args),
     /// Sparse codes of signals over a dictionary (Batch-OMP), written as .npz.
     Omp(cmd::omp::Args),

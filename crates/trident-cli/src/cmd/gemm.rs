@@ -8,7 +8,7 @@ use trident::{DenseGemm, GemmParams, MatMut, MatRef, Scalar};
 
 use super::secs;
 use crate::fail::{CliResult, Fail};
-use crate::io::npy;
+use crate::io;
 use crate::{Ctx, Outcome};
 
 /// `trident gemm` flags.
@@ -26,8 +26,8 @@ pub struct Args {
 /// Reads, multiplies, writes.
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     let t0 = Instant::now();
-    let a = npy::read_matrix(&args.a, &ctx.progress)?;
-    let b = npy::read_matrix(&args.b, &ctx.progress)?;
+    let a = io::read_npy_matrix(&args.a, &ctx.progress)?;
+    let b = io::read_npy_matrix(&args.b, &ctx.progress)?;
     if a.cols != b.rows {
         return Err(Fail::BadInput(format!(
             "{} is {} x {} but {} is {} x {}: the inner dimensions differ",
@@ -65,7 +65,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     }
 }
 
-fn go<T: Scalar + npyz::AutoSerialize>(
+fn go<T: Scalar + trident_io::npy::Element>(
     ctx: &Ctx,
     args: &Args,
     m: usize,
@@ -103,7 +103,7 @@ where
     let compute_s = secs(t1);
     pb.finish_and_clear();
     let t2 = Instant::now();
-    npy::write_matrix(&args.output, m, n, &c)?;
+    io::write_npy_matrix(&args.output, m, n, &c)?;
     let write_s = secs(t2);
     let gflops = 2.0 * m as f64 * n as f64 * k as f64 / compute_s.max(1e-9) / 1e9;
     Ok(Outcome {

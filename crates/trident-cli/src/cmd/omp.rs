@@ -10,10 +10,11 @@ use std::time::Instant;
 
 use serde_json::json;
 use trident::{Dictionary, MatRef, Scalar, SparseCoder, StopRule};
+use trident_io::npy;
 
 use super::secs;
 use crate::fail::{CliResult, Fail};
-use crate::io::npy;
+use crate::io;
 use crate::{Ctx, Outcome};
 
 /// `trident omp` flags.
@@ -43,8 +44,8 @@ pub struct Args {
 /// Reads, codes, writes.
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     let t0 = Instant::now();
-    let d = npy::read_matrix(&args.dict, &ctx.progress)?;
-    let x = npy::read_matrix(&args.signals, &ctx.progress)?;
+    let d = io::read_npy_matrix(&args.dict, &ctx.progress)?;
+    let x = io::read_npy_matrix(&args.signals, &ctx.progress)?;
     if x.cols != d.rows {
         return Err(Fail::BadInput(format!(
             "{} has signals of length {} but the dictionary {} has n = {} rows",
@@ -92,7 +93,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     }
 }
 
-fn go<T: Scalar + npyz::AutoSerialize>(
+fn go<T: Scalar + npy::Element>(
     ctx: &Ctx,
     args: &Args,
     rule: StopRule,
@@ -126,7 +127,7 @@ where
     let compute_s = secs(t1);
     pb.finish_and_clear();
     let t2 = Instant::now();
-    let fail = |e| npy::encode_fail(&args.output, e);
+    let fail = |e| io::encode_fail(&args.output, e);
     let offsets: Vec<u64> = codes.offsets.iter().map(|&o| o as u64).collect();
     let members = vec![
         (
@@ -147,7 +148,7 @@ where
                 .map_err(fail)?,
         ),
     ];
-    npy::write_npz(&args.output, &members)?;
+    io::write_npz(&args.output, &members)?;
     let write_s = secs(t2);
     let mean_atoms = codes.atoms.len() as f64 / l.max(1) as f64;
     Ok(Outcome {

@@ -11,13 +11,12 @@ use trident::{NearestPairs, Neighbor};
 use super::secs;
 use crate::fail::{CliResult, Fail};
 use crate::io::output::Output;
-use crate::io::points;
 use crate::{Ctx, Outcome};
 
 /// `trident pairs` flags.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Query points A (.npy N x 3, .ply, .csv).
+    /// Query points A (.npy N x 3, .ply, .csv or .xyz: `x,y,z` or `x y z` per line).
     a: PathBuf,
     /// Data points B.
     b: PathBuf,
@@ -35,8 +34,8 @@ pub struct Args {
 /// Reads, queries, writes.
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     let t0 = Instant::now();
-    let a = points::read(&args.a, &ctx.progress)?;
-    let b = points::read(&args.b, &ctx.progress)?;
+    let a = crate::io::read_points(&args.a, &ctx.progress)?;
+    let b = crate::io::read_points(&args.b, &ctx.progress)?;
     let read_s = secs(t0);
     let engine = ctx.engine()?;
     let lib = |e| Fail::from_lib("pairs", e);

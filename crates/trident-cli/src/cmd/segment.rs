@@ -17,10 +17,11 @@ use std::time::Instant;
 
 use serde_json::json;
 use trident::{GridGraph, MaxFlow};
+use trident_io::img::{Image, Seed};
 
 use super::secs;
 use crate::fail::{CliResult, Fail};
-use crate::io::img::{self, Seed};
+use crate::io;
 use crate::{Ctx, Outcome};
 
 /// Capacity units per unit of energy.
@@ -91,11 +92,19 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
         }
     }
     let t0 = Instant::now();
-    let (w, h, gray) = img::read_gray(&args.image, &ctx.progress)?;
+    let Image {
+        width: w,
+        height: h,
+        pixels: gray,
+    } = io::read_gray(&args.image, &ctx.progress)?;
     let seeds = match &args.seeds {
         None => None,
         Some(p) => {
-            let (sw, sh, s) = img::read_seeds(p, &ctx.progress)?;
+            let Image {
+                width: sw,
+                height: sh,
+                pixels: s,
+            } = io::read_seeds(p, &ctx.progress)?;
             if (sw, sh) != (w, h) {
                 return Err(Fail::BadInput(format!(
                     "{}: the seed image is {sw} x {sh} but {} is {w} x {h}; they must match",
@@ -133,9 +142,14 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     let compute_s = secs(t1);
     pb.finish_and_clear();
     let t2 = Instant::now();
-    img::write_mask(&args.output, w, h, &cut.source_side)?;
+    let mask = Image {
+        width: w,
+        height: h,
+        pixels: cut.source_side,
+    };
+    io::write_mask(&args.output, &mask)?;
     let write_s = secs(t2);
-    let fg_pixels = cut.source_side.iter().filter(|&&b| b).count();
+    let fg_pixels = mask.pixels.iter().filter(|&&b| b).count();
     Ok(Outcome {
         text: format!(
             "segment: {w} x {h}, {fg_pixels} foreground pixels ({:.1}%), cut {}, {compute_s:.3} s on {} -> {}\n",

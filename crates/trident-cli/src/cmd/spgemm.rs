@@ -8,7 +8,7 @@ use trident::{CsrMatrix, Scalar, SparseGemm};
 
 use super::secs;
 use crate::fail::{CliResult, Fail};
-use crate::io::mtx;
+use crate::io;
 use crate::{Ctx, Outcome};
 
 /// `trident spgemm` flags.
@@ -43,8 +43,8 @@ where
     trident::Trident: SparseGemm<T>,
 {
     let t0 = Instant::now();
-    let a: CsrMatrix<T> = mtx::read(&args.a, &ctx.progress)?;
-    let mut b: CsrMatrix<T> = mtx::read(&args.b, &ctx.progress)?;
+    let a: CsrMatrix<T> = io::read_mtx(&args.a, &ctx.progress)?;
+    let mut b: CsrMatrix<T> = io::read_mtx(&args.b, &ctx.progress)?;
     if args.transpose_b {
         b = transpose(&b).map_err(|e| Fail::from_lib(&args.b.display().to_string(), e))?;
     }
@@ -70,7 +70,7 @@ where
     let compute_s = secs(t1);
     pb.finish_and_clear();
     let t2 = Instant::now();
-    mtx::write(&args.output, &c)?;
+    io::write_mtx(&args.output, &c)?;
     let write_s = secs(t2);
     Ok(Outcome {
         text: format!(

@@ -1,31 +1,27 @@
-//! File formats of the CLI: Matrix Market ([`mtx`]), NPY/NPZ ([`npy`], through
-//! `npyz`), point clouds ([`points`]: NPY, PLY, CSV), images ([`img`], through
-//! `image`); DIMACS max-flow lives in `trident-core`.
+//! The command's side of its files: opening them with a byte progress bar,
+//! naming the file in every error, and outputs written all-or-nothing
+//! ([`output`]). The formats themselves (Matrix Market, NPY/NPZ, PLY, CSV/XYZ,
+//! images) are read and written by `trident_io`; DIMACS by `trident-core`.
 //!
-//! Every reader reports a bad file as [`crate::fail::Fail::BadInput`] naming the
-//! file, the line (text formats) or byte offset (binary formats) and what was
-//! expected; none panics, and sizes a file declares are checked before
-//! anything of that size is allocated. Every writer goes through
-//! [`output::Output`], so a failed run leaves no partial output.
+//! A malformed file is [`Fail::BadInput`] (exit 3) as `PATH:LOCATION: what was
+//! expected`, with the location (line, byte, header) from `trident_io`; a
+//! file that cannot be opened, read or written is [`Fail::Io`] (exit 4).
 
-pub mod img;
-pub mod mtx;
-pub mod npy;
 pub mod output;
-pub mod points;
 
 use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
 use indicatif::ProgressBar;
+use trident::{CsrMatrix, Point, Scalar};
+use trident_io::img::{Image, ImageFormat, Seed};
+use trident_io::npy::{self, Element};
+use trident_io::points::Format;
 
-use crate::fail::{CliResult, io_error};
+use crate::fail::{CliResult, Fail, bad_file, io_error};
+use crate::io::output::Output;
 use crate::progress::Progress;
-
-/// Entries reserved up front at most, whatever a header declares: a file
-/// claiming 10^12 entries must not make us allocate before it proves it.
-pub const RESERVE_CAP: usize = 1 << 20;
 
 /// Opens `path` for reading, with a byte progress bar (finished by the caller).
 pub fn open(
@@ -55,4 +51,118 @@ pub fn extension(path: &Path) -> String {
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase()
+}
+
+/// An error of `trident_io` while reading `path`, classified for the exit
+/// code: malformed is bad input (3), I/O is 4, and what the core rejects as
+/// [`Fail::from_lib`] says.
+pub fn read_fail(path: &Path, e: trident_io::Error) -> Fail {
+    match e {
+        trident_io::Error::Format { at, detail } => bad_file(path, at, detail),
+        trident_io::Error::Io(e) => io_error(path, format!("cannot read: {e}")),
+        trident_io::Error::Core(e) => Fail::from_lib(&path.display().to_string(), e),
+        e => Fail::BadInput(format!("{}: {e}", path.display())),
+    }
+}
+
+/// An error of `trident_io` while writing `out`: an I/O error (4).
+fn write_fail(out: &Output, e: trident_io::Error) -> Fail {
+    match e {
+        trident_io::Error::Io(e) => out.fail(e),
+        e => out.fail(e),
+    }
+}
+
+/// Runs `read` on the bytes of `path` (read with a progress bar).
+fn read_bytes<T>(
+    path: &Path,
+    progress: &Progress,
+    read: impl FnOnce(&[u8]) -> trident_io::Result<T>,
+) -> CliResult<T> {
+    let bytes = read_all(path, progress)?;
+    read(&bytes).map_err(|e| read_fail(path, e))
+}
+
+/// Writes `path` all-or-nothing with `write`.
+fn write_file(
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> trident_io::Result<()>,
+) -> CliResult<()> {
+    let mut out = Output::create(path)?;
+    let r = write(out.writer());
+    r.map_err(|e| write_fail(&out, e))?;
+    out.commit()
+}
+
+/// A Matrix Market file as CSR in `T`.
+pub fn read_mtx<T: Scalar>(path: &Path, progress: &Progress) -> CliResult<CsrMatrix<T>> {
+    let (reader, pb) = open(path, progress)?;
+    let m = trident_io::mtx::read(reader).map_err(|e| read_fail(path, e))?;
+    pb.finish_and_clear();
+    Ok(m)
+}
+
+/// Writes `m` as Matrix Market.
+pub fn write_mtx<T: Scalar>(path: &Path, m: &CsrMatrix<T>) -> CliResult<()> {
+    write_file(path, |w| trident_io::mtx::write(w, m))
+}
+
+/// A 2-D float32/float64 `.npy` matrix.
+pub fn read_npy_matrix(path: &Path, progress: &Progress) -> CliResult<npy::Matrix> {
+    read_bytes(path, progress, npy::read_matrix)
+}
+
+/// Writes a row-major `rows x cols` matrix as `.npy`.
+pub fn write_npy_matrix<T: Element>(
+    path: &Path,
+    rows: usize,
+    cols: usize,
+    data: &[T],
+) -> CliResult<()> {
+    write_file(path, |w| npy::write(w, &[rows as u64, cols as u64], data))
+}
+
+/// Writes an `.npz` archive of 1-D arrays, one per `(name, .npy bytes)`.
+pub fn write_npz(path: &Path, members: &[trident_io::npz::Member]) -> CliResult<()> {
+    write_file(path, |w| trident_io::npz::write(w, members))
+}
+
+/// An encoding failure of an `.npz` member bound for `path`.
+pub fn encode_fail(path: &Path, e: trident_io::Error) -> Fail {
+    io_error(path, format!("cannot encode: {e}"))
+}
+
+/// The points of `path`, in the format its extension names.
+pub fn read_points(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
+    let ext = extension(path);
+    match Format::from_extension(&ext) {
+        Some(Format::Text) => {
+            let (reader, pb) = open(path, progress)?;
+            let pts = trident_io::points::read_text(reader).map_err(|e| read_fail(path, e))?;
+            pb.finish_and_clear();
+            Ok(pts)
+        }
+        Some(format) => read_bytes(path, progress, |b| trident_io::points::read(b, format)),
+        None => Err(bad_file(
+            path,
+            "name",
+            format!("unknown point format {ext:?}; expected .npy (N x 3), .ply, .csv or .xyz"),
+        )),
+    }
+}
+
+/// Grey levels of a PNG or JPEG image.
+pub fn read_gray(path: &Path, progress: &Progress) -> CliResult<Image<u8>> {
+    read_bytes(path, progress, trident_io::img::read_gray)
+}
+
+/// Seeds of a scribble image (see `trident_io::img::read_seeds`).
+pub fn read_seeds(path: &Path, progress: &Progress) -> CliResult<Image<Seed>> {
+    read_bytes(path, progress, trident_io::img::read_seeds)
+}
+
+/// Writes a binary mask: JPEG if the name ends in `.jpg`/`.jpeg`, else PNG.
+pub fn write_mask(path: &Path, mask: &Image<bool>) -> CliResult<()> {
+    let format = ImageFormat::from_extension(&extension(path)).unwrap_or(ImageFormat::Png);
+    write_file(path, |w| trident_io::img::write_mask(w, mask, format))
 }

@@ -6,15 +6,27 @@
 //! must be reported by line with what was expected, and because declared sizes
 //! must be checked before allocating; the tests check that files written here
 //! read back with `sprs`'s reader.
+//!
+//! ```
+//! use trident_core::CsrMatrix;
+//! let text = "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.5\n2 1 -2\n";
+//! let m: CsrMatrix<f64> = trident_io::mtx::read(text.as_bytes()).unwrap();
+//! assert_eq!((m.rows(), m.cols(), m.nnz()), (2, 2, 2));
+//! let mut out = Vec::new();
+//! trident_io::mtx::write(&mut out, &m).unwrap();
+//! assert_eq!(trident_io::mtx::read::<f64>(&out[..]).unwrap(), m);
+//! ```
 
-use std::io::BufRead;
-use std::path::Path;
+use std::io::{BufRead, Write};
 
-use trident::{CsrMatrix, Scalar};
+use trident_core::{CsrMatrix, Scalar};
 
-use crate::fail::{CliResult, Fail, bad_file};
-use crate::io::output::Output;
-use crate::progress::Progress;
+use crate::text::{Lines, Num};
+use crate::{At, Error, Limits, Result};
+
+/// Entries reserved up front at most, whatever the size line declares: a file
+/// claiming 10^12 entries must not make us allocate before it proves it.
+const RESERVE_CAP: usize = 1 << 16;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Field {
@@ -31,28 +43,29 @@ enum Symmetry {
 }
 
 /// Reads a coordinate Matrix Market file into CSR (duplicates are summed, as
-/// Matrix Market readers do; symmetric storage is expanded).
-pub fn read<T: Scalar>(path: &Path, progress: &Progress) -> CliResult<CsrMatrix<T>> {
-    let (reader, pb) = super::open(path, progress)?;
-    let bad = |line: usize, msg: String| bad_file(path, format!("line {line}"), msg);
-    let mut lines = reader.lines().enumerate().map(|(i, l)| (i + 1, l));
-    let mut next = |what: &str| -> CliResult<Option<(usize, String)>> {
-        match lines.next() {
-            None => Ok(None),
-            Some((no, Ok(l))) => Ok(Some((no, l))),
-            Some((no, Err(e))) => Err(bad(no, format!("cannot read {what}: {e}"))),
+/// Matrix Market readers do; symmetric storage is expanded). Values are read
+/// in `T`'s own precision: an `f32` matrix gets the `f32` nearest each decimal.
+pub fn read<T: Scalar>(r: impl BufRead) -> Result<CsrMatrix<T>> {
+    read_with(r, &Limits::default())
+}
+
+/// [`read`], with a cap on the CSR offsets the declared row count asks for.
+pub fn read_with<T: Scalar>(r: impl BufRead, limits: &Limits) -> Result<CsrMatrix<T>> {
+    let bad = |line: usize, msg: String| Error::format(At::Line(line), msg);
+    let mut lines = Lines::new(r);
+    let header = match lines.next_line("the header")? {
+        Some((_, h)) => h.to_string(),
+        None => {
+            return Err(bad(
+                1,
+                "empty file; expected a `%%MatrixMarket matrix coordinate ...` header".into(),
+            ));
         }
     };
-    let (_, header) = next("the header")?.ok_or_else(|| {
-        bad(
-            1,
-            "empty file; expected a `%%MatrixMarket matrix coordinate ...` header".into(),
-        )
-    })?;
     let (field, sym) = parse_header(&header).map_err(|m| bad(1, m))?;
     // Comments, then the size line.
     let (size_line, rows, cols, nnz) = loop {
-        let Some((no, l)) = next("the size line")? else {
+        let Some((no, l)) = lines.next_line("the size line")? else {
             return Err(bad(
                 1,
                 "no size line `ROWS COLS ENTRIES` after the header".into(),
@@ -91,13 +104,17 @@ pub fn read<T: Scalar>(path: &Path, progress: &Progress) -> CliResult<CsrMatrix<
             format!("{nnz} entries declared for a {rows} x {cols} matrix"),
         ));
     }
+    // The CSR offsets are the one buffer sized by the header alone.
+    limits.check(
+        (rows as u128 + 1) * size_of::<usize>() as u128,
+        At::Line(size_line),
+        || format!("the CSR offsets of {rows} rows"),
+    )?;
     let mut trip: Vec<(u32, u32, T)> = Vec::new();
-    trip.try_reserve((nnz as usize).min(super::RESERVE_CAP))
+    trip.try_reserve((nnz as usize).min(RESERVE_CAP))
         .map_err(|e| bad(size_line, format!("cannot reserve {nnz} entries: {e}")))?;
     let mut seen: u64 = 0;
-    let mut last = size_line;
-    while let Some((no, l)) = next("an entry")? {
-        last = no;
+    while let Some((no, l)) = lines.next_line("an entry")? {
         let t = l.trim();
         if t.is_empty() || t.starts_with('%') {
             continue;
@@ -108,7 +125,7 @@ pub fn read<T: Scalar>(path: &Path, progress: &Progress) -> CliResult<CsrMatrix<
                 format!("more entries than the {nnz} the size line (line {size_line}) declares"),
             ));
         }
-        let (i, j, v) = parse_entry(t, field, rows, cols).map_err(|m| bad(no, m))?;
+        let (i, j, v) = parse_entry::<T>(t, field, rows, cols).map_err(|m| bad(no, m))?;
         match sym {
             Symmetry::General => {}
             _ if i < j => {
@@ -129,17 +146,13 @@ pub fn read<T: Scalar>(path: &Path, progress: &Progress) -> CliResult<CsrMatrix<
             }
             _ => {}
         }
-        let tv = T::from_f64(v);
-        if !tv.is_finite() {
-            return Err(bad(no, format!("value {v} does not fit {}", T::NAME)));
-        }
         trip.try_reserve(2)
             .map_err(|e| bad(no, format!("out of memory: {e}")))?;
-        trip.push((i, j, tv));
+        trip.push((i, j, v));
         if i != j {
             match sym {
-                Symmetry::Symmetric => trip.push((j, i, tv)),
-                Symmetry::Skew => trip.push((j, i, -tv)),
+                Symmetry::Symmetric => trip.push((j, i, v)),
+                Symmetry::Skew => trip.push((j, i, -v)),
                 Symmetry::General => {}
             }
         }
@@ -147,18 +160,20 @@ pub fn read<T: Scalar>(path: &Path, progress: &Progress) -> CliResult<CsrMatrix<
     }
     if seen != nnz {
         return Err(bad(
-            last,
+            lines.number().max(size_line),
             format!(
                 "truncated: the size line (line {size_line}) declares {nnz} entries, the file ends after {seen}"
             ),
         ));
     }
-    pb.finish_and_clear();
-    CsrMatrix::from_triplets(rows as usize, cols as usize, &trip)
-        .map_err(|e| Fail::from_lib(&path.display().to_string(), e))
+    Ok(CsrMatrix::from_triplets(
+        rows as usize,
+        cols as usize,
+        &trip,
+    )?)
 }
 
-fn parse_header(line: &str) -> Result<(Field, Symmetry), String> {
+fn parse_header(line: &str) -> std::result::Result<(Field, Symmetry), String> {
     let t: Vec<String> = line
         .split_whitespace()
         .map(str::to_ascii_lowercase)
@@ -201,8 +216,13 @@ fn parse_header(line: &str) -> Result<(Field, Symmetry), String> {
     Ok((field, sym))
 }
 
-/// One entry line: 0-based row, column and the value.
-fn parse_entry(t: &str, field: Field, rows: u64, cols: u64) -> Result<(u32, u32, f64), String> {
+/// One entry line: 0-based row, column and the value in `T`.
+fn parse_entry<T: Scalar>(
+    t: &str,
+    field: Field,
+    rows: u64,
+    cols: u64,
+) -> std::result::Result<(u32, u32, T), String> {
     let v: Vec<&str> = t.split_whitespace().collect();
     let want = if field == Field::Pattern { 2 } else { 3 };
     let shape = if field == Field::Pattern {
@@ -213,7 +233,7 @@ fn parse_entry(t: &str, field: Field, rows: u64, cols: u64) -> Result<(u32, u32,
     if v.len() != want {
         return Err(format!("expected {shape}, found {t:?}"));
     }
-    let index = |s: &str, what: &str, n: u64| -> Result<u32, String> {
+    let index = |s: &str, what: &str, n: u64| -> std::result::Result<u32, String> {
         let x: u64 = s
             .parse()
             .map_err(|_| format!("{what} {s:?} is not a positive integer"))?;
@@ -225,44 +245,59 @@ fn parse_entry(t: &str, field: Field, rows: u64, cols: u64) -> Result<(u32, u32,
     let i = index(v[0], "row", rows)?;
     let j = index(v[1], "column", cols)?;
     let value = match field {
-        Field::Pattern => 1.0,
-        Field::Integer => v[2]
-            .parse::<i64>()
-            .map_err(|_| format!("value {:?} is not an integer (field `integer`)", v[2]))?
-            as f64,
-        Field::Real => {
-            let x: f64 = v[2]
-                .parse()
-                .map_err(|_| format!("value {:?} is not a number", v[2]))?;
-            if !x.is_finite() {
-                return Err(format!(
-                    "value {} is not finite; expected a finite number",
-                    v[2]
-                ));
-            }
-            x
+        Field::Pattern => T::ONE,
+        Field::Integer => {
+            let x = v[2]
+                .parse::<i64>()
+                .map_err(|_| format!("value {:?} is not an integer (field `integer`)", v[2]))?;
+            T::from_f64(x as f64)
         }
+        Field::Real => parse_real::<T>(v[2])?,
     };
     Ok((i, j, value))
 }
 
+/// A finite number in `T`'s precision: an `f32` is parsed as `f32`, not
+/// rounded twice through `f64`, so the shortest `f32` decimals the writer
+/// prints read back to the same bits.
+fn parse_real<T: Scalar>(s: &str) -> std::result::Result<T, String> {
+    let x: f64 = s
+        .parse()
+        .map_err(|_| format!("value {s:?} is not a number"))?;
+    if !x.is_finite() {
+        return Err(format!("value {s} is not finite; expected a finite number"));
+    }
+    let v = if T::NAME == "f32" {
+        let y: f32 = s
+            .parse()
+            .map_err(|_| format!("value {s:?} is not a number"))?;
+        T::from_f64(y as f64)
+    } else {
+        T::from_f64(x)
+    };
+    if !v.is_finite() {
+        return Err(format!("value {x} does not fit {}", T::NAME));
+    }
+    Ok(v)
+}
+
 /// Writes `m` as `coordinate real general`, one entry per line, values in the
-/// shortest form that reads back exactly.
-pub fn write<T: Scalar>(path: &Path, m: &CsrMatrix<T>) -> CliResult<()> {
-    let mut out = Output::create(path)?;
-    let r = (|| -> std::io::Result<()> {
-        let w = out.writer();
-        writeln!(w, "%%MatrixMarket matrix coordinate real general")?;
-        writeln!(w, "% written by trident {}", env!("CARGO_PKG_VERSION"))?;
-        writeln!(w, "{} {} {}", m.rows(), m.cols(), m.nnz())?;
-        for i in 0..m.rows() {
-            let (cols, vals) = m.row(i);
-            for (j, v) in cols.iter().zip(vals) {
-                writeln!(w, "{} {} {}", i + 1, j + 1, v)?;
+/// shortest form that reads back to the same bits.
+pub fn write<T: Scalar>(mut w: impl Write, m: &CsrMatrix<T>) -> Result<()> {
+    writeln!(w, "%%MatrixMarket matrix coordinate real general")?;
+    writeln!(w, "% written by trident-io {}", env!("CARGO_PKG_VERSION"))?;
+    writeln!(w, "{} {} {}", m.rows(), m.cols(), m.nnz())?;
+    for i in 0..m.rows() {
+        let (cols, vals) = m.row(i);
+        for (j, v) in cols.iter().zip(vals) {
+            // In T's own precision: an f32 prints as its shortest f32 decimal.
+            if T::NAME == "f32" {
+                writeln!(w, "{} {} {}", i + 1, j + 1, Num(v.to_f64() as f32))?;
+            } else {
+                writeln!(w, "{} {} {}", i + 1, j + 1, Num(v.to_f64()))?;
             }
         }
-        Ok(())
-    })();
-    r.map_err(|e| out.fail(e))?;
-    out.commit()
+    }
+    w.flush()?;
+    Ok(())
 }

@@ -1,106 +1,23 @@
-//! Point clouds (N x 3) from `.npy`, `.ply` (ascii or binary_little_endian,
-//! the `x y z` properties of the `vertex` element) or `.csv` (`x,y,z` per line,
-//! an optional header line, `#` comments).
+//! PLY point clouds (<http://paulbourke.net/dataformats/ply/>): `ascii`,
+//! `binary_little_endian` or `binary_big_endian`; the `x`, `y`, `z`
+//! properties of the `vertex` element are read, other properties and
+//! elements skipped (elements before `vertex` must have fixed-size rows in
+//! binary files).
+//!
+//! ```
+//! let pts = [[0.5f32, -1.0, 2.0], [3.0, 0.0, 1e-3]];
+//! let mut bytes = Vec::new();
+//! trident_io::ply::write_binary(&mut bytes, &pts).unwrap();
+//! assert_eq!(trident_io::ply::read(&bytes).unwrap(), pts);
+//! ```
 
-use std::io::BufRead;
-use std::path::Path;
+use std::io::Write;
 
-use trident::Point;
+use trident_core::Point;
 
-use crate::fail::{CliResult, bad_file};
-use crate::progress::Progress;
-
-/// Reads the points of `path`, chosen by its extension.
-pub fn read(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
-    match super::extension(path).as_str() {
-        "npy" => from_npy(path, progress),
-        "ply" => read_ply(path, progress),
-        "csv" | "txt" | "xyz" => read_csv(path, progress),
-        other => Err(bad_file(
-            path,
-            "name",
-            format!("unknown point format {other:?}; expected .npy (N x 3), .ply or .csv"),
-        )),
-    }
-}
-
-fn from_npy(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
-    let m = super::npy::read_matrix(path, progress)?;
-    if m.cols != 3 {
-        return Err(bad_file(
-            path,
-            "header",
-            format!("shape {} x {}: expected N x 3 points", m.rows, m.cols),
-        ));
-    }
-    let v = m.to_f32();
-    check_f32(path, &m.to_f64(), "byte")?;
-    Ok(v.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
-}
-
-/// A float64 coordinate beyond f32's range would become infinite.
-fn check_f32(path: &Path, v: &[f64], _unit: &str) -> CliResult<()> {
-    if let Some(k) = v.iter().position(|&x| !(x as f32).is_finite()) {
-        return Err(bad_file(
-            path,
-            format!("point {}", k / 3),
-            format!("coordinate {} does not fit f32", v[k]),
-        ));
-    }
-    Ok(())
-}
-
-/// Parses one coordinate; non-finite values are rejected.
-fn coord(s: &str) -> Result<f32, String> {
-    let x: f32 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("{:?} is not a number", s.trim()))?;
-    if !x.is_finite() {
-        return Err(format!(
-            "coordinate {} is not finite; expected a finite f32",
-            s.trim()
-        ));
-    }
-    Ok(x)
-}
-
-/// `x,y,z` lines. A first line that does not parse as numbers is a header.
-pub fn read_csv(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
-    let (reader, pb) = super::open(path, progress)?;
-    let mut pts = Vec::new();
-    let mut first = true;
-    for (no, line) in reader.lines().enumerate() {
-        let no = no + 1;
-        let line =
-            line.map_err(|e| bad_file(path, format!("line {no}"), format!("cannot read: {e}")))?;
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let f: Vec<&str> = t.split(',').collect();
-        let was_first = std::mem::replace(&mut first, false);
-        if was_first && f.iter().any(|x| x.trim().parse::<f64>().is_err()) {
-            continue; // header
-        }
-        if f.len() != 3 {
-            return Err(bad_file(
-                path,
-                format!("line {no}"),
-                format!("expected `x,y,z` (3 fields), found {} in {t:?}", f.len()),
-            ));
-        }
-        let mut p = [0f32; 3];
-        for (d, s) in f.iter().enumerate() {
-            p[d] = coord(s).map_err(|m| bad_file(path, format!("line {no}"), m))?;
-        }
-        pts.try_reserve(1)
-            .map_err(|e| bad_file(path, format!("line {no}"), format!("out of memory: {e}")))?;
-        pts.push(p);
-    }
-    pb.finish_and_clear();
-    Ok(pts)
-}
+use crate::points::coord;
+use crate::text::Num;
+use crate::{At, Error, Result};
 
 /// Scalar types of PLY properties: (names, bytes).
 const PLY_TYPES: [(&str, &str, usize); 8] = [
@@ -128,10 +45,8 @@ struct Element {
     props: Vec<(String, Option<(&'static str, usize)>)>,
 }
 
-/// PLY, `ascii` or `binary_little_endian`: the `x`, `y`, `z` of each vertex.
-/// Elements before `vertex` are skipped (fixed-size ones only, in binary).
-pub fn read_ply(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
-    let bytes = super::read_all(path, progress)?;
+/// The points of a PLY file: the `x`, `y`, `z` of each vertex, as f32.
+pub fn read(bytes: &[u8]) -> Result<Vec<Point>> {
     // The header is text up to and including the `end_header` line.
     let mut pos = 0usize;
     let mut line_no = 0usize;
@@ -150,7 +65,7 @@ pub fn read_ply(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
         line_no += 1;
         Some((line_no, s))
     };
-    let hdr = |no: usize, m: String| bad_file(path, format!("line {no}"), m);
+    let hdr = |no: usize, m: String| Error::format(At::Line(no), m);
     match next_line(&mut pos) {
         Some((_, l)) if l == "ply" => {}
         _ => {
@@ -160,26 +75,26 @@ pub fn read_ply(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
             ));
         }
     }
-    let mut format: Option<String> = None;
+    let mut format: Option<(String, usize)> = None;
     let mut elements: Vec<Element> = Vec::new();
-    let end_line;
-    loop {
+    let mut last = 1;
+    let end_line = loop {
         let Some((no, l)) = next_line(&mut pos) else {
-            return Err(hdr(
-                line_no,
-                "truncated header: no `end_header` line".into(),
-            ));
+            return Err(hdr(last, "truncated header: no `end_header` line".into()));
         };
+        last = no;
         let t: Vec<&str> = l.split_whitespace().collect();
         match t.first().copied() {
             Some("format") => {
                 if t.len() != 3 || t[2] != "1.0" {
                     return Err(hdr(
                         no,
-                        format!("expected `format ascii|binary_little_endian 1.0`, found {l:?}"),
+                        format!(
+                            "expected `format ascii|binary_little_endian|binary_big_endian 1.0`, found {l:?}"
+                        ),
                     ));
                 }
-                format = Some(t[1].to_string());
+                format = Some((t[1].to_string(), no));
             }
             Some("comment") | Some("obj_info") | None => {}
             Some("element") => {
@@ -226,14 +141,12 @@ pub fn read_ply(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
                     el.props.push((t[2].to_string(), Some(ty)));
                 }
             }
-            Some("end_header") => {
-                end_line = no;
-                break;
-            }
+            Some("end_header") => break no,
             Some(other) => return Err(hdr(no, format!("unknown header keyword {other:?}"))),
         }
-    }
-    let format = format.ok_or_else(|| hdr(end_line, "no `format` line in the header".into()))?;
+    };
+    let (format, format_line) =
+        format.ok_or_else(|| hdr(end_line, "no `format` line in the header".into()))?;
     let vi = elements
         .iter()
         .position(|e| e.name == "vertex")
@@ -254,44 +167,50 @@ pub fn read_ply(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
     }
     let body = &bytes[pos..];
     match format.as_str() {
-        "ascii" => ply_ascii(path, body, end_line, &elements, vi, [xi, yi, zi]),
-        "binary_little_endian" => ply_binary(path, body, pos, &elements, vi, [xi, yi, zi]),
+        "ascii" => ascii(body, end_line, &elements, vi, [xi, yi, zi]),
+        "binary_little_endian" => binary(body, pos, &elements, vi, [xi, yi, zi], false),
+        "binary_big_endian" => binary(body, pos, &elements, vi, [xi, yi, zi], true),
         other => Err(hdr(
-            1,
-            format!("format {other:?} is not read; expected ascii or binary_little_endian"),
+            format_line,
+            format!(
+                "format {other:?} is not read; expected ascii, binary_little_endian or binary_big_endian"
+            ),
         )),
     }
 }
 
-fn ply_ascii(
-    path: &Path,
+fn ascii(
     body: &[u8],
     end_line: usize,
     elements: &[Element],
     vi: usize,
     xyz: [usize; 3],
-) -> CliResult<Vec<Point>> {
+) -> Result<Vec<Point>> {
     let text = String::from_utf8_lossy(body);
     let mut lines = text.lines().enumerate().map(|(i, l)| (end_line + 1 + i, l));
-    let skip: u64 = elements[..vi].iter().map(|e| e.count).sum();
+    let skip = elements[..vi]
+        .iter()
+        .fold(0u64, |s, e| s.saturating_add(e.count));
     for _ in 0..skip {
         if lines.next().is_none() {
-            return Err(bad_file(
-                path,
-                "end",
+            return Err(Error::format(
+                At::End,
                 "truncated: elements before `vertex` end early",
             ));
         }
     }
     let vert = &elements[vi];
+    if vert.props.iter().any(|(_, t)| t.is_none()) {
+        return Err(Error::format(
+            At::Line(end_line),
+            "list properties in `element vertex` are not read",
+        ));
+    }
     let mut pts = Vec::new();
-    pts.try_reserve((vert.count as usize).min(super::RESERVE_CAP))
-        .map_err(|e| bad_file(path, "header", format!("out of memory: {e}")))?;
     for k in 0..vert.count {
         let Some((no, l)) = lines.next() else {
-            return Err(bad_file(
-                path,
-                format!("line {}", end_line + skip as usize + k as usize + 1),
+            return Err(Error::format(
+                At::Line(end_line + skip as usize + k as usize + 1),
                 format!(
                     "truncated: the header declares {} vertices, the file ends after {k}",
                     vert.count
@@ -299,10 +218,9 @@ fn ply_ascii(
             ));
         };
         let f: Vec<&str> = l.split_whitespace().collect();
-        if vert.props.iter().any(|(_, t)| t.is_none()) || f.len() != vert.props.len() {
-            return Err(bad_file(
-                path,
-                format!("line {no}"),
+        if f.len() != vert.props.len() {
+            return Err(Error::format(
+                At::Line(no),
                 format!(
                     "expected {} values for a vertex, found {}",
                     vert.props.len(),
@@ -312,51 +230,59 @@ fn ply_ascii(
         }
         let mut p = [0f32; 3];
         for (d, &i) in xyz.iter().enumerate() {
-            p[d] = coord(f[i]).map_err(|m| bad_file(path, format!("line {no}"), m))?;
+            p[d] = coord(f[i]).map_err(|m| Error::format(At::Line(no), m))?;
         }
+        pts.try_reserve(1)
+            .map_err(|e| Error::format(At::Line(no), format!("out of memory: {e}")))?;
         pts.push(p);
     }
     Ok(pts)
 }
 
-fn ply_binary(
-    path: &Path,
+fn binary(
     body: &[u8],
     body_off: usize,
     elements: &[Element],
     vi: usize,
     xyz: [usize; 3],
-) -> CliResult<Vec<Point>> {
-    let mut off = 0usize;
-    let row_size = |e: &Element| -> CliResult<usize> {
+    big: bool,
+) -> Result<Vec<Point>> {
+    let row_size = |e: &Element| -> Result<usize> {
         e.props
             .iter()
             .map(|(n, t)| {
                 t.map(|(_, s)| s).ok_or_else(|| {
-                    bad_file(path, "header", format!("list property {n:?} of element {:?} is not read in binary PLY before or in `vertex`", e.name))
+                    Error::format(
+                        At::Header,
+                        format!(
+                            "list property {n:?} of element {:?} is not read in binary PLY before or in `vertex`",
+                            e.name
+                        ),
+                    )
                 })
             })
             .sum()
     };
+    let mut off = 0u128;
     for e in &elements[..vi] {
-        let size = (row_size(e)? as u64).saturating_mul(e.count);
-        off = off.saturating_add(usize::try_from(size).unwrap_or(usize::MAX));
+        off = off.saturating_add((row_size(e)? as u128).saturating_mul(e.count as u128));
     }
     let vert = &elements[vi];
     let stride = row_size(vert)?;
-    let need = (vert.count as u128) * stride as u128 + off as u128;
+    let need = (vert.count as u128 * stride as u128).saturating_add(off);
     if (body.len() as u128) < need {
-        return Err(bad_file(
-            path,
-            format!("byte {}", body_off + body.len()),
+        return Err(Error::format(
+            At::Byte((body_off + body.len()) as u64),
             format!(
                 "truncated: {} vertices of {stride} bytes from byte {} need {need} bytes, the file has {}",
                 vert.count,
-                body_off + off,
+                body_off as u128 + off,
                 body.len()
             ),
         ));
     }
+    // `need` fits in the body, so every offset below does too.
+    let off = off as usize;
     let mut starts = Vec::with_capacity(vert.props.len());
     let mut acc = 0usize;
     for (_, t) in &vert.props {
@@ -368,17 +294,15 @@ fn ply_binary(
         let row = off + k * stride;
         let mut p = [0f32; 3];
         for (d, &i) in xyz.iter().enumerate() {
-            let at = row + starts[i];
             let Some((ty, size)) = vert.props[i].1 else {
                 continue;
             };
-            let b = &body[at..at + size];
-            let v = le_value(ty, b);
+            let at = row + starts[i];
+            let v = value(ty, &body[at..at + size], big);
             let x = v as f32;
             if !x.is_finite() {
-                return Err(bad_file(
-                    path,
-                    format!("byte {}", body_off + at),
+                return Err(Error::format(
+                    At::Byte((body_off + at) as u64),
                     format!("vertex {k} coordinate {v} is not a finite f32"),
                 ));
             }
@@ -389,21 +313,65 @@ fn ply_binary(
     Ok(pts)
 }
 
-/// One little-endian scalar of PLY type `ty` as f64.
-fn le_value(ty: &str, b: &[u8]) -> f64 {
-    let a = |n: usize| -> [u8; 8] {
-        let mut x = [0u8; 8];
-        x[..n].copy_from_slice(&b[..n]);
-        x
-    };
-    match ty {
-        "char" => b[0] as i8 as f64,
-        "uchar" => b[0] as f64,
-        "short" => i16::from_le_bytes([b[0], b[1]]) as f64,
-        "ushort" => u16::from_le_bytes([b[0], b[1]]) as f64,
-        "int" => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
-        "uint" => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
-        "float" => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
-        _ => f64::from_le_bytes(a(8)),
+/// One scalar of PLY type `ty` (`b` holds exactly its bytes) as f64.
+fn value(ty: &str, b: &[u8], big: bool) -> f64 {
+    let mut a = [0u8; 8];
+    a[..b.len()].copy_from_slice(b);
+    macro_rules! num {
+        ($t:ty, $n:literal) => {{
+            let mut x = [0u8; $n];
+            x.copy_from_slice(&a[..$n]);
+            (if big {
+                <$t>::from_be_bytes(x)
+            } else {
+                <$t>::from_le_bytes(x)
+            }) as f64
+        }};
     }
+    match ty {
+        "char" => num!(i8, 1),
+        "uchar" => num!(u8, 1),
+        "short" => num!(i16, 2),
+        "ushort" => num!(u16, 2),
+        "int" => num!(i32, 4),
+        "uint" => num!(u32, 4),
+        "float" => num!(f32, 4),
+        _ => num!(f64, 8),
+    }
+}
+
+fn header(w: &mut impl Write, format: &str, n: usize) -> std::io::Result<()> {
+    write!(
+        w,
+        "ply\nformat {format} 1.0\ncomment written by trident-io\nelement vertex {n}\n\
+         property float x\nproperty float y\nproperty float z\nend_header\n"
+    )
+}
+
+/// Writes points as an `ascii` PLY (float `x y z` per vertex, shortest
+/// decimals that read back to the same bits).
+pub fn write_ascii(mut w: impl Write, pts: &[Point]) -> Result<()> {
+    header(&mut w, "ascii", pts.len())?;
+    for [x, y, z] in pts {
+        writeln!(w, "{} {} {}", Num(*x), Num(*y), Num(*z))?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// Writes points as a `binary_little_endian` PLY (float `x y z`).
+pub fn write_binary(mut w: impl Write, pts: &[Point]) -> Result<()> {
+    header(&mut w, "binary_little_endian", pts.len())?;
+    let mut buf = Vec::with_capacity(1 << 16);
+    for chunk in pts.chunks(4096) {
+        buf.clear();
+        for p in chunk {
+            for c in p {
+                buf.extend_from_slice(&c.to_le_bytes());
+            }
+        }
+        w.write_all(&buf)?;
+    }
+    w.flush()?;
+    Ok(())
 }

@@ -1,0 +1,326 @@
+//! Every writer's output reads back equal (bit for bit: binary formats store
+//! the bits, text formats print the shortest decimals that read back to
+//! them), on random valid data: sparse matrices with empty rows, arrays of
+//! every dtype and shape, point sets, images, masks, seeds, flow networks.
+//! Where an independent library reads the format (sprs for Matrix Market,
+//! npyz for NPY), it reads our output too, and we read its.
+
+use proptest::prelude::*;
+use trident_core::{Arc, CsrMatrix, FlowNetwork, Point, Scalar};
+use trident_io::img::{self, Image, ImageFormat, Seed};
+use trident_io::npy::{self, Array, Data};
+use trident_io::{dimacs, mtx, npz, ply, points};
+
+fn config() -> ProptestConfig {
+    ProptestConfig::with_cases(64)
+}
+
+/// Any finite f64: every exponent, subnormals, -0.0, the extremes.
+fn finite_f64() -> BoxedStrategy<f64> {
+    prop_oneof![
+        any::<u64>().prop_map(f64::from_bits),
+        Just(-0.0),
+        Just(f64::MAX),
+        Just(f64::MIN_POSITIVE),
+        Just(5e-324),
+        -1e6..1e6f64,
+    ]
+    .prop_filter("finite", |x| x.is_finite())
+    .boxed()
+}
+
+/// Any finite f32, likewise.
+fn finite_f32() -> BoxedStrategy<f32> {
+    prop_oneof![
+        any::<u32>().prop_map(f32::from_bits),
+        Just(-0.0f32),
+        Just(f32::MAX),
+        Just(1e-45f32),
+        -1e3..1e3f32,
+    ]
+    .prop_filter("finite", |x| x.is_finite())
+    .boxed()
+}
+
+/// A sparse matrix with empty rows (density up to a half), values from `v`.
+fn csr<T: Scalar + std::fmt::Debug>(
+    v: impl Strategy<Value = T> + Clone,
+) -> impl Strategy<Value = CsrMatrix<T>> {
+    (0usize..12, 1usize..12).prop_flat_map(move |(rows, cols)| {
+        proptest::collection::vec(
+            proptest::collection::vec((0..cols as u32, v.clone()), 0..=cols / 2),
+            rows,
+        )
+        .prop_map(move |rs| {
+            let mut offsets = vec![0];
+            let (mut idx, mut val) = (Vec::new(), Vec::new());
+            for mut r in rs {
+                r.sort_by_key(|e| e.0);
+                r.dedup_by_key(|e| e.0);
+                for (c, x) in r {
+                    idx.push(c);
+                    val.push(x);
+                }
+                offsets.push(idx.len());
+            }
+            CsrMatrix::new(rows, cols, offsets, idx, val).expect("a valid CSR")
+        })
+    })
+}
+
+fn bits<T: Scalar>(v: &[T]) -> Vec<u64> {
+    v.iter().map(|x| x.to_f64().to_bits()).collect()
+}
+
+fn same_csr<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) {
+    assert_eq!((a.rows(), a.cols()), (b.rows(), b.cols()));
+    assert_eq!(a.offsets(), b.offsets());
+    assert_eq!(a.indices(), b.indices());
+    assert_eq!(bits(a.values()), bits(b.values()));
+}
+
+fn point_bits(p: &[Point]) -> Vec<u32> {
+    p.as_flattened().iter().map(|x| x.to_bits()).collect()
+}
+
+fn points_strategy() -> impl Strategy<Value = Vec<Point>> {
+    proptest::collection::vec(
+        (finite_f32(), finite_f32(), finite_f32()).prop_map(|(x, y, z)| [x, y, z]),
+        0..40,
+    )
+}
+
+/// An array of `dtype` index `t` with random bits (NaNs included: the binary
+/// format keeps them) and 0 to 4 dimensions of 0 to 4.
+fn array() -> impl Strategy<Value = Array> {
+    (0usize..6, proptest::collection::vec(0u64..5, 0..5)).prop_flat_map(|(t, shape)| {
+        let n = shape.iter().product::<u64>() as usize;
+        proptest::collection::vec(any::<u64>(), n).prop_map(move |raw| {
+            let data = match t {
+                0 => Data::F32(raw.iter().map(|&x| f32::from_bits(x as u32)).collect()),
+                1 => Data::F64(raw.iter().map(|&x| f64::from_bits(x)).collect()),
+                2 => Data::I32(raw.iter().map(|&x| x as i32).collect()),
+                3 => Data::I64(raw.iter().map(|&x| x as i64).collect()),
+                4 => Data::U32(raw.iter().map(|&x| x as u32).collect()),
+                _ => Data::U64(raw.clone()),
+            };
+            Array {
+                shape: shape.clone(),
+                data,
+            }
+        })
+    })
+}
+
+/// Arrays equal to the bit (`PartialEq` would call NaN unequal to itself).
+fn same_array(a: &Array, b: &Array) {
+    assert_eq!(a.shape, b.shape);
+    let raw = |d: &Data| -> Vec<u64> {
+        match d {
+            Data::F32(v) => v.iter().map(|x| x.to_bits() as u64).collect(),
+            Data::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+            Data::I32(v) => v.iter().map(|&x| x as u64).collect(),
+            Data::I64(v) => v.iter().map(|&x| x as u64).collect(),
+            Data::U32(v) => v.iter().map(|&x| x as u64).collect(),
+            Data::U64(v) => v.clone(),
+        }
+    };
+    assert_eq!(a.data.dtype(), b.data.dtype());
+    assert_eq!(raw(&a.data), raw(&b.data));
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn mtx_f64_round_trip(m in csr(finite_f64())) {
+        let mut out = Vec::new();
+        mtx::write(&mut out, &m).unwrap();
+        same_csr(&mtx::read::<f64>(&out[..]).unwrap(), &m);
+        // sprs, an independent reader, reads the same entries.
+        let t: sprs::TriMat<f64> =
+            sprs::io::read_matrix_market_from_bufread(&mut &out[..]).unwrap();
+        let mut entries: Vec<(usize, usize, u64)> =
+            t.triplet_iter().map(|(v, (i, j))| (i, j, v.to_bits())).collect();
+        entries.sort();
+        let mut ours = Vec::new();
+        for i in 0..m.rows() {
+            let (c, v) = m.row(i);
+            ours.extend(c.iter().zip(v).map(|(&j, x)| (i, j as usize, x.to_bits())));
+        }
+        prop_assert_eq!(entries, ours);
+    }
+
+    #[test]
+    fn mtx_f32_round_trip(m in csr(finite_f32())) {
+        let mut out = Vec::new();
+        mtx::write(&mut out, &m).unwrap();
+        same_csr(&mtx::read::<f32>(&out[..]).unwrap(), &m);
+    }
+
+    #[test]
+    fn npy_array_round_trip(a in array()) {
+        let bytes = npy::encode_array(&a).unwrap();
+        same_array(&npy::read_array(&bytes).unwrap(), &a);
+        // npyz reads what we write.
+        let f = npyz::NpyFile::new(&bytes[..]).unwrap();
+        prop_assert_eq!(f.shape(), &a.shape[..]);
+        if let Data::U64(v) = &a.data {
+            prop_assert_eq!(&f.into_vec::<u64>().unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn npy_read_npyz_output_in_both_orders(
+        (rows, cols, v) in (0usize..6, 0usize..6).prop_flat_map(|(r, c)| {
+            (Just(r), Just(c), proptest::collection::vec(finite_f64(), r * c))
+        }),
+        fortran in any::<bool>(),
+    ) {
+        use npyz::WriterBuilder;
+        // npyz writes a Fortran file from the column-major values.
+        let stored: Vec<f64> = if fortran {
+            (0..rows * cols).map(|k| v[(k % rows.max(1)) * cols + k / rows.max(1)]).collect()
+        } else {
+            v.clone()
+        };
+        let mut bytes = Vec::new();
+        let order = if fortran { npyz::Order::Fortran } else { npyz::Order::C };
+        let mut w = npyz::WriteOptions::new()
+            .default_dtype()
+            .shape(&[rows as u64, cols as u64])
+            .order(order)
+            .writer(&mut bytes)
+            .begin_nd()
+            .unwrap();
+        w.extend(stored.iter().copied()).unwrap();
+        w.finish().unwrap();
+        let m = npy::read_matrix(&bytes).unwrap();
+        prop_assert_eq!((m.rows, m.cols), (rows, cols));
+        prop_assert_eq!(bits(&m.to_f64()), bits(&v));
+        let a = npy::read_array(&bytes).unwrap();
+        same_array(&a, &Array { shape: vec![rows as u64, cols as u64], data: Data::F64(v) });
+    }
+
+    #[test]
+    fn npy_matrix_round_trip_f32(
+        (rows, cols, v) in (0usize..6, 0usize..6).prop_flat_map(|(r, c)| {
+            (Just(r), Just(c), proptest::collection::vec(finite_f32(), r * c))
+        }),
+    ) {
+        let bytes = npy::encode(&[rows as u64, cols as u64], &v).unwrap();
+        let m = npy::read_matrix(&bytes).unwrap();
+        prop_assert!(!m.is_f64());
+        prop_assert_eq!((m.rows, m.cols), (rows, cols));
+        prop_assert_eq!(bits(&m.to_f32()), bits(&v));
+    }
+
+    #[test]
+    fn npz_round_trip(arrays in proptest::collection::vec(array(), 0..4)) {
+        let members: Vec<(String, Array)> = arrays
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| (format!("m{i}"), a))
+            .collect();
+        let bytes = npz::encode_arrays(&members).unwrap();
+        let back = npz::read(&bytes).unwrap();
+        prop_assert_eq!(back.len(), members.len());
+        for ((n0, a0), (n1, a1)) in members.iter().zip(&back) {
+            prop_assert_eq!(n0, n1);
+            same_array(a0, a1);
+        }
+    }
+
+    #[test]
+    fn ply_round_trip(p in points_strategy()) {
+        let mut bin = Vec::new();
+        ply::write_binary(&mut bin, &p).unwrap();
+        prop_assert_eq!(point_bits(&ply::read(&bin).unwrap()), point_bits(&p));
+        let mut text = Vec::new();
+        ply::write_ascii(&mut text, &p).unwrap();
+        prop_assert_eq!(point_bits(&ply::read(&text).unwrap()), point_bits(&p));
+    }
+
+    #[test]
+    fn points_text_and_npy_round_trip(p in points_strategy()) {
+        let mut csv = Vec::new();
+        points::write_csv(&mut csv, &p).unwrap();
+        prop_assert_eq!(point_bits(&points::read_text(&csv[..]).unwrap()), point_bits(&p));
+        let mut xyz = Vec::new();
+        points::write_xyz(&mut xyz, &p).unwrap();
+        prop_assert_eq!(point_bits(&points::read_text(&xyz[..]).unwrap()), point_bits(&p));
+        let mut n = Vec::new();
+        points::write_npy(&mut n, &p).unwrap();
+        prop_assert_eq!(point_bits(&points::read_npy(&n).unwrap()), point_bits(&p));
+        for (bytes, format) in [(&csv, points::Format::Text), (&n, points::Format::Npy)] {
+            prop_assert_eq!(point_bits(&points::read(bytes, format).unwrap()), point_bits(&p));
+        }
+    }
+
+    #[test]
+    fn images_masks_and_seeds_round_trip(
+        (w, h, raw) in (1u32..24, 1u32..24).prop_flat_map(|(w, h)| {
+            (Just(w), Just(h), proptest::collection::vec(any::<u8>(), (w * h) as usize))
+        }),
+    ) {
+        let gray = Image { width: w, height: h, pixels: raw.clone() };
+        let mut png = Vec::new();
+        img::write_gray(&mut png, &gray, ImageFormat::Png).unwrap();
+        prop_assert_eq!(&img::read_gray(&png).unwrap(), &gray);
+
+        let mask = Image { width: w, height: h, pixels: raw.iter().map(|&x| x & 1 == 1).collect() };
+        let mut png = Vec::new();
+        img::write_mask(&mut png, &mask, ImageFormat::Png).unwrap();
+        prop_assert_eq!(&img::read_mask(&png).unwrap(), &mask);
+
+        let seeds = Image {
+            width: w,
+            height: h,
+            pixels: raw.iter().map(|&x| match x % 3 {
+                0 => Seed::None,
+                1 => Seed::Foreground,
+                _ => Seed::Background,
+            }).collect(),
+        };
+        let mut png = Vec::new();
+        img::write_seeds(&mut png, &seeds).unwrap();
+        prop_assert_eq!(&img::read_seeds(&png).unwrap(), &seeds);
+    }
+
+    #[test]
+    fn dimacs_round_trip(
+        (n, arcs) in (2usize..20).prop_flat_map(|n| {
+            (Just(n), proptest::collection::vec((0..n as u32, 0..n as u32, 0i64..i64::MAX / 64), 0..30))
+        }),
+    ) {
+        let arcs = arcs.into_iter().map(|(from, to, cap)| Arc { from, to, cap }).collect();
+        let g = FlowNetwork::new(n, 0, n as u32 - 1, arcs).unwrap();
+        let mut out = Vec::new();
+        dimacs::write(&mut out, &g).unwrap();
+        prop_assert_eq!(dimacs::read(&out[..]).unwrap(), g);
+    }
+}
+
+/// A JPEG mask of solid regions reads back as written (the threshold at 128
+/// absorbs the codec's ringing on blocks of one value).
+#[test]
+fn jpeg_mask_of_solid_blocks_reads_back() {
+    let (w, h) = (32u32, 16u32);
+    let mask = Image {
+        width: w,
+        height: h,
+        pixels: (0..w * h).map(|i| (i % w) < 16).collect(),
+    };
+    let mut jpg = Vec::new();
+    img::write_mask(&mut jpg, &mask, ImageFormat::Jpeg).unwrap();
+    assert_eq!(img::read_mask(&jpg).unwrap(), mask);
+}
+
+#[test]
+fn space_separated_xyz_reads() {
+    let text = "# scan\n1 2 3\n  4.5\t-6   7e-1 \n";
+    assert_eq!(
+        points::read_text(text.as_bytes()).unwrap(),
+        [[1.0, 2.0, 3.0], [4.5, -6.0, 0.7]]
+    );
+}
