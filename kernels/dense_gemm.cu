@@ -844,7 +844,7 @@ TC_ENTRY(gemm_nn_d64x128k16s4b2_f64, double, 64, 128, 16, 2, 4, 4, 2, true, fals
 // consumers, which only wait and issue wgmma: no copy addresses, no proxy
 // fence, no block-wide barrier in the k loop (a cp.async version of this
 // kernel, all threads copying, reached 0.53-0.65x cuBLAS against 0.76-0.92x
-// with TMA; BENCHMARKS.md).
+// with TMA on H100 and H200 while this kernel was written).
 //
 // TF32 wgmma reads both operands k-major: A as stored when op(A) = A (rows
 // of A along k), and B as B^T (N x K). The host packs an operand not stored

@@ -1,7 +1,7 @@
 //! Times the rayon SparseGemm `A * A` (f32) on Matrix Market files, warm:
 //! the median of several calls in one process after a warm-up, as
 //! `bench_table` times the named cases. For matrices outside the benchmark
-//! catalog (the stencil family of issue 14's 2-core target), beside a SciPy
+//! catalog (the stencil family the 2-core SpGEMM target names), beside a SciPy
 //! script that times `A @ A` on the same files.
 //!
 //! ```text

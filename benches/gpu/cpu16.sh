@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14: the rayon backend on the GPU machine's 16 cores against the CPU peers, all in one
+# The rayon backend on the GPU machine's 16 cores against the CPU peers, all in one
 # device call. $D (default .device-rayon, git-ignored, carried) holds bench_table and trident
 # (release, stripped, built on the CPU box), fma_peak for the ceiling step and whl/ with the peer wheels of benches/requirements.txt
 # (Python 3.12; python-graphblas also needs cffi, pycparser, donfig; igraph needs texttable).

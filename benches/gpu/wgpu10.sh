@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 10 final table (BENCHMARKS.md, "wgpu: the final table of issue 10"): verify wgpu large (all five),
+# The wgpu table of BENCHMARKS.md ("H100 GPU: the wgpu backend"): verify wgpu large (all five),
 # wgpu_bench beside cuda_bench (cuBLAS, cuSPARSE) in one call, the cut against PyMaxflow, and the wgpu
 # crate's tests on the H100 (one test thread).
 # Binaries in $D (git-ignored): trident (features cuda,wgpu), wgpu_bench (trident-wgpu --features bench),

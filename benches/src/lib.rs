@@ -72,7 +72,7 @@ pub fn select_cases(names: &[String]) -> std::result::Result<Vec<Case>, Vec<Stri
 }
 
 /// Cases outside the benchmark table, selectable by name only: `gemm-2048` (the
-/// CPU backend's GEMM target size) and the f64 GEMMs that issue 14 asks to
+/// CPU backend's GEMM target size) and the f64 GEMMs the CPU tables
 /// compare with numpy (`gemm-2048-f64`, `gemm-4096-f64`).
 pub fn extra_cases() -> Vec<Case> {
     vec![

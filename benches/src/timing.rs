@@ -32,7 +32,7 @@ pub fn wall(n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
 /// h, ...) after one warm-up of each, each timed call after a pause of
 /// [`SETTLE`], so that every call starts from the same quiet machine: a
 /// rayon call leaves its workers spinning for a while, and a CUDA call timed
-/// right after one read up to 1.2x slower (runs H4-H5). Each is timed at
+/// right after one read up to 1.2x slower (on the H100 machine). Each is timed at
 /// least `n` times, and more for short calls (up to [`SHORT_ROUNDS`]
 /// rounds, about [`SHORT_MS`] of the slowest per call): a sub-millisecond
 /// median over 5 calls moved by 30% between runs. Each `f` must wait for its

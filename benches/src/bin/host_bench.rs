@@ -1,4 +1,4 @@
-//! Issue 11: the GPU as users meet it, through the host API.
+//! The GPU as users meet it, through the host API.
 //!
 //! Usage: `host_bench [--reps N] [--no-sweep] [--no-cold] [FILTER...]`.
 //!
@@ -296,7 +296,8 @@ fn host_section(cuda: &CudaBackend, filters: &[String], reps: usize) -> Result<(
         // the same machine state. Timed apart, the facade read 1.13-1.17x
         // the direct CUDA call on pairs-1M (rayon's workers keep spinning
         // for a while after a call, beside the CUDA call's host threads),
-        // and 1.48x direct rayon on poisson2d-45 (run X2).
+        // and 1.48x direct rayon on poisson2d-45 (measured on the H100 machine,
+        // alternating old and new builds).
         let t = wall_rounds(
             reps,
             &mut [
@@ -349,7 +350,7 @@ fn staging_section(be: &CudaBackend, reps: usize) -> Result<()> {
         be.staging_stats()?
     );
     // Filled with ones: a zeroed `vec!` comes from calloc and is never
-    // touched, so it would time nothing (cuda-next run 2 printed 0.0 ms).
+    // touched, so it would time nothing (an earlier version of this bench printed 0.0 ms).
     let alloc = wall(reps, || {
         let v: Vec<u32> = vec![1; n];
         std::hint::black_box(&v);

@@ -938,7 +938,7 @@ impl Compiler for Nvrtc {
 /// has been computed when it is reported. Large inputs are checked on
 /// another thread, hidden behind the copy; small ones on this thread first,
 /// as a thread's start costs more than their check (a 10K-nnz SpGEMM took
-/// 0.45 ms host-to-host with the extra thread, 0.24 ms without: run H4).
+/// 0.45 ms host-to-host with the extra thread, 0.24 ms without, on the H100 machine).
 pub(crate) fn check_beside<R>(
     bytes: usize,
     check: impl Fn() -> Result<()> + Sync,
@@ -961,7 +961,7 @@ pub(crate) fn check_beside<R>(
 /// An empty `Vec` with room for exactly `len` elements, its memory advised
 /// onto huge pages before anything is written to it: a download into fresh
 /// memory on 4 KiB pages was fault-bound (5 GB/s against 32 GB/s into
-/// touched memory, issue 11's host_bench).
+/// touched memory, measured by `host_bench`).
 pub(crate) fn fresh_vec<T>(len: usize) -> Result<Vec<T>> {
     let mut v: Vec<T> = Vec::new();
     v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {

@@ -2,7 +2,7 @@
 //!
 //! Why: compiling `kernels/*.cu` is the cost of a process's first call of
 //! each primitive (measured on the H100 machine with the driver's own cache
-//! emptied: 19.9 s before the first GEMM, issue 11). NVRTC compiles each
+//! emptied: 19.9 s before the first GEMM). NVRTC compiles each
 //! module straight to a cubin for the device's `sm_XX` (no PTX left for the
 //! driver to JIT), and the cubin is kept on disk, so later processes load it
 //! in milliseconds.

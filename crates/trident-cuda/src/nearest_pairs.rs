@@ -59,7 +59,7 @@ const COARSE_CELLS: usize = 1 << 21;
 const SCAN_BLOCK: usize = 2048;
 /// Default points per grid cell aimed at.
 ///
-/// 8, measured on an H100 (benches/gpu/NOTES.md, run 3): closest_pairs(100) on
+/// 8, measured on an H100 (`cuda_bench`, cell targets 2/4/8): closest_pairs(100) on
 /// pairs-1M-400K took 1.27 ms at 2 points per cell, 1.07 at 4, 0.91 at 8;
 /// on pairs-clustered 3.31, 2.07 and 1.58 ms. Fewer, fuller cells cost a few
 /// more distance tests but far fewer cell visits and hash probes.

@@ -4,7 +4,7 @@
 //! Why: a copy from pageable memory makes the driver stage it through its own
 //! small pinned buffers one piece at a time, and a download into a fresh `Vec`
 //! page-faults on every 4 KiB page inside the copy. Measured on the H100
-//! machine (issue 11) that made host-to-host SpGEMM slower than the CPU. Here
+//! machine that made host-to-host SpGEMM slower than the CPU. Here
 //! a large copy is split into `CHUNK`-byte pieces and shared among a few
 //! worker threads; each worker owns two pinned buffers and alternates them, so
 //! its `memcpy` into (or out of) one buffer overlaps the DMA of the other, and
@@ -12,7 +12,7 @@
 //! The buffers of one call (the six arrays of SpGEMM's A and B, the three of
 //! C) go as one list of pieces to one set of workers: copied one buffer at a
 //! time, each paid its own thread start, ramp-up and drain, and host-to-host
-//! poisson2d SpGEMM took 39-41 ms instead of 26-29 (issue 11, run X2).
+//! poisson2d SpGEMM took 39-41 ms instead of 26-29 on the H100 machine.
 //! All DMAs go to the backend's one stream, so they stay ordered after the
 //! kernels queued before them.
 //!
@@ -38,7 +38,7 @@ pub(crate) const STAGED_MIN: usize = 1 << 20;
 /// Most worker threads one copy uses (each holds two buffers), and the
 /// default: on the H100 machine's 16 cores, 16 workers against 8 took a
 /// staged download into a resident buffer from 30.3 to 40.7 GB/s and
-/// host-to-host poisson2d SpGEMM from 51.3 to 37.8 ms (issue 11).
+/// host-to-host poisson2d SpGEMM from 51.3 to 37.8 ms.
 const MAX_WORKERS: usize = 16;
 /// Buffers the pool may hold: every worker of one copy at once (32 x 4 MiB
 /// of page-locked memory at most).

@@ -1,4 +1,4 @@
-//! The on-disk kernel cache with the real compiler (issue 11): a first GEMM
+//! The on-disk kernel cache with the real compiler: a first GEMM
 //! call stores the cubin of the one entry point it needs (not the whole
 //! module) under `TRIDENT_CACHE_DIR`; a second backend, whose in-memory
 //! module cache is empty, loads that entry from disk without rewriting it,

@@ -1,4 +1,4 @@
-//! The pinned staging pool on the device (issue 11): large uploads and
+//! The pinned staging pool on the device: large uploads and
 //! downloads of every size class (below the staged threshold, one partial
 //! chunk, many chunks with a ragged end) arrive intact, the pool's buffers
 //! are reused by later copies instead of pinned again, its bound holds, and

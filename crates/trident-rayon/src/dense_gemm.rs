@@ -3,9 +3,9 @@
 //! backend's pool by tiles of C: a 2-D grid of ~256 x 256 blocks (over both m
 //! and n), each one single-threaded `gemm` call over the whole k. The AVX-512
 //! kernels need the crate's `x86-v4` feature, which the workspace enables: on
-//! the 2-core EPYC of BENCHMARKS.md they took gemm-2048 from 136 to 103 ms
-//! (issue 3). Against OpenBLAS's own AVX-512 kernels the tiles are at parity
-//! there (0.95-0.98x in f32, run R20), and at the multiply-add ceiling on the
+//! the project's 2-core EPYC they took gemm-2048 from 136 to 103 ms.
+//! Against OpenBLAS's own AVX-512 kernels the tiles are at parity
+//! there (0.95-0.98x in f32, BENCHMARKS.md), and at the multiply-add ceiling on the
 //! GPU machine's 16 threads. They are chosen by CPU feature detection at run
 //! time, so a build stays portable (no `target-cpu`).
 //!
@@ -49,15 +49,15 @@ const PARALLEL_MIN_WORK: usize = 48 * 48 * 256;
 /// column: `2 / side` of the arithmetic's operand reads) and needs no barrier
 /// with other threads. `gemm`'s own
 /// parallel mode splits each k block among all threads and meets them at a
-/// barrier per block, which left 16 threads at 0.73x OpenBLAS (issue 14).
+/// barrier per block, which left 16 threads at 0.73x OpenBLAS.
 /// On the 16 cores, gemm-4096 took 94-101 ms with 256-wide tiles, 102-126
-/// with 384, 119-123 with 512 and 143-167 with 1024 (run G1): 256 tiles per
+/// with 384, 119-123 with 512 and 143-167 with 1024 (16 cores of the H100 machine): 256 tiles per
 /// call even out the threads, and A and B (64 MiB each) are packed from the
 /// 300 MiB L3. On the 2-core box 256 costs 1-4% (gemm-2048, gemm-4096).
 /// Dimensions of [`TILE_LARGE_FROM`] or more use [`TILE_LARGE`]: there A and
 /// B outgrow L3 and packing reads memory, and gemm-8192 took 887 ms with
 /// 1024-wide tiles against 1.05 s with 512, and 708-726 ms with 768
-/// against 821-913 with 1024 (run G2; bands of tile rows claimed in order
+/// against 821-913 with 1024 (bands of tile rows claimed in order
 /// were no better).
 const TILE: usize = 256;
 /// See [`TILE`].

@@ -4,7 +4,7 @@
 //! thread pool, cache-aware and SIMD where it pays. It is what runs on a laptop
 //! or a CI box with no GPU.
 #![warn(missing_docs)]
-// Library code returns errors; it never unwraps (issue 12). The few justified
+// Library code returns errors; it never unwraps (a panic on user data is a bug; see docs/hardening.md). The few justified
 // exceptions carry an `allow` and a comment saying why they cannot fail.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]

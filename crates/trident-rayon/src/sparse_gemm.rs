@@ -28,7 +28,7 @@
 //! the counts of the blocks before it ([`Chain`]; a worker never waits on a
 //! descheduled one, it counts that block itself). A worker places a block
 //! only after computing its next one, by when the blocks before it are
-//! mostly counted (poisson2d on 16 threads: 43-44 -> 36-40 ms, run Q1). The output is reserved
+//! mostly counted (poisson2d on 16 threads: 43-44 -> 36-40 ms). The output is reserved
 //! at its upper bound (`nnz(A)` times B's longest row; pages never written
 //! are never faulted in) and shrunk after; a few steps ahead of the blocks,
 //! one worker at a time faults the next pages in ([`FaultAhead`]), so that
@@ -36,7 +36,7 @@
 //! 128 products (5-, 7- and 9-point stencils) a row that repeats the
 //! pattern of an earlier one (its product columns shifted by the row
 //! index) is summed by that row's plan, with no tags and no sort (poisson2d:
-//! 496 -> 373 ms on one thread of the H100 machine, run P4); other rows go
+//! 496 -> 373 ms on one thread of the H100 machine); other rows go
 //! straight to the short-row accumulator, its slots indexed by column modulo the window and
 //! the row's span checked after, rather than found by a pass of its own.
 //!
@@ -521,13 +521,13 @@ const FUSED_MAX_FLOPS: usize = 1 << 10;
 /// The most threads the fused pass runs on; more take the two passes.
 /// Measured on the H100 machine's 16 cores (spgemm-poisson2d-2048), fused
 /// against two passes: 1.3-1.5x faster on 2 threads, even on 4, 1.05-1.2x
-/// faster on 8 (run R7 in benches/gpu/NOTES.md); on 16, 11-15% slower
+/// faster on 8 (poisson2d-2048 on the H100 machine's cores); on 16, 11-15% slower
 /// while workers stalled on the same fresh huge pages (many small blocks
-/// share each), and 1.1-1.4x faster (54-69 against 67-75 ms, run F1) since
+/// share each), and 1.1-1.4x faster (54-69 against 67-75 ms) since
 /// [`FaultAhead`] faults the output in ahead of them. Not measured on more.
 /// Rows of random columns (spgemm-uniform-1M-8): 1.1-1.3x faster fused on
-/// 2-8 threads (U2), and on 16 since a worker places a block after
-/// computing its next: 155-168 against 192-200 ms (Q2).
+/// 2-8 threads, and on 16 since a worker places a block after
+/// computing its next: 155-168 against 192-200 ms.
 const FUSED_MAX_THREADS: usize = 16;
 
 /// Faults the fused pass's output in ahead of the blocks being written:
@@ -535,7 +535,7 @@ const FUSED_MAX_THREADS: usize = 16;
 /// [`FAULT_STEP`] entries of both arrays while the frontier is less than
 /// [`FAULT_AHEAD`] entries behind, so that no two workers stall on the same
 /// fresh huge page (many small blocks share each one: on 16 threads the
-/// pass took 61-75 ms without this, 54-69 with it, run F1).
+/// pass took 61-75 ms without this, 54-69 with it).
 struct FaultAhead {
     done: AtomicUsize,
     upper: usize,
@@ -768,7 +768,7 @@ fn fused<T: Scalar>(
                 // one before it, placed once the next is computed, by
                 // when the blocks before it have their counts (waiting for
                 // them right away took a fifth of the workers' time on 16
-                // threads, run T3).
+                // threads).
                 let mut bufs = [Block::<T>::new(), Block::new()];
                 let mut pending = None;
                 loop {

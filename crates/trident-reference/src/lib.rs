@@ -16,7 +16,7 @@
 //! All arithmetic is f64 (i64 for flows); results are rounded to `T` once.
 //! Single threaded and deterministic. [`certify`] holds the independent checks.
 #![warn(missing_docs)]
-// Library code returns errors; it never unwraps (issue 12). The few justified
+// Library code returns errors; it never unwraps (a panic on user data is a bug; see docs/hardening.md). The few justified
 // exceptions carry an `allow` and a comment saying why they cannot fail.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]

@@ -2,7 +2,7 @@
 //!
 //! A wall clock around a call plus a wait measures the host too: the submit,
 //! and the time the waiting thread takes to wake up, which on the H100
-//! through Vulkan varied 2-4x between passes of one run (benches/gpu/NOTES.md).
+//! through Vulkan varied 2-4x between passes of one run on the H100.
 //! The CUDA benches time with events on the GPU's timeline; these are the
 //! same thing for wgpu, where the adapter offers timestamp queries
 //! (`TIMESTAMP_QUERY` and `TIMESTAMP_QUERY_INSIDE_ENCODERS`; llvmpipe and

@@ -1,4 +1,4 @@
-//! Times the degenerate inputs of issue 12 on the reference and rayon
+//! Times the degenerate inputs that used to hang on the reference and rayon
 //! backends (docs/hardening.md records the numbers):
 //! `cargo run --release -p trident-compute --features reference --example degenerate_timings`.
 

@@ -9,8 +9,8 @@
 //! constant keeps the preference order.
 //!
 //! The constants are the crossovers `host_bench` measured on the H100
-//! machine (NVIDIA H100 80GB HBM3, 16 CPU cores for rayon; issue 11, run 1
-//! of helper cuda-next, SpGEMM re-measured in run S1; BENCHMARKS.md): its
+//! machine (NVIDIA H100 80GB HBM3, 16 CPU cores for rayon; SpGEMM re-measured
+//! later; BENCHMARKS.md, host calls): its
 //! sweep times rayon against CUDA
 //! host-to-host over growing sizes of each primitive. Another machine has
 //! other crossovers: [`CostModel::with_crossover`] sets them, and
@@ -48,14 +48,14 @@ pub struct CostModel {
 /// Crossovers measured on the H100 machine (see the module docs), each the
 /// geometric midpoint of the last size rayon won and the first CUDA won
 /// (`host_bench`'s sweeps and cases, BENCHMARKS.md): GEMM 192^3 (rayon
-/// 0.12 ms, CUDA 0.20; run S1) to 256^3 (0.25, 0.20); SpGEMM of 2D
+/// 0.12 ms, CUDA 0.20) to 256^3 (0.25, 0.20); SpGEMM of 2D
 /// Laplacians 1.0e4 (rayon 0.32, CUDA 0.37) to 2.0e4 nnz (0.53-0.56,
-/// 0.41-0.42; run H6, every call after a pause), after which CUDA won every
+/// 0.41-0.42; every call after a pause), after which CUDA won every
 /// size of the sweep up to 4.1e6 (rayon had won 2.5e5-4e6 before the host
 /// path moved all arrays of a call in one staged copy); nearest pairs 2K
 /// (0.43, 1.87) to 8K points (1.05, 0.83).
 ///
-/// Max-flow has no finite crossover: in run F1 rayon won every grid of the
+/// Max-flow has no finite crossover: in `host_bench`'s sweep rayon won every grid of the
 /// sweep (cut-32 0.04 against 0.67 ms up to cut-2048 21.7 against 59.2 ms,
 /// and the 3-D grids) and flow-rmf (199 against 275 ms), the grids'
 /// capacities costing more on the bus than rayon's whole solve. So it

@@ -30,7 +30,7 @@
 //! # Ok::<(), trident::Error>(())
 //! ```
 #![warn(missing_docs)]
-// Library code returns errors; it never unwraps (issue 12). The few justified
+// Library code returns errors; it never unwraps (a panic on user data is a bug; see docs/hardening.md). The few justified
 // exceptions carry an `allow` and a comment saying why they cannot fail.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]

@@ -1,4 +1,4 @@
-//! The facade's per-call choice (issue 11): the cost model's crossover
+//! The facade's per-call choice: the cost model's crossover
 //! sends small calls to rayon and large ones to the GPU, `TRIDENT_BACKEND`
 //! overrides it, a backend answering `Unsupported` hands the call on, and
 //! `last_choice` / `report` say who served the last call and why. Fake

@@ -39,7 +39,7 @@ impl Bench {
     /// 345 MHz, and the first calls of a case ran up to 5x slower on the GPU
     /// clock than later ones while it ramped up; after 0.3 s of calls the
     /// first case of a process still ran at half speed in some runs
-    /// (benches/gpu/NOTES.md).
+    /// (measured on the H100).
     fn time(&self, n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
         let warm = Instant::now();
         let mut calls = 0;

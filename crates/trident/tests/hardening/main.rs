@@ -1,5 +1,5 @@
 //! Hardening: no panic, no abort, no hang and no silent wrong answer on any
-//! input (issue 12). One module per class of failure; every test runs against
+//! input. One module per class of failure; every test runs against
 //! the reference and rayon backends and the facade.
 //!
 //! - [`panics`]: valid input that used to panic in library code.
