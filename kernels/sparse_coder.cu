@@ -33,13 +33,27 @@
 // crates/trident-rayon/src/sparse_coder.rs and docs/semantics.md):
 // - stop before a pick when ||r||^2 <= eps (error rules), ||r||^2 <= 0, or
 //   the atom budget min(T, n, K) is used;
-// - stop when the best |alpha_j| is <= 0 (nothing reachable is left);
-// - stop without the pick when its distance to the span of the chosen atoms,
-//   squared, is <= 1e-12 G_jj (the atom is, up to rounding, in that span);
+// - stop when the best |alpha_j| is at most the contract's zero-correlation
+//   floor 64 sqrt(n) eps_f64 ||x|| (nothing reachable is left; an exact
+//   duplicate of a chosen atom is never picked);
+// - stop without the pick when its pivot (squared distance to the span of the
+//   chosen atoms) is not positive: the contract's exactly singular case. There
+//   is no other stop: a nearly dependent atom (1e-7 rad from the span, a pivot
+//   of 1e-14 G_jj) is added, and a pivot below ILL G_jj (OMP_ILL_PIVOT_F64 in
+//   trident_core::tol) has the final coefficients refined against the
+//   explicit f64 residual (`refine`), as rayon does;
 // - below 1e-8 ||x||^2 the tracked residual has lost its digits to
 //   cancellation: stop decisions then use the explicit x - D_I gamma;
 // - the reported ||r||^2 is recomputed from x and the coefficients rounded
-//   to T: the residual of the code returned.
+//   to T: the residual of the code returned (+inf where a coefficient
+//   rounds to infinity).
+//
+// The ends of the range: a signal whose largest |x_p| lies outside
+// [2^-256, 2^256) (f64 signals only: every float lies inside) is coded as
+// x 2^se, the power of two that brings that entry into [1, 2)
+// (trident_core::omp::SignalScale); its alpha0 is recomputed here from the
+// scaled signal, the error target is scaled by 2^(2 se), and the
+// coefficients and ||r||^2 are scaled back before rounding to T.
 //
 // Determinism: every sum has a fixed order (fma chains in index order, then a
 // butterfly over lanes, whose pairwise adds are commutative so every lane
@@ -48,7 +62,18 @@
 #define WARP 32
 #define OMP_WARPS 4
 #define TRUST 1e-8
-#define BREAKDOWN 1e-12
+// trident_core::tol::OMP_ILL_PIVOT_F64 (a test checks the two agree).
+#define ILL 1e-8
+// Largest |x_p| with ilogb in [-WINDOW, WINDOW): coded unscaled
+// (trident_core::omp::OMP_WINDOW_F64).
+#define WINDOW 256
+// Refinement: REFINE_STEPS steps, then up to REFINE_MORE more while the last
+// correction is above 1e-10 of the coefficients and at most half the one
+// before (rayon's `Float::REFINE_STEPS`, `REFINE_MORE` for f64).
+#define REFINE_STEPS 3
+#define REFINE_MORE 13
+#define EPS64 2.220446049250313e-16
+#define INF64 __longlong_as_double(0x7ff0000000000000LL)
 #define TILE 64
 #define PT 16
 
@@ -56,6 +81,19 @@ __device__ __forceinline__ double warp_sum(double v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
+}
+
+__device__ __forceinline__ double warp_max(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Entry p of the signal in the units it is coded in: x_p 2^se (exact).
+template <typename T>
+__device__ __forceinline__ double xval(const T* __restrict__ x, int p, int se) {
+    const double v = (double)x[p];
+    return se ? scalbn(v, se) : v;
 }
 
 // out (rows x K, ld ldo, f64) = X (rows x n, ld ldx) * D (n x K, ld ldd).
@@ -138,37 +176,85 @@ __device__ __forceinline__ Scratch carve(char* base, int m, int K) {
 
 __device__ __forceinline__ long long tri_at(int row) { return (long long)row * (row + 1) / 2; }
 
-// ||x - D_I g||^2 with g = g[0..count), lanes over the signal's entries.
+// ||x 2^se - D_I g||^2 with g = g[0..count), lanes over the signal's entries.
 template <typename T>
-__device__ double residual2(const T* __restrict__ x, const T* __restrict__ DT, int n, int count,
-                            const int* sel, const double* g, int lane) {
+__device__ double residual2(const T* __restrict__ x, int se, const T* __restrict__ DT, int n,
+                            int count, const int* sel, const double* g, int lane) {
     double s = 0.0;
     for (int p = lane; p < n; p += WARP) {
-        double r = (double)x[p];
+        double r = xval(x, p, se);
         for (int t = 0; t < count; ++t) r = fma(-g[t], (double)DT[(long long)sel[t] * n + p], r);
         s = fma(r, r, s);
     }
     return warp_sum(s);
 }
 
-// gamma = L^-T z for the first `count` entries: one serial round per entry,
-// lanes over the entries still open. Uses `work` as the running right side.
-__device__ void back_substitute(const Scratch& s, int count, int lane) {
-    for (int t = lane; t < count; t += WARP) s.work[t] = s.z[t];
+// out = L^-T b for the first `count` entries: one serial round per entry,
+// lanes over the entries still open. Uses `work` as the running right side,
+// so `out` may be `b`.
+__device__ void back_solve(const Scratch& s, const double* b, double* out, int count, int lane) {
+    for (int t = lane; t < count; t += WARP) s.work[t] = b[t];
     __syncwarp();
     for (int u = count - 1; u >= 0; --u) {
         const double* row = s.l + tri_at(u);
         const double gu = s.work[u] / row[u];
-        if (lane == 0) s.gam[u] = gu;
+        if (lane == 0) out[u] = gu;
         for (int t = lane; t < u; t += WARP) s.work[t] = fma(-row[t], gu, s.work[t]);
         __syncwarp();
     }
 }
 
+// gamma = L^-T z.
+__device__ __forceinline__ void back_substitute(const Scratch& s, int count, int lane) {
+    back_solve(s, s.z, s.gam, count, lane);
+}
+
+// One step of iterative refinement of gamma (f64, the explicit residual):
+// c = D_I^T (x 2^se - D_I gamma), L y = c, L^T d = y, gamma += d; returns
+// max |d| (in every lane) and sets *gmax to max |gamma| after the step. For
+// ill-conditioned signals only, after the selection is final: z is free
+// then and holds c, y and d in turn.
+template <typename T>
+__device__ double refine(const Scratch& s, const T* __restrict__ x, int se,
+                         const T* __restrict__ DT, int n, int count, int lane, double* gmax) {
+    for (int t = 0; t < count; ++t) {
+        const T* dt = DT + (long long)s.sel[t] * n;
+        double acc = 0.0;
+        for (int p = lane; p < n; p += WARP) {
+            double r = xval(x, p, se);
+            for (int u = 0; u < count; ++u)
+                r = fma(-s.gam[u], (double)DT[(long long)s.sel[u] * n + p], r);
+            acc = fma((double)dt[p], r, acc);
+        }
+        acc = warp_sum(acc);
+        if (lane == 0) s.z[t] = acc;
+    }
+    __syncwarp();
+    for (int q = 0; q < count; ++q) {
+        const double yq = s.z[q] / s.l[tri_at(q) + q];
+        __syncwarp();
+        if (lane == 0) s.z[q] = yq;
+        for (int t = q + 1 + lane; t < count; t += WARP)
+            s.z[t] = fma(-s.l[tri_at(t) + q], yq, s.z[t]);
+        __syncwarp();
+    }
+    back_solve(s, s.z, s.z, count, lane);
+    double dn = 0.0, gm = 0.0;
+    for (int t = lane; t < count; t += WARP) {
+        const double g = s.gam[t] + s.z[t];
+        s.gam[t] = g;
+        dn = fmax(dn, fabs(s.z[t]));
+        gm = fmax(gm, fabs(g));
+    }
+    __syncwarp();
+    *gmax = warp_max(gm);
+    return warp_max(dn);
+}
+
 template <typename T>
 __device__ void omp_batch(int rows, int n, int K, int m, const T* __restrict__ X, long long ldx,
                           const T* __restrict__ DT, const double* __restrict__ G,
-                          const double* __restrict__ A0, long long lda, double eps, int has_eps,
+                          double* __restrict__ A0, long long lda, double eps0, int has_eps,
                           unsigned* __restrict__ counts, unsigned* __restrict__ atoms,
                           T* __restrict__ coefs, T* __restrict__ r2out, int use_global,
                           char* gscratch, long long sbytes) {
@@ -181,17 +267,42 @@ __device__ void omp_batch(int rows, int n, int K, int m, const T* __restrict__ X
     const int words = (K + WARP - 1) / WARP;
     for (long long i = gw; i < rows; i += (long long)gridDim.x * OMP_WARPS) {
         const T* x = X + i * ldx;
-        const double* a0 = A0 + i * lda;
+        double* a0 = A0 + i * lda;
         for (int w = lane; w < words; w += WARP) s.mask[w] = 0u;
+        // The signal's scale: 2^se brings its largest entry into [1, 2) when
+        // that entry lies outside the window; 0 otherwise (bit for bit the
+        // unscaled computation).
+        double mx = 0.0;
+        for (int p = lane; p < n; p += WARP) mx = fmax(mx, fabs((double)x[p]));
+        mx = warp_max(mx);
+        int se = 0;
+        if (mx > 0.0) {
+            const int e = ilogb(mx);
+            if (e < -WINDOW || e >= WINDOW) se = -e;
+        }
+        if (se) {
+            // alpha0 of the scaled signal, in omp_correlate's order (one fma
+            // chain over p), over this signal's own row of A0.
+            for (int j = lane; j < K; j += WARP) {
+                const T* dt = DT + (long long)j * n;
+                double acc = 0.0;
+                for (int p = 0; p < n; ++p) acc = fma(xval(x, p, se), (double)dt[p], acc);
+                a0[j] = acc;
+            }
+        }
+        const double eps = se ? scalbn(eps0, 2 * se) : eps0;
         double xx = 0.0;
         for (int p = lane; p < n; p += WARP) {
-            const double v = (double)x[p];
+            const double v = xval(x, p, se);
             xx = fma(v, v, xx);
         }
         xx = warp_sum(xx);
         __syncwarp();
+        // The contract's zero-correlation floor (trident_core::omp_zero_correlation).
+        const double floor = 64.0 * sqrt((double)max(n, 1)) * EPS64 * sqrt(xx);
         int count = 0;      // atoms chosen
         int solved = 0;     // gamma holds L^-T z for this many atoms
+        bool ill = false;   // a pivot below ILL G_jj: refine the coefficients
         double zz = 0.0;
         bool go = !((has_eps && xx <= eps) || xx <= 0.0 || m <= 0);
         while (go) {
@@ -238,7 +349,7 @@ __device__ void omp_batch(int rows, int n, int K, int m, const T* __restrict__ X
                     bj = oj;
                 }
             }
-            if (!(best > 0.0)) break;  // nothing the dictionary can reach
+            if (!(best > floor)) break;  // nothing the dictionary can reach
             const int j = bj;
             // Row `count` of L: w = L^-1 G_{I,j}, one round per chosen atom.
             double* lrow = s.l + tri_at(count);
@@ -256,7 +367,8 @@ __device__ void omp_batch(int rows, int n, int K, int m, const T* __restrict__ X
             }
             const double gjj = G[(long long)j * K + j];
             const double d2 = gjj - ww;
-            if (d2 <= BREAKDOWN * gjj) break;  // in the span of the chosen atoms
+            if (!(d2 > 0.0)) break;  // in the span of the chosen atoms (or NaN)
+            ill |= d2 < ILL * gjj;
             const double lkk = sqrt(d2);
             const double zk = besta / lkk;
             if (lane == 0) {
@@ -272,7 +384,7 @@ __device__ void omp_batch(int rows, int n, int K, int m, const T* __restrict__ X
             if (r2 <= TRUST * xx) {
                 back_substitute(s, count, lane);
                 solved = count;
-                r2 = residual2(x, DT, n, count, s.sel, s.gam, lane);
+                r2 = residual2(x, se, DT, n, count, s.sel, s.gam, lane);
             }
             if ((has_eps && r2 <= eps) || r2 <= 0.0 || count >= m) break;
             if (solved != count) {
@@ -281,15 +393,31 @@ __device__ void omp_batch(int rows, int n, int K, int m, const T* __restrict__ X
             }
         }
         if (solved != count) back_substitute(s, count, lane);
-        // Round to T, then measure the residual of the code as returned.
+        if (ill) {
+            double last = INF64;
+            for (int step = 1; step <= REFINE_STEPS + REFINE_MORE; ++step) {
+                double gm;
+                const double dn = refine(s, x, se, DT, n, count, lane, &gm);
+                const bool more = dn > 1e-10 * gm && dn <= 0.5 * last;
+                if (step >= REFINE_STEPS && !more) break;
+                last = dn;
+            }
+        }
+        // Round to T (in the signal's units), then measure the residual of
+        // the code as returned (scaled units), +inf if a coefficient
+        // overflowed T.
+        bool inf = false;
         for (int t = lane; t < count; t += WARP) {
-            const T c = (T)s.gam[t];
-            s.work[t] = (double)c;
+            const T c = (T)(se ? scalbn(s.gam[t], -se) : s.gam[t]);
+            s.work[t] = se ? scalbn((double)c, se) : (double)c;
+            inf |= isinf((double)c);
             atoms[i * m + t] = (unsigned)s.sel[t];
             coefs[i * m + t] = c;
         }
+        inf = __any_sync(0xffffffffu, inf);
         __syncwarp();
-        const double r2 = residual2(x, DT, n, count, s.sel, s.work, lane);
+        double r2 = inf ? INF64 : residual2(x, se, DT, n, count, s.sel, s.work, lane);
+        if (se) r2 = scalbn(r2, -2 * se);
         if (lane == 0) {
             counts[i] = (unsigned)count;
             r2out[i] = (T)r2;
@@ -306,7 +434,7 @@ __device__ void omp_batch(int rows, int n, int K, int m, const T* __restrict__ X
         correlate<T>(rows, n, K, X, ldx, D, ldd, out, ldo); \
     }
 #define OMP_BATCH_ENTRY(NAME, T) \
-    extern "C" __global__ void __launch_bounds__(OMP_WARPS * WARP) NAME(int rows, int n, int K, int m, const T* X, long long ldx, const T* DT, const double* G, const double* A0, long long lda, double eps, int has_eps, unsigned* counts, unsigned* atoms, T* coefs, T* r2out, int use_global, char* gscratch, long long sbytes) { \
+    extern "C" __global__ void __launch_bounds__(OMP_WARPS * WARP) NAME(int rows, int n, int K, int m, const T* X, long long ldx, const T* DT, const double* G, double* A0, long long lda, double eps, int has_eps, unsigned* counts, unsigned* atoms, T* coefs, T* r2out, int use_global, char* gscratch, long long sbytes) { \
         omp_batch<T>(rows, n, K, m, X, ldx, DT, G, A0, lda, eps, has_eps, counts, atoms, coefs, r2out, use_global, gscratch, sbytes); \
     }
 OMP_CORRELATE_ENTRY(omp_correlate_f32, float)

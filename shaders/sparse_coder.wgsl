@@ -19,6 +19,22 @@
 // - Every sum runs in a fixed order (per invocation sequentially with fma,
 //   across invocations by a fixed tree), so results are bit-identical from
 //   run to run whatever the scheduling.
+// - What f32 cannot settle goes to the host, which codes the signal in f64
+//   (trident_core::omp::plain_omp): the shader writes the count REDO_COUNT
+//   for it and raises `redo`. That is a best correlation at f32 rounding
+//   level (CORR_TINY), a pick whose pivot (squared distance to
+//   the span of the chosen atoms) is below REDO times G_jj
+//   (trident_core::tol::OMP_F32_REDO_PIVOT: the contract has no stop for a
+//   nearly dependent atom, and f32 has lost the digits there), a signal whose
+//   largest entry is below 2^-100 (devices may flush f32 subnormals), and a
+//   coefficient or ||r||^2 that cannot be scaled back exactly (below).
+// - The ends of the range: a signal whose largest |x_i| lies outside
+//   [2^-32, 2^32) is coded as x 2^se, the power of two that brings that entry
+//   into [1, 2) (trident_core::omp::SignalScale, OMP_WINDOW_F32), with the
+//   error target scaled by 2^(2 se); the coefficients and ||r||^2 are scaled
+//   back exactly, or the signal goes to the host where they would leave
+//   f32's normal range (the host rounds them as IEEE does: infinity, a
+//   subnormal or 0).
 
 struct Params {
     n: u32,          // signal length (rows of D)
@@ -32,7 +48,11 @@ struct Params {
     stride_u: u32,   // u32 scratch per slot
     gram_row0: u32,  // first row of G this `gram` dispatch computes
     ld: u32,         // signal row stride (elements)
+    eps_m: f32,      // the error target as eps_m 2^eps_e, eps_m in [1, 2) or 0
+    eps_e: i32,
+    _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -53,6 +73,9 @@ struct Params {
 // `gram_main` writes G here: its binding 2 is the buffer `encode_main` reads
 // as `gram` (bindings are per entry point).
 @group(0) @binding(2) var<storage, read_write> gram_out: array<f32>;
+// Raised (set to 1) by `encode_main` and `encode_wg` when a signal of the
+// dispatch has the count REDO_COUNT: the host codes it in f64.
+@group(0) @binding(8) var<storage, read_write> redo: array<atomic<u32>>;
 
 const WG: u32 = 64u;
 // Below TRUST ||x||^2 the tracked ||x||^2 - ||z||^2 has lost most of its f32
@@ -61,13 +84,22 @@ const TRUST: f32 = 1e-3;
 // A residual below TINY ||x||^2 is zero up to f32 rounding: stop (the
 // reference's "exactly zero residual" rule, at f32 resolution).
 const TINY: f32 = 1e-9;
-// A best correlation with |c|^2 <= CORR_TINY ||x||^2 is zero up to rounding:
-// the atom is never selected (docs/semantics.md).
+// A best correlation with |c|^2 <= CORR_TINY ||x||^2 is at f32 rounding
+// level: whether it is zero (the contract's stop) or genuine (an atom nearly
+// dependent on the chosen ones leaves the residual a correlation of 1e-7
+// ||x||) only f64 can tell, so the host codes the signal. An exactly zero
+// best correlation stops.
 const CORR_TINY: f32 = 1e-13;
-// An atom whose squared distance to the span of the chosen ones is at most
-// BREAKDOWN times its squared norm lies in that span up to f32 rounding (an
-// exact duplicate lands near 1e-7): coding stops before it.
-const BREAKDOWN: f32 = 1e-5;
+// A pick whose squared distance to the span of the chosen atoms is below
+// REDO times its squared norm (an atom within about 0.03 rad of that span)
+// sends the signal to the host's f64 OMP: f32 has lost the digits there
+// (trident_core::tol::OMP_F32_REDO_PIVOT).
+const REDO: f32 = 1e-3;
+// The count of a signal the host codes in f64.
+const REDO_COUNT: u32 = 0xffffffffu;
+// A scale exponent that marks a signal for the host: its largest entry is
+// below 2^-100, where devices may have flushed f32 subnormals.
+const NO_SCALE: i32 = 1000;
 
 var<workgroup> red_v: array<f32, 64>;
 var<workgroup> red_i: array<u32, 64>;
@@ -130,12 +162,12 @@ fn argmax_reduce(tid: u32, v: f32, i: u32, s: f32) {
 }
 
 // ||x - D_I gamma||^2 with the residual formed explicitly.
-fn explicit_r2(tid: u32, xoff: u32, count: u32, ubase: u32, gbase: u32) -> f32 {
+fn explicit_r2(tid: u32, xoff: u32, se: i32, count: u32, ubase: u32, gbase: u32) -> f32 {
     let n = P.n;
     let k = P.k;
     var part = 0.0;
     for (var i = tid; i < n; i = i + WG) {
-        var r = sig[xoff + i];
+        var r = xval(xoff, i, se);
         for (var t = 0u; t < count; t = t + 1u) {
             r = fma(-sf[gbase + t], dict[i * k + su[ubase + k + t]], r);
         }
@@ -144,8 +176,92 @@ fn explicit_r2(tid: u32, xoff: u32, count: u32, ubase: u32, gbase: u32) -> f32 {
     return sum_reduce(tid, part);
 }
 
-fn stops(r2: f32, xx: f32, count: u32) -> bool {
-    return (P.has_eps != 0u && r2 <= P.eps) || r2 <= TINY * xx || count >= P.max_atoms;
+fn stops(r2: f32, xx: f32, count: u32, eps: f32) -> bool {
+    return (P.has_eps != 0u && r2 <= eps) || r2 <= TINY * xx || count >= P.max_atoms;
+}
+
+// The largest |x_i| of the signal at `xoff`, as f32 bits (the magnitudes of
+// finite floats order like their bit patterns; no float arithmetic, so no
+// flushing), over the workgroup.
+fn max_bits(tid: u32, xoff: u32) -> u32 {
+    var mb = 0u;
+    for (var i = tid; i < P.n; i = i + WG) {
+        mb = max(mb, bitcast<u32>(sig[xoff + i]) & 0x7fffffffu);
+    }
+    workgroupBarrier();
+    red_i[tid] = mb;
+    for (var w = WG / 2u; w > 0u; w = w / 2u) {
+        workgroupBarrier();
+        if (tid < w) {
+            red_i[tid] = max(red_i[tid], red_i[tid + w]);
+        }
+    }
+    return workgroupUniformLoad(&red_i[0]);
+}
+
+// The signal's scale exponent se from the bits of its largest entry: 0 for
+// a zero signal or one inside [2^-32, 2^32) (coded bit for bit as without
+// scaling), NO_SCALE below 2^-100, else the se that brings it into [1, 2).
+fn scale_exp(mb: u32) -> i32 {
+    if (mb == 0u) {
+        return 0;
+    }
+    let e = i32(mb >> 23u) - 127;
+    if (e < -100) {
+        return NO_SCALE;
+    }
+    if (e >= -32 && e < 32) {
+        return 0;
+    }
+    return -e;
+}
+
+// Entry i of the signal at `xoff`, scaled by 2^se (exact).
+fn xval(xoff: u32, i: u32, se: i32) -> f32 {
+    let v = sig[xoff + i];
+    if (se == 0) {
+        return v;
+    }
+    return ldexp(v, se);
+}
+
+// The error target in the units of a signal scaled by 2^se: eps 2^(2 se),
+// as large as need be where that overflows (the target is met before the
+// first atom: ||x||^2 is far below it) and 0 where it underflows.
+fn eps_for(se: i32) -> f32 {
+    if (se == 0) {
+        return P.eps;
+    }
+    if (P.eps_m == 0.0) {
+        return 0.0;
+    }
+    let te = P.eps_e + 2 * se;
+    if (te > 127) {
+        return 3.4e38;
+    }
+    if (te < -126) {
+        return 0.0;
+    }
+    return ldexp(P.eps_m, te);
+}
+
+// Whether v 2^sh is an f32 normal number or 0 (then ldexp is exact).
+fn back_ok(v: f32, sh: i32) -> bool {
+    if (v == 0.0) {
+        return true;
+    }
+    let be = i32((bitcast<u32>(v) >> 23u) & 0xffu);
+    return be != 0 && be + sh >= 1 && be + sh <= 254;
+}
+
+// v 2^sh for a v that `back_ok` accepts, in two halves so that every
+// exponent handed to ldexp stays within its range (|sh| may reach 254).
+fn scale_back(v: f32, sh: i32) -> f32 {
+    if (sh == 0) {
+        return v;
+    }
+    let h = sh / 2;
+    return ldexp(ldexp(v, h), sh - h);
 }
 
 @compute @workgroup_size(64)
@@ -161,17 +277,27 @@ fn encode_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     let ubase = slot * P.stride_u;
     for (var s = slot; s < P.count; s = s + P.slots) {
         let xoff = s * P.ld;
+        let se0 = scale_exp(max_bits(tid, xoff));
+        var flag = se0 == NO_SCALE;
+        let se = select(se0, 0, flag);
+        let eps = eps_for(se);
         for (var j = tid; j < k; j = j + WG) {
             var acc = 0.0;
-            for (var i = 0u; i < n; i = i + 1u) {
-                acc = fma(dict[i * k + j], sig[xoff + i], acc);
+            if (se == 0) {
+                for (var i = 0u; i < n; i = i + 1u) {
+                    acc = fma(dict[i * k + j], sig[xoff + i], acc);
+                }
+            } else {
+                for (var i = 0u; i < n; i = i + 1u) {
+                    acc = fma(dict[i * k + j], ldexp(sig[xoff + i], se), acc);
+                }
             }
             sf[fbase + j] = acc;
             su[ubase + j] = 0u;
         }
         var part = 0.0;
         for (var i = tid; i < n; i = i + WG) {
-            let x = sig[xoff + i];
+            let x = xval(xoff, i, se);
             part = fma(x, x, part);
         }
         let xx = sum_reduce(tid, part);
@@ -181,7 +307,7 @@ fn encode_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         var count = 0u;
         var r2 = xx;
         loop {
-            if (stops(r2, xx, count)) {
+            if (flag || stops(r2, xx, count, eps)) {
                 break;
             }
             // This invocation's best unselected atom, ascending j with a strict
@@ -209,8 +335,10 @@ fn encode_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
                 let best = red_v[0];
                 let j = red_i[0];
                 var st = 0u;
-                if (!(best > 0.0) || best * best <= CORR_TINY * xx) {
+                if (!(best > 0.0)) {
                     st = 1u;
+                } else if (best * best <= CORR_TINY * xx) {
+                    st = 2u;
                 } else {
                     // Row `count` of L: w = L^-1 G_{I, j}.
                     let row = lbase + count * (count + 1u) / 2u;
@@ -227,8 +355,8 @@ fn encode_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
                     }
                     let gjj = gram[j * k + j];
                     let d2 = gjj - ww;
-                    if (d2 <= BREAKDOWN * gjj) {
-                        st = 1u;
+                    if (!(d2 > 0.0) || d2 < REDO * gjj) {
+                        st = 2u;
                     } else {
                         let lkk = sqrt(d2);
                         sf[row + count] = lkk;
@@ -258,25 +386,43 @@ fn encode_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
             storageBarrier();
             let st = workgroupUniformLoad(&wg_stop);
             if (st != 0u) {
+                flag = st == 2u;
                 break;
             }
             count = count + 1u;
             let zz = workgroupUniformLoad(&wg_zz);
             r2 = xx - zz;
             if (r2 <= TRUST * xx) {
-                r2 = explicit_r2(tid, xoff, count, ubase, gbase);
+                r2 = explicit_r2(tid, xoff, se, count, ubase, gbase);
             }
         }
         // The residual of the code as returned.
-        let rf = explicit_r2(tid, xoff, count, ubase, gbase);
-        let ob = s * (m + 1u);
-        if (tid == 0u) {
-            out_u[ob] = count;
-            out_f[ob] = rf;
+        let rf = explicit_r2(tid, xoff, se, count, ubase, gbase);
+        if (!flag && se != 0) {
+            if (tid == 0u) {
+                var bad = !back_ok(rf, -2 * se);
+                for (var t = 0u; t < count; t = t + 1u) {
+                    bad = bad || !back_ok(sf[gbase + t], -se);
+                }
+                wg_stop = select(0u, 1u, bad);
+            }
+            flag = workgroupUniformLoad(&wg_stop) != 0u;
         }
-        for (var t = tid; t < count; t = t + WG) {
-            out_u[ob + 1u + t] = su[ubase + k + t];
-            out_f[ob + 1u + t] = sf[gbase + t];
+        let ob = s * (m + 1u);
+        if (flag) {
+            if (tid == 0u) {
+                out_u[ob] = REDO_COUNT;
+                atomicStore(&redo[0], 1u);
+            }
+        } else {
+            if (tid == 0u) {
+                out_u[ob] = count;
+                out_f[ob] = scale_back(rf, -2 * se);
+            }
+            for (var t = tid; t < count; t = t + WG) {
+                out_u[ob + 1u + t] = su[ubase + k + t];
+                out_f[ob + 1u + t] = scale_back(sf[gbase + t], -se);
+            }
         }
         storageBarrier();
     }
@@ -310,12 +456,12 @@ var<workgroup> w_i: array<u32, 32>;
 @group(0) @binding(7) var<storage, read_write> o_res: array<f32>;
 
 // explicit_r2 with the chosen atoms and gamma in workgroup memory.
-fn explicit_r2_wg(tid: u32, xoff: u32, count: u32) -> f32 {
+fn explicit_r2_wg(tid: u32, xoff: u32, se: i32, count: u32) -> f32 {
     let n = P.n;
     let k = P.k;
     var part = 0.0;
     for (var i = tid; i < n; i = i + WG) {
-        var r = sig[xoff + i];
+        var r = xval(xoff, i, se);
         for (var t = 0u; t < count; t = t + 1u) {
             r = fma(-w_g[t], dict[i * k + w_i[t]], r);
         }
@@ -331,10 +477,20 @@ fn encode_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     let m = P.max_atoms;
     for (var s = wid.x; s < P.count; s = s + P.slots) {
         let xoff = s * P.ld;
+        let se0 = scale_exp(max_bits(tid, xoff));
+        var flag = se0 == NO_SCALE;
+        let se = select(se0, 0, flag);
+        let eps = eps_for(se);
         for (var j = tid; j < k; j = j + WG) {
             var acc = 0.0;
-            for (var i = 0u; i < n; i = i + 1u) {
-                acc = fma(dict[i * k + j], sig[xoff + i], acc);
+            if (se == 0) {
+                for (var i = 0u; i < n; i = i + 1u) {
+                    acc = fma(dict[i * k + j], sig[xoff + i], acc);
+                }
+            } else {
+                for (var i = 0u; i < n; i = i + 1u) {
+                    acc = fma(dict[i * k + j], ldexp(sig[xoff + i], se), acc);
+                }
             }
             w_a0[j] = acc;
         }
@@ -343,7 +499,7 @@ fn encode_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         }
         var part = 0.0;
         for (var i = tid; i < n; i = i + WG) {
-            let x = sig[xoff + i];
+            let x = xval(xoff, i, se);
             part = fma(x, x, part);
         }
         let xx = sum_reduce(tid, part);
@@ -353,7 +509,7 @@ fn encode_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         var count = 0u;
         var r2 = xx;
         loop {
-            if (stops(r2, xx, count)) {
+            if (flag || stops(r2, xx, count, eps)) {
                 break;
             }
             var bv = -1.0;
@@ -379,8 +535,10 @@ fn encode_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
                 let best = red_v[0];
                 let j = red_i[0];
                 var st = 0u;
-                if (!(best > 0.0) || best * best <= CORR_TINY * xx) {
+                if (!(best > 0.0)) {
                     st = 1u;
+                } else if (best * best <= CORR_TINY * xx) {
+                    st = 2u;
                 } else {
                     let row = count * (count + 1u) / 2u;
                     var ww = 0.0;
@@ -396,8 +554,8 @@ fn encode_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
                     }
                     let gjj = gram[j * k + j];
                     let d2 = gjj - ww;
-                    if (d2 <= BREAKDOWN * gjj) {
-                        st = 1u;
+                    if (!(d2 > 0.0) || d2 < REDO * gjj) {
+                        st = 2u;
                     } else {
                         let lkk = sqrt(d2);
                         w_l[row + count] = lkk;
@@ -425,24 +583,42 @@ fn encode_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
             }
             let st = workgroupUniformLoad(&wg_stop);
             if (st != 0u) {
+                flag = st == 2u;
                 break;
             }
             count = count + 1u;
             let zz = workgroupUniformLoad(&wg_zz);
             r2 = xx - zz;
             if (r2 <= TRUST * xx) {
-                r2 = explicit_r2_wg(tid, xoff, count);
+                r2 = explicit_r2_wg(tid, xoff, se, count);
             }
         }
-        let rf = explicit_r2_wg(tid, xoff, count);
-        let ob = s * m;
-        if (tid == 0u) {
-            o_counts[s] = count;
-            o_res[s] = rf;
+        let rf = explicit_r2_wg(tid, xoff, se, count);
+        if (!flag && se != 0) {
+            if (tid == 0u) {
+                var bad = !back_ok(rf, -2 * se);
+                for (var t = 0u; t < count; t = t + 1u) {
+                    bad = bad || !back_ok(w_g[t], -se);
+                }
+                wg_stop = select(0u, 1u, bad);
+            }
+            flag = workgroupUniformLoad(&wg_stop) != 0u;
         }
-        for (var t = tid; t < count; t = t + WG) {
-            o_atoms[ob + t] = w_i[t];
-            o_coefs[ob + t] = w_g[t];
+        let ob = s * m;
+        if (flag) {
+            if (tid == 0u) {
+                o_counts[s] = REDO_COUNT;
+                atomicStore(&redo[0], 1u);
+            }
+        } else {
+            if (tid == 0u) {
+                o_counts[s] = count;
+                o_res[s] = scale_back(rf, -2 * se);
+            }
+            for (var t = tid; t < count; t = t + WG) {
+                o_atoms[ob + t] = w_i[t];
+                o_coefs[ob + t] = scale_back(w_g[t], -se);
+            }
         }
         workgroupBarrier();
     }
@@ -462,8 +638,8 @@ fn unpack_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let m = P.max_atoms;
     let ib = s * (m + 1u);
-    // A count above m is a bug the host's download reports; never write
-    // past the slot.
+    // A count above m (REDO_COUNT: the host recodes the signal) is never
+    // written past the slot.
     let c = up_u[ib];
     o_counts[s] = c;
     o_res[s] = up_f[ib];

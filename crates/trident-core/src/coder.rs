@@ -131,11 +131,11 @@ fn column_norms<T: Scalar>(n: usize, atoms: usize, data: &[T]) -> Vec<f64> {
 /// Computing the residual (or the Gram-based correlations) costs rounding
 /// errors of about `sqrt(n) eps ||x||`; the factor 64 keeps clear of them,
 /// while any correlation a user could mean lies far above (`1e-14 ||x||` at
-/// n = 64). It is an f64 bound, for both precisions: a backend that runs
-/// its loop in f32 settles correlations near this level in f64 (the rayon
-/// backend codes such signals again in f64) or stops at its own f32
-/// rounding level, within the checker's f32 correlation floor
-/// (`OMP_CORR_FLOOR_F32` in docs/tolerances.md; the wgpu backend, all f32).
+/// n = 64). It is an f64 bound, for both precisions, computed on the signal
+/// as coded (scaled by its power of two, [`crate::omp::SignalScale`]): a
+/// backend that runs its loop in f32 settles correlations near its own f32
+/// rounding level in f64 (the rayon backend codes such signals again in its
+/// f64 loop, the wgpu backend on the host with [`crate::omp::plain_omp`]).
 ///
 /// ```
 /// # use trident_core::omp_zero_correlation;

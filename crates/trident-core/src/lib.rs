@@ -2,8 +2,11 @@
 //!
 //! The contract every Trident backend implements: data types, the five
 //! primitive traits, the one [`Error`] enum, and the validation all backends
-//! share. It computes nothing itself; `trident-reference` defines what is
-//! correct and the other backends make it fast.
+//! share. It computes almost nothing itself; `trident-reference` defines what
+//! is correct and the other backends make it fast. (The exception is [`omp`]:
+//! the plain f64 OMP of the reference, which the f32-only wgpu backend also
+//! runs for signals f32 cannot settle, and the signal scaling every OMP
+//! backend applies.)
 //!
 //! ## The five primitives
 //! | trait | computes |
@@ -55,6 +58,7 @@ mod flow;
 pub mod interop;
 mod kind;
 pub mod mem;
+pub mod omp;
 mod points;
 mod scalar;
 #[cfg(feature = "serde")]

@@ -41,6 +41,11 @@ pub trait Scalar:
     const ZERO: Self;
     /// 1.
     const ONE: Self;
+    /// The largest finite value.
+    const MAX: Self;
+    /// The least positive value (a subnormal): the absolute rounding error
+    /// of a value near 0 is at most half of it.
+    const MIN_SUBNORMAL: Self;
     /// Widening (f32) or identity (f64) conversion.
     fn to_f64(self) -> f64;
     /// Rounding (f32) or identity (f64) conversion.
@@ -62,6 +67,8 @@ macro_rules! impl_scalar {
             const EPSILON: Self = <$t>::EPSILON;
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
+            const MAX: Self = <$t>::MAX;
+            const MIN_SUBNORMAL: Self = <$t>::from_bits(1);
             #[inline(always)]
             fn to_f64(self) -> f64 {
                 self as f64

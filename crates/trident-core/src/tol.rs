@@ -88,6 +88,26 @@ pub const OMP_CORR_FLOOR_F32: f64 = 1e-5;
 /// Floor of the f64 correlation comparisons, times `||x||`.
 pub const OMP_CORR_FLOOR_F64: f64 = 1e-12;
 
+/// OMP, a backend whose loop runs in f32: a pivot (the squared distance of
+/// the picked atom `d_j` to the span of the atoms chosen before it, the new
+/// diagonal entry of the Cholesky factor squared) below `1e-3 G_jj` sends the
+/// signal to an f64 computation. The contract has no stop for such an atom
+/// (docs/semantics.md: ill-conditioning costs digits, never adds a stop
+/// rule): an atom within about 0.03 rad of the span makes the f32 Gram
+/// arithmetic lose the digits the f32 tolerances need (the correlations
+/// updated through it carry errors of about `1e-7 / sqrt(pivot)` of
+/// `||r||`, 3e-6 here, against the `1e-4` tie window), while f64 has them.
+/// Shared by the rayon f32 loop and the wgpu shader.
+pub const OMP_F32_REDO_PIVOT: f64 = 1e-3;
+/// OMP in f64 arithmetic: a pivot below `1e-8 G_jj` (an atom within about
+/// 1e-4 rad of the span of those chosen before it) marks the signal
+/// ill-conditioned: the Gram matrix squares the condition number, so its
+/// coefficients `L^-T z` lose digits, which are won back by refining them
+/// against the residual formed explicitly in f64. Shared by the rayon f64
+/// loop and the CUDA kernel. A pivot that is not positive at all is the
+/// contract's exactly singular case: the atom is dropped and coding stops.
+pub const OMP_ILL_PIVOT_F64: f64 = 1e-8;
+
 /// How far a dictionary column's Euclidean norm may stray from 1 before
 /// `Dictionary::new` rejects it (the contract's "unit-norm within 1e-3").
 pub const UNIT_NORM_TOL: f64 = 1e-3;
@@ -204,6 +224,8 @@ pub struct Omp {
     pub res_rel: f64,
     /// Residual floor, times `||x||^2`.
     pub res_abs: f64,
+    /// The scalar's machine epsilon (see [`Omp::rounding`]).
+    pub eps: f64,
 }
 
 impl Omp {
@@ -216,6 +238,7 @@ impl Omp {
                 coef_rel: OMP_COEF_F32,
                 res_rel: OMP_RESIDUAL,
                 res_abs: OMP_RESIDUAL_FLOOR_F32,
+                eps: f32::EPSILON as f64,
             }
         } else {
             Self {
@@ -224,11 +247,27 @@ impl Omp {
                 coef_rel: OMP_COEF_F64,
                 res_rel: OMP_RESIDUAL,
                 res_abs: OMP_RESIDUAL_FLOOR_F64,
+                eps: f64::EPSILON,
             }
         }
     }
     /// The residual tolerance for a signal of squared norm `xx`.
     pub fn residual(&self, xx: f64) -> Tol {
         Tol::new(self.res_rel, self.res_abs * xx)
+    }
+    /// How far rounding the coefficients to the scalar may move `||r||^2`
+    /// away from `r2`, the least-squares value, for coefficients with
+    /// `sum_t |g_t| = g_sum`: the contract reports the residual of the code
+    /// as returned, so a checker comparing it with a least-squares residual
+    /// allows this on top of [`Omp::residual`]. With `e = eps g_sum`, a
+    /// bound on `||D_S dg||` (unit atoms, and twice the rounding error, for
+    /// the backend's own coefficient error at that level), it is
+    /// `(2 sqrt(r2) + e) e`. Next to the residual floor it is negligible
+    /// unless the coefficients dwarf `||x||`: nearly dependent atoms (`1e7
+    /// ||x||` for atoms 1e-7 rad apart), where no f32 code can leave a
+    /// small residual.
+    pub fn rounding(&self, r2: f64, g_sum: f64) -> f64 {
+        let e = self.eps * g_sum;
+        (2.0 * r2.max(0.0).sqrt() + e) * e
     }
 }

@@ -73,7 +73,7 @@ fn doc_table_matches_tol_module() {
 #[test]
 fn values_parse_and_match_the_compiled_constants() {
     use trident_core::tol::*;
-    let compiled: [(&str, f64); 18] = [
+    let compiled: [(&str, f64); 20] = [
         ("GEMM_STRICT_F32", GEMM_STRICT_F32),
         ("GEMM_F64", GEMM_F64),
         ("GEMM_TF32", GEMM_TF32),
@@ -92,6 +92,8 @@ fn values_parse_and_match_the_compiled_constants() {
         ("OMP_CORR_FLOOR_F32", OMP_CORR_FLOOR_F32),
         ("OMP_CORR_FLOOR_F64", OMP_CORR_FLOOR_F64),
         ("UNIT_NORM_TOL", UNIT_NORM_TOL),
+        ("OMP_F32_REDO_PIVOT", OMP_F32_REDO_PIVOT),
+        ("OMP_ILL_PIVOT_F64", OMP_ILL_PIVOT_F64),
     ];
     let doc = consts_in_doc(&read("../../docs/tolerances.md"));
     for (name, value) in compiled {

@@ -7,7 +7,12 @@
 //! each chunk is coded by `omp_batch_*`, one warp per signal, into fixed
 //! slots of `max_atoms` per signal ([`DeviceCodes`]). The kernel file's
 //! header says how a step runs and which stop rules apply; they are the rayon
-//! backend's, so the two agree on every decision up to rounding.
+//! backend's f64 loop's (the zero-correlation floor, a dependent pick only
+//! at a pivot that is not positive, the refinement of ill-conditioned
+//! coefficients, the power-of-two scaling of f64 signals at the ends of the
+//! number range), so the two agree on every decision up to rounding. A
+//! scaled signal's `alpha0` is recomputed by its warp from the scaled
+//! signal, over its own row of the `alpha0` buffer.
 //!
 //! Per-warp scratch (the packed Cholesky factor, `z`, `gamma`, the chosen
 //! atoms) goes to shared memory when [`WARPS`] of it fit in half the block

@@ -67,3 +67,30 @@ fn every_kernel_of_ours_is_embedded_with_its_entry_points() {
         );
     }
 }
+
+/// The Batch-OMP kernel's copies of the numbers it shares with the rest of
+/// the workspace: the ill-conditioning pivot (`trident_core::tol`, shared
+/// with rayon) and the window of signals coded unscaled
+/// (`trident_core::omp`).
+#[test]
+fn sparse_coder_constants_match_core() {
+    let src = trident_cuda::KERNELS
+        .iter()
+        .find(|(s, _)| s.name == "sparse_coder")
+        .expect("sparse_coder.cu is embedded")
+        .0
+        .source;
+    let define = |name: &str| -> f64 {
+        let prefix = format!("#define {name} ");
+        let line = src
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` in sparse_coder.cu"));
+        line[prefix.len()..]
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{line}: {e}"))
+    };
+    assert_eq!(define("ILL"), trident_core::tol::OMP_ILL_PIVOT_F64);
+    assert_eq!(define("WINDOW"), trident_core::omp::OMP_WINDOW_F64 as f64);
+}

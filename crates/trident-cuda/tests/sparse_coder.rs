@@ -107,6 +107,91 @@ fn dct_256x1024_agrees_with_the_reference() {
     agrees(&be, Input::Omp64(cases::omp_dct_256(16, s + 1)));
 }
 
+/// Nearly dependent atoms (1e-7 rad apart: no stop, refined coefficients)
+/// and f64 signals beyond the window (scaled per signal, their alpha0
+/// recomputed by the warp) among ordinary ones, with a padded leading
+/// dimension: the device call gives the host call's codes bit for bit, and
+/// both pass the checker against the reference, in f64 and f32.
+#[test]
+fn near_dependent_and_scaled_signals_on_the_device_path() {
+    let Some(be) = backend("near_dependent_and_scaled_signals_on_the_device_path") else {
+        return;
+    };
+    fn run<T: trident_core::Scalar>(be: &CudaBackend, rows: &[[f64; 2]])
+    where
+        CudaBackend: SparseCoder<T> + SparseCoderDevice<T>,
+        trident_testkit::cases::OmpCase<T>: trident_testkit::problem::Problem,
+    {
+        // Atoms e1 and normalize(e1 + 1e-7 e2).
+        let (t, m) = (1e-7f64, (1.0 + 1e-14f64).sqrt());
+        let data = [1.0, 1.0 / m, 0.0, t / m].map(T::from_f64).to_vec();
+        let dict = Dictionary::new(2, 2, data).unwrap();
+        let (n, count, ld) = (2, rows.len(), 5);
+        let signals: Vec<T> = rows.iter().flatten().map(|&v| T::from_f64(v)).collect();
+        let mut padded = vec![T::ZERO; (count - 1) * ld + n];
+        for (r, row) in signals.chunks_exact(n).enumerate() {
+            padded[r * ld..r * ld + n].copy_from_slice(row);
+        }
+        for rule in [
+            StopRule::Sparsity(2),
+            StopRule::Sparsity(1),
+            StopRule::SparsityOrError {
+                sparsity: 2,
+                error: 1e-30,
+            },
+        ] {
+            let x = DeviceMat {
+                buf: be.upload(&padded).unwrap(),
+                rows: count,
+                cols: n,
+                ld,
+            };
+            let dev = be
+                .download_codes(&be.encode_device(&dict, &x, rule).unwrap())
+                .unwrap();
+            let host = be
+                .encode(&dict, MatRef::dense(&signals, count, n).unwrap(), rule)
+                .unwrap();
+            assert!(
+                dev == host,
+                "{} {rule:?}: device {dev:?} host {host:?}",
+                T::NAME
+            );
+            agrees(
+                be,
+                Input::new(trident_testkit::cases::OmpCase {
+                    dict: dict.clone(),
+                    signals: signals.clone(),
+                    count,
+                    rule,
+                }),
+            );
+        }
+    }
+    run::<f64>(
+        &be,
+        &[
+            [1.0, 1.0],
+            [0.5, -2.0],
+            [1e200, 3e199],
+            [1e-200, -3e-201],
+            [1e-310, 3e-311],
+            [1.5e308, 1e308],
+        ],
+    );
+    run::<f32>(
+        &be,
+        &[
+            [1.0, 1.0],
+            [0.5, -2.0],
+            [1e20, 3e19],
+            [1e-25, -3e-26],
+            [1e-40, 3e-41],
+            [3e38, 0.0],
+        ],
+    );
+}
+
 #[test]
 fn identity_dictionary_is_exact() {
     let Some(be) = backend("identity_dictionary_is_exact") else {

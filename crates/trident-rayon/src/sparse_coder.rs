@@ -74,7 +74,20 @@
 //!   ends it, the Gram version of the reference's exactly singular system.
 //!   There is no other stop: a nearly collinear atom (angle 1e-7 to the span)
 //!   is added, and the Gram matrix, which squares the condition number, then
-//!   costs digits of its coefficients, never the selection.
+//!   costs digits of its coefficients, never the selection. A pivot below
+//!   `1e-8 G_jj` ([`trident_core::tol::OMP_ILL_PIVOT_F64`], shared with the
+//!   CUDA kernel) has the coefficients refined against the explicit f64
+//!   residual: three steps, then more while the corrections still matter and
+//!   still halve (at 1e-7 rad each step gains only a digit or two).
+//! - The ends of the number range: an f64 signal whose largest entry lies
+//!   outside `[2^-256, 2^256)` is coded as `x 2^s`, the power of two that
+//!   brings that entry into `[1, 2)`, with the error target scaled alike
+//!   ([`trident_core::omp::SignalScale`]); the coefficients and `||r||^2`
+//!   come back scaled by `2^-s` (infinite where beyond `T`, and `||r||^2`
+//!   infinite where a coefficient is). Every other signal is coded with
+//!   scale 1, bit for bit as without this rule; f32 signals need no scaling
+//!   (the f64 loop holds every f32 square, and the f32 loop hands signals
+//!   outside its range to it).
 //!
 //! Determinism: each signal's arithmetic is fixed (sums in a fixed order,
 //! multiply-adds as `mul_add`, one rounding, in every compiled copy, in f32

@@ -26,7 +26,7 @@
 
 use std::collections::BTreeMap;
 
-use nalgebra::DVector;
+use nalgebra::{DMatrix, DVector};
 use trident_core::tol::{self, Tol};
 use trident_core::{
     CsrMatrix, Dictionary, FlowNetwork, GemmParams, GridCut, GridGraph, MatRef, Neighbor,
@@ -34,7 +34,7 @@ use trident_core::{
 };
 
 use crate::max_flow::grid_flows;
-use crate::sparse_coder::{DictF64, dot};
+use trident_core::omp::{OMP_WINDOW_F64, OmpDict, SignalScale, dot};
 
 /// `Ok(worst error/tolerance ratio, <= 1)` or `Err(what failed)`.
 pub type Certificate = std::result::Result<f64, String>;
@@ -440,15 +440,15 @@ pub fn omp_tie_rel<T: Scalar>() -> f64 {
 /// off by ~1e-6 relative even when it is well conditioned (measured: cond 1.6,
 /// a 64 x 16 DCT sub-dictionary), which is above the contract's f64 tolerance; the
 /// refinement drives `M^T r` to rounding level.
-fn ls_svd(d: &DictF64, sel: &[u32], x: &[f64]) -> Vec<f64> {
+fn ls_svd(d: &OmpDict, sel: &[u32], x: &[f64]) -> Vec<f64> {
     if sel.is_empty() {
         return Vec::new();
     }
-    let m = d.sub(sel);
+    let m = DMatrix::from_fn(d.n(), sel.len(), |i, t| d.atom(sel[t] as usize)[i]);
     let xv = DVector::from_column_slice(x);
     let svd = m.clone().svd(true, true);
     let smax = svd.singular_values.max();
-    let cut = smax * d.n.max(sel.len()) as f64 * f64::EPSILON;
+    let cut = smax * d.n().max(sel.len()) as f64 * f64::EPSILON;
     // svd(true, true) computed U and V^T, the only failure of solve().
     #[allow(clippy::expect_used)]
     let mut g: DVector<f64> = svd.solve(&xv, cut).expect("U and V^T were computed");
@@ -473,6 +473,19 @@ fn norm(v: &[f64]) -> f64 {
 /// selected atoms and have the reported norm; and the stop must be justified
 /// (budget reached, error target met, or residual / correlations zero to
 /// within the floors) and not late (no earlier prefix already met the target).
+///
+/// Everything is judged on the signal scaled by [`SignalScale`] (a power of
+/// two, so that `||x||^2` of a signal of `1e200` or `1e-200` is finite and
+/// non-zero here as in the backends), with the answer's coefficients and
+/// `||r||^2` scaled alike. The ends of `T`'s range (docs/semantics.md): a
+/// coefficient may be infinite only where the least-squares value is beyond
+/// (or within the coefficient tolerance of) `T`'s largest value, and then the
+/// reported `||r||^2` must be `+inf`; a reported `||r||^2` may be infinite
+/// where the least-squares one is, likewise; values that round into `T`'s
+/// subnormals are allowed their rounding error (the least subnormal, per
+/// coefficient). The reported `||r||^2` is that of the coefficients as
+/// rounded to `T`, so its comparison with the least-squares one allows
+/// [`tol::Omp::rounding`] on top of the residual tolerance.
 pub fn omp<T: Scalar>(
     dict: &Dictionary<T>,
     x: &[T],
@@ -496,31 +509,36 @@ pub fn omp<T: Scalar>(
             coefs.len()
         ));
     }
-    let d = DictF64::new(dict);
-    let max_atoms = rule.max_atoms(d.n, d.atoms);
+    let d = OmpDict::new(dict);
+    let (n_atoms, max_atoms) = (d.atoms(), rule.max_atoms(d.n(), d.atoms()));
     if atoms.len() > max_atoms {
         return Err(format!(
             "{} atoms, the rule allows {max_atoms}",
             atoms.len()
         ));
     }
-    let mut chosen = vec![false; d.atoms];
+    let mut chosen = vec![false; n_atoms];
     for (t, &j) in atoms.iter().enumerate() {
-        if j as usize >= d.atoms {
+        if j as usize >= n_atoms {
             return Err(format!(
-                "step {t}: atom {j} out of range for {} atoms",
-                d.atoms
+                "step {t}: atom {j} out of range for {n_atoms} atoms"
             ));
         }
         if std::mem::replace(&mut chosen[j as usize], true) {
             return Err(format!("step {t}: atom {j} selected twice"));
         }
     }
+    if coefs.iter().any(|c| c.to_f64().is_nan()) || residual_norm2.to_f64().is_nan() {
+        return Err("a coefficient or the residual is NaN".into());
+    }
     chosen.fill(false);
-    let xf: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+    let scale = SignalScale::of(x, OMP_WINDOW_F64);
+    let xf: Vec<f64> = x.iter().map(|v| scale.apply(v.to_f64())).collect();
     let xn = norm(&xf);
-    let eps = rule.error_target();
+    let eps = rule.error_target().map(|e| scale.apply2(e));
     let band = |e: f64| tol.res_rel * e + tol.res_abs * xn * xn;
+    let tiny = scale.apply(T::MIN_SUBNORMAL.to_f64());
+    let tiny2 = scale.apply2(T::MIN_SUBNORMAL.to_f64());
     let mut w = Worst::new();
 
     // Walk the answer's own prefixes: S_0 = {}, S_1 = {atoms[0]}, ...
@@ -536,7 +554,7 @@ pub fn omp<T: Scalar>(
                 "step {t}: ||r||^2 = {r2:e} already met the target {e:e}; OMP should have stopped"
             ));
         }
-        let best = (0..d.atoms)
+        let best = (0..n_atoms)
             .filter(|&j| !chosen[j])
             .map(|j| dot(d.atom(j), &r).abs())
             .fold(0.0f64, f64::max);
@@ -553,29 +571,71 @@ pub fn omp<T: Scalar>(
         let g = ls_svd(&d, &atoms[..=t], &xf);
         r = d.residual(&xf, &atoms[..=t], &g);
     }
-
-    // Coefficients against the least-squares fit on the same atoms.
-    let g_ls = ls_svd(&d, atoms, &xf);
-    let g: Vec<f64> = coefs.iter().map(|v| v.to_f64()).collect();
-    let diff: Vec<f64> = g.iter().zip(&g_ls).map(|(a, b)| a - b).collect();
-    let gn = norm(&g_ls);
-    w.see(ratio(norm(&diff), tol.coef_rel * gn), || {
-        format!("||g - g_ls|| = {:e} against ||g_ls|| = {gn:e}", norm(&diff))
-    });
-
-    // The residual the answer's own coefficients leave.
-    let r_own = d.residual(&xf, atoms, &g);
-    for &j in atoms {
-        let c = dot(d.atom(j as usize), &r_own).abs();
-        w.see(ratio(c, tol.coef_rel * xn.max(gn)), || {
-            format!("residual not orthogonal to selected atom {j}: |<d_j, r>| = {c:e}")
-        });
-    }
     let r2_ls = dot(&r, &r);
-    let r2 = residual_norm2.to_f64();
-    w.see(ratio((r2 - r2_ls).abs(), band(r2_ls)), || {
-        format!("reported ||r||^2 = {r2:e}, the least-squares residual has {r2_ls:e}")
-    });
+    let g_ls = ls_svd(&d, atoms, &xf);
+    let gn = norm(&g_ls);
+    let big = T::MAX.to_f64();
+    // Where T cannot hold the value: an infinite coefficient or residual is
+    // the answer only when the least-squares value is beyond T's range.
+    let overflows = |v: f64, rel: f64| scale.undo(v.abs() * (1.0 + rel)) >= big;
+    let overflows2 = |v: f64, rel: f64| scale.undo2(v * (1.0 + rel)) >= big;
+    if coefs.iter().any(|c| !c.is_finite()) {
+        for (t, (c, &want)) in coefs.iter().zip(&g_ls).enumerate() {
+            let c = c.to_f64();
+            if !c.is_finite() && (!overflows(want, tol.coef_rel) || c.signum() != want.signum()) {
+                return Err(format!(
+                    "coefficient {t} is {c}, the least-squares value {:e} fits in {}",
+                    scale.undo(want),
+                    T::NAME
+                ));
+            }
+        }
+        if residual_norm2.to_f64() != f64::INFINITY {
+            return Err(format!(
+                "a coefficient is infinite but ||r||^2 = {residual_norm2}, not inf"
+            ));
+        }
+    } else {
+        // Coefficients against the least-squares fit on the same atoms.
+        let g: Vec<f64> = coefs.iter().map(|v| scale.apply(v.to_f64())).collect();
+        let diff: Vec<f64> = g.iter().zip(&g_ls).map(|(a, b)| a - b).collect();
+        let floor = (atoms.len() as f64).sqrt() * tiny;
+        w.see(ratio(norm(&diff), tol.coef_rel * gn + floor), || {
+            format!("||g - g_ls|| = {:e} against ||g_ls|| = {gn:e}", norm(&diff))
+        });
+
+        // The residual the answer's own coefficients leave.
+        let r_own = d.residual(&xf, atoms, &g);
+        for &j in atoms {
+            let c = dot(d.atom(j as usize), &r_own).abs();
+            w.see(ratio(c, tol.coef_rel * xn.max(gn) + floor), || {
+                format!("residual not orthogonal to selected atom {j}: |<d_j, r>| = {c:e}")
+            });
+        }
+        let r2 = residual_norm2.to_f64();
+        if r2 == f64::INFINITY {
+            if !overflows2(r2_ls, tol.res_rel) {
+                return Err(format!(
+                    "reported ||r||^2 = inf, the least-squares residual {:e} fits in {}",
+                    scale.undo2(r2_ls),
+                    T::NAME
+                ));
+            }
+        } else {
+            let r2 = scale.apply2(r2);
+            let rounding = tol.rounding(r2_ls, g_ls.iter().map(|v| v.abs()).sum());
+            w.see(
+                ratio((r2 - r2_ls).abs(), band(r2_ls) + tiny2 + rounding),
+                || {
+                    format!(
+                        "reported ||r||^2 = {:e}, the least-squares residual has {:e}",
+                        scale.undo2(r2),
+                        scale.undo2(r2_ls)
+                    )
+                },
+            );
+        }
+    }
 
     // An early stop needs a reason.
     if atoms.len() < max_atoms {
@@ -584,8 +644,10 @@ pub fn omp<T: Scalar>(
         let zero_corr = best_remaining <= tol.corr_abs * xn;
         if !(target_met || zero_res || zero_corr) {
             return Err(format!(
-                "stopped after {} of up to {max_atoms} atoms with ||r||^2 = {r2_ls:e} and a remaining correlation {best_remaining:e}",
-                atoms.len()
+                "stopped after {} of up to {max_atoms} atoms with ||r||^2 = {:e} and a remaining correlation {:e}",
+                atoms.len(),
+                scale.undo2(r2_ls),
+                scale.undo(best_remaining)
             ));
         }
     }

@@ -469,6 +469,99 @@ impl WgpuBackend {
         Ok(())
     }
 
+    /// Copies `host` into `buf` from element `start` on (the range must lie
+    /// inside `buf`; 4-byte elements, so offsets meet the copy alignment),
+    /// queued before the next submission.
+    pub(crate) fn upload_at<T: Element>(
+        &self,
+        host: &[T],
+        buf: &WgpuBuffer<T>,
+        start: usize,
+    ) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        if start + host.len() > buf.len || !size.is_multiple_of(4) {
+            return Err(Error::dim(
+                "buf",
+                format!(
+                    "{} elements at {start} do not fit a buffer of {}",
+                    host.len(),
+                    buf.len
+                ),
+            ));
+        }
+        if !host.is_empty() {
+            let src: &[u8] = bytemuck::cast_slice(host);
+            self.ctx
+                .queue
+                .write_buffer(buf.raw(), (start * size) as u64, src);
+        }
+        Ok(())
+    }
+
+    /// The ranges `start..start + len` of `buf`, for each start, in one copy
+    /// to the host (4-byte elements). Errors of earlier queued work surface
+    /// here.
+    pub(crate) fn download_ranges<T: Element>(
+        &self,
+        buf: &WgpuBuffer<T>,
+        starts: &[usize],
+        len: usize,
+    ) -> Result<Vec<T>> {
+        let size = std::mem::size_of::<T>();
+        let total = starts.len() * len;
+        if total == 0 {
+            return Ok(Vec::new());
+        }
+        if starts.iter().any(|&s| s + len > buf.len) || !size.is_multiple_of(4) {
+            return Err(Error::dim(
+                "starts",
+                format!("a range of {len} lies outside a buffer of {}", buf.len),
+            ));
+        }
+        let bytes = (total * size) as u64;
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback ranges"),
+            size: padded(bytes),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("download ranges"),
+            });
+        for (r, &s) in starts.iter().enumerate() {
+            enc.copy_buffer_to_buffer(
+                buf.raw(),
+                (s * size) as u64,
+                &staging,
+                (r * len * size) as u64,
+                (len * size) as u64,
+            );
+        }
+        self.ctx.queue.submit([enc.finish()]);
+        let slice = staging.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.ctx.wait("download ranges")?;
+        rx.recv()
+            .map_err(|_| failure("download ranges", "the map callback never ran"))?
+            .map_err(|e| failure("download ranges (map_async)", e))?;
+        let mut out = vec![T::zeroed(); total];
+        {
+            let view = slice
+                .get_mapped_range()
+                .map_err(|e| failure("download ranges (get_mapped_range)", e))?;
+            let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+            dst.copy_from_slice(&view[..bytes as usize]);
+        }
+        staging.unmap();
+        Ok(out)
+    }
+
     /// A small uniform buffer holding `params` (a `#[repr(C)]` Pod struct whose
     /// layout matches the WGSL struct; padded to 16 bytes as uniforms need).
     pub fn uniform<P: bytemuck::Pod>(&self, params: &P) -> wgpu::Buffer {

@@ -20,22 +20,41 @@
 //!   back in fixed slots of `max_atoms + 1` per signal and are packed into
 //!   [`SparseCodes`] on the host.
 //!
-//! Precision: f32 throughout (WGSL has no f64), so an f64 call answers
+//! Precision: f32 on the device (WGSL has no f64), so an f64 call answers
 //! [`Error::Unsupported`] and the facade moves on. Where f32 changes the
 //! rules, and why:
 //! - `||r||^2` is tracked as `||x||^2 - ||z||^2`; below `1e-3 ||x||^2` the
 //!   decisions use the explicit residual `x - D_I gamma` instead, and the
 //!   reported `||r||^2` is always the explicit residual of the returned code.
-//! - "Zero up to rounding" is the f32 resolution: a residual below
-//!   `1e-9 ||x||^2`, a best correlation with `c^2 <= 1e-13 ||x||^2`, or an
-//!   atom whose distance to the span of the chosen ones has squared norm
-//!   below `1e-5` of its own (an exact duplicate lands near `1e-7`) ends the
+//! - A residual below `1e-9 ||x||^2` is zero at f32 resolution and ends the
 //!   signal's coding, where the f64 reference would continue on rounding
 //!   noise (docs/semantics.md accepts both).
+//! - What f32 cannot settle is coded on the host in f64 by
+//!   [`trident_core::omp::plain_omp`] (the reference's algorithm; rounded to
+//!   f32 once): a best correlation at f32 rounding level (`c^2 <= 1e-13
+//!   ||x||^2`: zero, or genuine but below f32's resolution, as after the
+//!   first of two atoms 1e-7 rad apart), a pick whose pivot falls below
+//!   [`trident_core::tol::OMP_F32_REDO_PIVOT`] times `G_jj` (a nearly
+//!   dependent atom: the contract has no stop for it, and f32 has lost the
+//!   digits; an exact duplicate of a chosen atom lands here too when its
+//!   rounding-level correlation passes the bound before), a signal whose
+//!   largest entry is below `2^-100` (devices may flush f32 subnormals), and
+//!   a code whose coefficients or `||r||^2` leave f32's normal range when
+//!   scaled back (next item). The shader marks such a signal (count
+//!   `u32::MAX`) and raises a flag; the call then reads the flag (4 bytes,
+//!   one wait, also on the device path), and only if it is raised the counts,
+//!   the marked signals' rows, and writes their codes into the slots.
+//! - The ends of the number range: a signal whose largest `|x_i|` lies
+//!   outside `[2^-32, 2^32)` is coded as `x 2^s`, the power of two that
+//!   brings it into `[1, 2)` ([`trident_core::omp::SignalScale`] with
+//!   [`trident_core::omp::OMP_WINDOW_F32`]); the error target is scaled
+//!   alike (passed as mantissa and exponent, since `eps` itself may lie
+//!   beyond f32), and the coefficients and `||r||^2` are scaled back exactly.
 //!
 //! Determinism: every sum has a fixed order (fma chains per invocation, a
 //! fixed tree across them), so the output is bit-identical between runs.
 
+use trident_core::omp::{OmpDict, ilogb, plain_omp, scalbn};
 use trident_core::{
     DeviceCodes, DeviceMat, Dictionary, Error, MatRef, Result, Scalar, SparseCoder,
     SparseCoderDevice, SparseCodes, StopRule, validate,
@@ -69,18 +88,34 @@ const PARAMS_3_IN_4_OUT: &[Bind] = &[
     Bind::ReadWrite,
 ];
 
+/// [`PARAMS_3_IN_4_OUT`] and the flag the encode kernels raise for signals
+/// the host recodes in f64.
+const PARAMS_3_IN_5_OUT: &[Bind] = &[
+    Bind::Uniform,
+    Bind::Read,
+    Bind::Read,
+    Bind::Read,
+    Bind::ReadWrite,
+    Bind::ReadWrite,
+    Bind::ReadWrite,
+    Bind::ReadWrite,
+    Bind::ReadWrite,
+];
+
+/// Params, D, G, signals, the two scratch buffers, the two slot buffers,
+/// the recode flag.
 static ENCODE: Kernel = Kernel {
     shader: &SHADER,
     entry: "encode_main",
-    bindings: PARAMS_3_IN_4_OUT,
+    bindings: PARAMS_3_IN_5_OUT,
 };
 
 /// Params, D, G, signals, then the four outputs (counts, atoms, coefficients,
-/// residuals).
+/// residuals) and the recode flag.
 static ENCODE_WG: Kernel = Kernel {
     shader: &SHADER,
     entry: "encode_wg",
-    bindings: PARAMS_3_IN_4_OUT,
+    bindings: PARAMS_3_IN_5_OUT,
 };
 
 /// Params, `encode_main`'s two slot buffers, an unused binding, then the four
@@ -110,6 +145,9 @@ const WG_CODE: usize = 32;
 const ALIGN: usize = 64;
 /// Most bytes of signals per upload of the host path.
 const HOST_CHUNK_BYTES: usize = 1 << 30;
+/// The count the shader writes for a signal the host codes in f64
+/// (`REDO_COUNT` in the shader).
+const REDO_COUNT: u32 = u32::MAX;
 
 /// The shader's `Params` (16-byte multiple, as uniforms need).
 #[repr(C)]
@@ -126,7 +164,11 @@ struct Params {
     stride_u: u32,
     gram_row0: u32,
     ld: u32,
+    eps_m: f32,
+    eps_e: i32,
+    _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 fn too_large(field: &'static str, value: u128) -> Error {
@@ -163,7 +205,15 @@ impl<T: Scalar> SparseCoderDevice<T> for WgpuBackend {
         self.scoped("sparse_coder", || {
             let p = prepare(self, dict, rule)?;
             let x = signals.buf.cast_ref::<f32>()?;
-            let c = run(self, &p, &x, signals.ld.max(1), signals.rows)?;
+            let ld = signals.ld.max(1);
+            let (c, redo) = run(self, &p, &x, ld, signals.rows)?;
+            if redo {
+                recode(self, dict, rule, &c, |rows| {
+                    let starts: Vec<usize> = rows.iter().map(|&s| s * ld).collect();
+                    let v = self.download_ranges(&x, &starts, p.n)?;
+                    Ok(v.into_iter().map(f64::from).collect())
+                })?;
+            }
             Ok(DeviceCodes {
                 signals: c.signals,
                 max_atoms: c.max_atoms,
@@ -214,7 +264,15 @@ fn encode_host<T: Scalar>(
                 Ok(())
             })?
         };
-        let c = run(be, &p, &x, n.max(1), count)?;
+        let (c, redo) = run(be, &p, &x, n.max(1), count)?;
+        if redo {
+            recode(be, dict, rule, &c, |rows| {
+                Ok(rows
+                    .iter()
+                    .flat_map(|&s| signals.row(start + s).iter().map(|v| v.to_f64()))
+                    .collect())
+            })?;
+        }
         let part = be.download_codes(&c)?;
         let base = codes.atoms.len();
         codes
@@ -282,6 +340,16 @@ fn prepare<T: Scalar>(be: &WgpuBackend, dict: &Dictionary<T>, rule: StopRule) ->
 impl Prepared {
     fn params(&self, count: usize, slots: usize, ld: usize) -> Params {
         let (stride_f, stride_u) = self.strides();
+        // The error target as eps_m 2^eps_e with eps_m in [1, 2), for the
+        // signals the shader scales (eps itself may lie beyond f32).
+        let (eps_m, eps_e) = match self.eps {
+            Some(e) if e > 0.0 => {
+                let x = ilogb(e);
+                let m = scalbn(e, -x) as f32;
+                if m >= 2.0 { (1.0, x + 1) } else { (m, x) }
+            }
+            _ => (0.0, 0),
+        };
         Params {
             n: self.n as u32,
             k: self.k as u32,
@@ -294,7 +362,11 @@ impl Prepared {
             stride_u: stride_u as u32,
             gram_row0: 0,
             ld: ld as u32,
+            eps_m,
+            eps_e,
+            _pad0: 0,
             _pad1: 0,
+            _pad2: 0,
         }
     }
     /// Per-slot scratch of `encode_main` (f32 and u32 elements).
@@ -308,14 +380,15 @@ impl Prepared {
     }
 }
 
-/// Codes the `l` signals of `x` (rows `ld` apart) into new device slots.
+/// Codes the `l` signals of `x` (rows `ld` apart) into new device slots;
+/// `true` when the shader marked signals for [`recode`].
 fn run(
     be: &WgpuBackend,
     p: &Prepared,
     x: &WgpuBuffer<f32>,
     ld: usize,
     l: usize,
-) -> Result<DeviceCodes<WgpuBackend, f32>> {
+) -> Result<(DeviceCodes<WgpuBackend, f32>, bool)> {
     let (n, m) = (p.n, p.m);
     let slots_total = l as u128 * m as u128;
     if slots_total > u32::MAX as u128 || l > u32::MAX as usize {
@@ -333,8 +406,9 @@ fn run(
         residual_norm2: be.alloc::<f32>(l, "sparse_coder residuals")?,
     };
     if l == 0 {
-        return Ok(codes);
+        return Ok((codes, false));
     }
+    let redo = be.alloc::<u32>(1, "sparse_coder recode flag")?;
     // Chunks bounded by the binding limit (signals and slots), starting at
     // multiples of ALIGN signals.
     let lim = be.limits().max_storage_buffer_binding_size as usize;
@@ -399,6 +473,7 @@ fn run(
                     outs[1],
                     outs[2],
                     outs[3],
+                    Arg::buf(&redo),
                 ],
                 [wgs as u32, 1, 1],
             )?,
@@ -414,6 +489,7 @@ fn run(
                         Arg::buf(su),
                         Arg::buf(out_u),
                         Arg::buf(out_f),
+                        Arg::buf(&redo),
                     ],
                     [wgs as u32, 1, 1],
                 )?;
@@ -436,7 +512,79 @@ fn run(
         enc.submit();
         start += count;
     }
-    Ok(codes)
+    let redo = be.download_vec(&redo)?[0] != 0;
+    Ok((codes, redo))
+}
+
+/// Codes the signals the shader marked (count [`REDO_COUNT`]) on the host,
+/// in f64 by [`plain_omp`], and writes their codes into the slots of
+/// `codes`; `rows(list)` gives those signals' entries (widened to f64),
+/// row after row.
+fn recode<T: Scalar>(
+    be: &WgpuBackend,
+    dict: &Dictionary<T>,
+    rule: StopRule,
+    codes: &DeviceCodes<WgpuBackend, f32>,
+    rows: impl FnOnce(&[usize]) -> Result<Vec<f64>>,
+) -> Result<()> {
+    let counts = be.download_vec(&codes.counts)?;
+    let marked: Vec<usize> = (0..counts.len())
+        .filter(|&s| counts[s] == REDO_COUNT)
+        .collect();
+    if marked.is_empty() {
+        return Ok(());
+    }
+    let (d, m) = (OmpDict::new(dict), codes.max_atoms);
+    let x = rows(&marked)?;
+    let n = d.n();
+    let coded = code_on_host(&d, &x, n, rule)?;
+    for (&s, (atoms, coefs, r2)) in marked.iter().zip(coded) {
+        if atoms.len() > m {
+            return Err(Error::Backend(
+                format!(
+                    "host recode of signal {s}: {} atoms for slots of {m}",
+                    atoms.len()
+                )
+                .into(),
+            ));
+        }
+        be.upload_at(&[atoms.len() as u32], &codes.counts, s)?;
+        be.upload_at(&atoms, &codes.atoms, s * m)?;
+        be.upload_at(&coefs, &codes.coefs, s * m)?;
+        be.upload_at(&[r2], &codes.residual_norm2, s)?;
+    }
+    Ok(())
+}
+
+/// One signal's code from the host: atoms, coefficients, `||r||^2`.
+type HostCode = (Vec<u32>, Vec<f32>, f32);
+
+/// [`plain_omp`] on each signal of `x` (rows of `n`), rounded to f32, on
+/// the host's threads (each signal independently: the same answer for any
+/// thread count).
+fn code_on_host(d: &OmpDict, x: &[f64], n: usize, rule: StopRule) -> Result<Vec<HostCode>> {
+    let one = |row: &[f64]| {
+        let p = plain_omp(d, row, rule);
+        let (coefs, r2) = p.rounded_code::<f32>(d, row);
+        (p.atoms(), coefs, r2)
+    };
+    let rows: Vec<&[f64]> = x.chunks_exact(n.max(1)).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let per = rows.len().div_ceil(threads).max(1);
+    std::thread::scope(|sc| {
+        let parts: Vec<_> = rows
+            .chunks(per)
+            .map(|part| sc.spawn(move || part.iter().map(|r| one(r)).collect::<Vec<_>>()))
+            .collect();
+        let mut out = Vec::with_capacity(rows.len());
+        for h in parts {
+            let part = h
+                .join()
+                .map_err(|_| Error::Backend("the host's f64 recode of a signal panicked".into()))?;
+            out.extend(part);
+        }
+        Ok(out)
+    })
 }
 
 #[cfg(test)]
@@ -508,6 +656,61 @@ mod tests {
             let dev = b.download_codes(&b.encode_device(&dict, &x, rule).unwrap());
             let host = b.encode(&dict, MatRef::dense(&signals, count, n).unwrap(), rule);
             assert_eq!(dev.unwrap(), host.unwrap(), "{rule:?}");
+        }
+    }
+
+    /// Signals the shader scales (1e20, 1e-25) or hands to the host's f64
+    /// OMP (nearly dependent atoms, a subnormal signal, a residual beyond
+    /// f32) among ordinary ones: the device path writes the host's codes
+    /// into its slots and gives the host call's codes bit for bit; both
+    /// pass the checker against the reference.
+    #[test]
+    fn recoded_and_scaled_signals_on_the_device_path() {
+        let Some(b) = backend() else { return };
+        // Atoms e1 and normalize(e1 + 1e-7 e2).
+        let dict = Dictionary::new(2, 2, vec![1.0f32, 1.0, 0.0, 1e-7]).unwrap();
+        let rows: [[f32; 2]; 6] = [
+            [1.0, 1.0],
+            [0.5, -2.0],
+            [1e20, 3e19],
+            [1e-25, -3e-26],
+            [1e-40, 3e-41],
+            [3e38, 0.0],
+        ];
+        let (n, count, ld) = (2, rows.len(), 5);
+        let mut padded = vec![0.0f32; (count - 1) * ld + n];
+        for (r, row) in rows.iter().enumerate() {
+            padded[r * ld..r * ld + n].copy_from_slice(row);
+        }
+        let signals: Vec<f32> = rows.iter().flatten().copied().collect();
+        let x = MatRef::dense(&signals, count, n).unwrap();
+        for rule in [
+            StopRule::Sparsity(2),
+            StopRule::Sparsity(1),
+            StopRule::SparsityOrError {
+                sparsity: 40,
+                error: 1e-30,
+            },
+        ] {
+            let dev = DeviceMat {
+                buf: b.upload(&padded).unwrap(),
+                rows: count,
+                cols: n,
+                ld,
+            };
+            let dev = b.download_codes(&b.encode_device(&dict, &dev, rule).unwrap());
+            let host = b.encode(&dict, x, rule).unwrap();
+            assert_eq!(dev.unwrap(), host, "{rule:?}");
+            let input = Input::Omp32(OmpCase {
+                dict: dict.clone(),
+                signals: signals.clone(),
+                count,
+                rule,
+            });
+            let exp = check::expected(&ReferenceBackend, &input).unwrap();
+            let got = check::produce(&b, &input).unwrap();
+            let v = check::compare(&input, &exp, &got);
+            assert!(v.passed(), "{rule:?}: {}", v.summary());
         }
     }
 

@@ -24,7 +24,10 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use trident_core::{Dictionary, Error, MatRef, Result, Scalar, StopRule, omp_zero_correlation};
+use trident_core::omp::{OMP_WINDOW_F64, SignalScale};
+use trident_core::{
+    Dictionary, Error, MatRef, Result, Scalar, StopRule, omp_zero_correlation, tol,
+};
 
 use super::aligned::Aligned;
 
@@ -55,10 +58,18 @@ pub(super) trait Float: Scalar {
     const REDO: Self;
     /// A pivot `L_kk^2` below `ILL` times `G_jj` marks the signal
     /// ill-conditioned: its coefficients are refined against the explicit
-    /// residual in f64 (see [`refine`]), [`Float::REFINE_STEPS`] times.
+    /// residual in f64 (see [`refine`]), [`Float::REFINE_STEPS`] times, then
+    /// up to [`Float::REFINE_MORE`] more while the corrections still matter.
     const ILL: Self;
     /// Refinement steps for an ill-conditioned signal.
     const REFINE_STEPS: usize;
+    /// Further steps, each taken while the last correction is above `1e-10`
+    /// of the coefficients (a hundredth of the f64 coefficient tolerance) and
+    /// at most half the one before (still converging, not yet at the noise of
+    /// the f64 residual): an atom far closer to the span than [`Float::ILL`]
+    /// (the contract's example, 1e-7 rad: a pivot of 1e-14) gains only a
+    /// digit or two per step.
+    const REFINE_MORE: usize;
     /// `||x||^2` outside `[MIN_XX, MAX_XX]` sends the signal to the f64 loop.
     const MIN_XX: f64;
     const MAX_XX: f64;
@@ -129,11 +140,13 @@ impl Float for f64 {
     const REDO: f64 = 0.0;
     /// An atom within about 1e-4 rad of the span of those chosen before it:
     /// the Gram matrix squares the condition number, so its coefficients
-    /// lose digits that refinement wins back.
-    const ILL: f64 = 1e-8;
+    /// lose digits that refinement wins back ([`tol::OMP_ILL_PIVOT_F64`],
+    /// shared with the CUDA kernel).
+    const ILL: f64 = tol::OMP_ILL_PIVOT_F64;
     /// Each step gains about `-log10(cond(G) eps)` digits, two or more at any
     /// angle above 1e-7 rad.
     const REFINE_STEPS: usize = 3;
+    const REFINE_MORE: usize = 13;
     const MIN_XX: f64 = 0.0;
     const MAX_XX: f64 = f64::INFINITY;
     /// The contract's [`omp_zero_correlation`]: the signal stops there.
@@ -173,14 +186,18 @@ impl Float for f32 {
     /// An atom within about 0.03 rad of the span: in f32 the correlations
     /// updated through such a pivot carry errors of about `1e-7 / L_kk`
     /// times `||r||` (3e-6 here), and worse below; the f32 tie window is
-    /// `1e-4` relative. Such a signal is coded in f64 instead.
-    const REDO: f32 = 1e-3;
+    /// `1e-4` relative. Such a signal is coded in f64 instead
+    /// ([`tol::OMP_F32_REDO_PIVOT`], shared with the wgpu shader).
+    const REDO: f32 = tol::OMP_F32_REDO_PIVOT as f32;
     /// Below 0.1 (cond(G_II) of tens to 1e3) the f32 coefficients `L^-T z`
     /// may be off by up to about `cond(G) eps_f32` (1e-4, against the
     /// contract's 1e-3): one f64 refinement step (gaining about four digits
     /// with the f32 factor `L`) puts them at f64-solver level.
     const ILL: f32 = 1e-1;
     const REFINE_STEPS: usize = 1;
+    /// The f32 loop refines only above [`Float::REDO`] (conditions up to
+    /// 1e3): one step suffices.
+    const REFINE_MORE: usize = 0;
     /// Squares of numbers from 1e-15 to 1e15 stay far from f32 underflow
     /// and overflow (1e-38, 3e38) in every product of the loop.
     const MIN_XX: f64 = 1e-30;
@@ -379,8 +396,16 @@ impl<F: Float> Prepared<F> {
         }
     }
 
-    fn stops(&self, r2: f64, count: usize) -> bool {
-        self.eps.is_some_and(|e| r2 <= e) || r2 <= 0.0 || count >= self.max_atoms
+    /// The scale of signal `x` (input type `T`): the f64 loop scales
+    /// signals outside [`OMP_WINDOW_F64`] (see [`SignalScale`]); the f32 loop
+    /// never does, it hands signals outside its own range to the f64 loop
+    /// ([`Float::MIN_XX`], [`Float::MAX_XX`]).
+    fn scale_of<T: Scalar>(x: &[T]) -> SignalScale {
+        if F::EXACT {
+            SignalScale::of(x, OMP_WINDOW_F64)
+        } else {
+            SignalScale::ONE
+        }
     }
 }
 
@@ -462,6 +487,9 @@ struct Work<F> {
     /// [`refine`]'s right-hand side and correction.
     c64: Vec<f64>,
     d64: Vec<f64>,
+    /// The signal's scale and its error target in the scaled units.
+    scale: SignalScale,
+    eps: Option<f64>,
     /// The loop's state between [`select`] and [`update`]: atoms chosen so
     /// far, whether a pivot was small enough to refine, `||x||^2` (f64 and
     /// `F`), the selection floor, `||z||^2`, the atom just chosen and its
@@ -496,6 +524,8 @@ impl<F: Float> Work<F> {
             g64: vec![0.0; m],
             c64: vec![0.0; m],
             d64: vec![0.0; m],
+            scale: SignalScale::ONE,
+            eps: None,
             count: 0,
             ill: false,
             xx: 0.0,
@@ -506,6 +536,14 @@ impl<F: Float> Work<F> {
             c: F::ZERO,
             next: (0, F::ZERO),
         }
+    }
+}
+
+impl<F: Float> Work<F> {
+    /// The stop rules checked between steps: the error target (scaled), a
+    /// zero residual, the atom budget.
+    fn stops(&self, p: &Prepared<F>, r2: f64, count: usize) -> bool {
+        self.eps.is_some_and(|e| r2 <= e) || r2 <= 0.0 || count >= p.max_atoms
     }
 }
 
@@ -614,11 +652,14 @@ fn rows_impl<T: Scalar, F: Float>(
     let mut i = rows.start;
     while i < rows.end {
         let m = GROUP.min(rows.end - i);
+        let mut scale = [SignalScale::ONE; GROUP];
         for q in 0..GROUP {
             let x = &mut s.xs[q * n..(q + 1) * n];
             if q < m {
-                for (xv, &v) in x.iter_mut().zip(signals.row(i + q)) {
-                    *xv = F::from_f64(v.to_f64());
+                let row = signals.row(i + q);
+                scale[q] = Prepared::<F>::scale_of(row);
+                for (xv, &v) in x.iter_mut().zip(row) {
+                    *xv = F::from_f64(scale[q].apply(v.to_f64()));
                 }
             } else {
                 x.fill(F::ZERO);
@@ -629,7 +670,7 @@ fn rows_impl<T: Scalar, F: Float>(
         let x = |q: usize| &xs[q * n..(q + 1) * n];
         let mut state = [State::Done; GROUP];
         for (q, w) in s.work[..m].iter_mut().enumerate() {
-            state[q] = begin(p, &a0[q * kp..(q + 1) * kp], sumsq(x(q)), w);
+            state[q] = begin(p, &a0[q * kp..(q + 1) * kp], sumsq(x(q)), scale[q], w);
         }
         // The group's signals step `lanes` at a time in lockstep: their
         // steps are independent chains of dependent scalar work (argmax,
@@ -679,12 +720,13 @@ fn recode<T: Scalar>(
     let s = s.get_or_insert_with(|| Box::new(Scratch::new(p)));
     let (n, kp) = (p.n, p.kp);
     // Slots 1.. of the group stay zero: only slot 0 is ever written.
+    let scale = Prepared::<f64>::scale_of(x);
     for (xv, &v) in s.xs[..n].iter_mut().zip(x) {
-        *xv = v.to_f64();
+        *xv = scale.apply(v.to_f64());
     }
     f64::alpha0(&p.d, n, kp, &s.xs, &mut s.a0);
     let xx = sumsq(&s.xs[..n]);
-    let done = code_signal(p, &s.xs[..n], &s.a0[..kp], xx, &mut s.work[0], out);
+    let done = code_signal(p, &s.xs[..n], &s.a0[..kp], xx, scale, &mut s.work[0], out);
     debug_assert!(done, "the f64 loop codes every signal");
     Ok(())
 }
@@ -929,7 +971,8 @@ fn refine<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>, count: usize) {
     }
 }
 
-/// Batch-OMP on one signal `x` with `a0 = D^T x` and `xx = ||x||^2`;
+/// Batch-OMP on one signal `x` (already scaled by `scale`) with `a0 = D^T x`
+/// and `xx = ||x||^2`;
 /// appends its code to `out` and returns `true`, or returns `false`
 /// (appending nothing) when the f32 loop hands the signal to the f64 loop.
 ///
@@ -950,10 +993,11 @@ fn code_signal<T: Scalar, F: Float>(
     x: &[F],
     a0: &[F],
     xx: f64,
+    scale: SignalScale,
     w: &mut Work<F>,
     out: &mut Chunk<T>,
 ) -> bool {
-    let mut state = begin(p, a0, xx, w);
+    let mut state = begin(p, a0, xx, scale, w);
     while state == State::Go {
         state = select(p, x, w);
         if state == State::Go {
@@ -979,14 +1023,23 @@ enum State {
 }
 
 /// Starts a signal's loop: the stop and range checks on `||x||^2`, and
-/// `alpha = |cabs| = a0`.
+/// `alpha = |cabs| = a0` (all of the signal scaled by `scale`, with the error
+/// target scaled alike).
 #[inline(always)]
-fn begin<F: Float>(p: &Prepared<F>, a0: &[F], xx: f64, w: &mut Work<F>) -> State {
+fn begin<F: Float>(
+    p: &Prepared<F>,
+    a0: &[F],
+    xx: f64,
+    scale: SignalScale,
+    w: &mut Work<F>,
+) -> State {
     w.count = 0;
     w.ill = false;
     w.xx = xx;
+    w.scale = scale;
+    w.eps = p.eps.map(|e| scale.apply2(e));
     w.floor = F::floor(p.n, xx.sqrt());
-    if p.stops(xx, 0) {
+    if w.stops(p, xx, 0) {
         return State::Done;
     }
     if !(F::MIN_XX..=F::MAX_XX).contains(&xx) {
@@ -1061,7 +1114,7 @@ fn select<F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>) -> State {
         let gamma = &w.gamma;
         r2 = residual2(p, x, &w.sel[..count], |t| gamma[t].to_f64(), &mut w.r);
     }
-    if p.stops(r2, count) {
+    if w.stops(p, r2, count) {
         return State::Done;
     }
     w.j = j;
@@ -1091,7 +1144,9 @@ fn update<F: Float>(p: &Prepared<F>, w: &mut Work<F>) {
 }
 
 /// Ends a signal whose loop is [`State::Done`]: `gamma = L^-T z`, refined if
-/// ill-conditioned, and its code and residual appended to `out`.
+/// ill-conditioned, and its code and residual appended to `out`, scaled back
+/// to the signal's units ([`SignalScale::coef`], [`SignalScale::residual`]:
+/// an infinite coefficient makes `||r||^2` infinite).
 #[inline(always)]
 fn finish<T: Scalar, F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>, out: &mut Chunk<T>) {
     let count = w.count;
@@ -1100,21 +1155,36 @@ fn finish<T: Scalar, F: Float>(p: &Prepared<F>, x: &[F], w: &mut Work<F>, out: &
         *g = v.to_f64();
     }
     if w.ill {
-        for _ in 0..F::REFINE_STEPS {
+        let max_abs = |v: &[f64]| v.iter().fold(0.0f64, |m, a| m.max(a.abs()));
+        let mut last = f64::INFINITY;
+        for step in 1..=F::REFINE_STEPS + F::REFINE_MORE {
             refine(p, x, w, count);
+            let dn = max_abs(&w.d64[..count]);
+            let more = dn > 1e-10 * max_abs(&w.g64[..count]) && dn <= 0.5 * last;
+            if step >= F::REFINE_STEPS && !more {
+                break;
+            }
+            last = dn;
         }
     }
-    let coefs: &[f64] = &w.g64[..count];
+    let scale = w.scale;
     out.atoms.extend(w.sel[..count].iter().map(|&j| j as u32));
-    out.coefs.extend(coefs.iter().map(|&g| T::from_f64(g)));
+    let first = out.coefs.len();
+    out.coefs
+        .extend(w.g64[..count].iter().map(|&g| scale.coef::<T>(g)));
     out.counts.push(count as u32);
     // The residual of the code as returned: coefficients rounded to T.
-    let r2 = residual2(
-        p,
-        x,
-        &w.sel[..count],
-        |t| T::from_f64(coefs[t]).to_f64(),
-        &mut w.r,
-    );
-    out.residual_norm2.push(T::from_f64(r2));
+    let coefs = &out.coefs[first..];
+    let r2 = if coefs.iter().all(|c| c.is_finite()) {
+        residual2(
+            p,
+            x,
+            &w.sel[..count],
+            |t| scale.apply(coefs[t].to_f64()),
+            &mut w.r,
+        )
+    } else {
+        f64::INFINITY
+    };
+    out.residual_norm2.push(scale.residual(coefs, r2));
 }

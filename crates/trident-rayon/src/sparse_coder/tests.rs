@@ -2,6 +2,7 @@
 //! agreement with the f64 reference under the contract's checker, thread-count
 //! independence, and dependent atoms.
 
+use trident_core::omp::scalbn;
 use trident_core::{Dictionary, MatRef, Scalar, SparseCoder, SparseCodes, StopRule};
 use trident_reference::ReferenceBackend;
 use trident_testkit::cases::{self, Input, OmpCase};
@@ -250,6 +251,16 @@ fn lockstep_signals_give_the_bits_of_one_by_one() {
         }
     }
     let dup = duplicate_atom_case(61, StopRule::Error(0.0));
+    // f64 signals beyond the f64 window, every third one: scaled per signal.
+    let mut c64s = c64.clone();
+    let n64 = c64s.dict.n();
+    for (i, v) in c64s.signals.iter_mut().enumerate() {
+        match (i / n64) % 3 {
+            1 => *v *= 1e250,
+            2 => *v *= 1e-250,
+            _ => {}
+        }
+    }
     for isa in Isa::available() {
         let same = |a: SparseCodes<f32>, b: SparseCodes<f32>, what: &str| {
             assert!(a == b, "{isa:?} {what}: lockstep differs from one by one");
@@ -270,6 +281,44 @@ fn lockstep_signals_give_the_bits_of_one_by_one() {
             super::encode_with(&b, &c64.dict, c64.signals_ref(), c64.rule, Some(isa), lock).unwrap()
         };
         assert!(run(true) == run(false), "{isa:?} f64: lockstep differs");
+        let run = |lock| {
+            let c = &c64s;
+            super::encode_with(&b, &c.dict, c.signals_ref(), c.rule, Some(isa), lock).unwrap()
+        };
+        assert!(
+            run(true) == run(false),
+            "{isa:?} f64 scaled: lockstep differs"
+        );
+    }
+}
+
+#[test]
+fn f64_signals_beyond_the_window_are_coded_like_scaled_copies() {
+    // x 2^k for k far outside the window [2^-256, 2^256) is coded as the
+    // power of two that puts its largest entry in [1, 2): floating point is
+    // exact under powers of two (barring under- and overflow), so the code
+    // is that of x, atom for atom, with coefficients times 2^k and ||r||^2
+    // times 2^2k (one rounding: infinite or subnormal where need be), in
+    // every compiled copy.
+    let c = cases::omp_random::<f64>(20, 50, 40, 5, 0.01, StopRule::Sparsity(8), 27);
+    let b = RayonBackend::with_threads(2).unwrap();
+    let plain = encode(&b, &c);
+    for k in [300, 900, -600, -1000] {
+        let mut s = c.clone();
+        s.signals.iter_mut().for_each(|v| *v = scalbn(*v, k));
+        for isa in Isa::available() {
+            let got =
+                super::encode_with(&b, &s.dict, s.signals_ref(), s.rule, Some(isa), true).unwrap();
+            assert_eq!(got.atoms, plain.atoms, "2^{k} {isa:?}");
+            let want: Vec<f64> = plain.coefs.iter().map(|&g| scalbn(g, k)).collect();
+            assert_eq!(got.coefs, want, "2^{k} {isa:?}");
+            let want: Vec<f64> = plain
+                .residual_norm2
+                .iter()
+                .map(|&r| scalbn(r, 2 * k))
+                .collect();
+            assert_eq!(got.residual_norm2, want, "2^{k} {isa:?}");
+        }
     }
 }
 

@@ -154,6 +154,18 @@ pub(crate) fn omp_cases(size: Size) -> Vec<Case> {
             },
         })
     });
+    // Nearly dependent atoms and the ends of the number range, in both
+    // precisions (the conformance suite also asserts their exact answers).
+    for e in super::edges::omp_edges::<f32>() {
+        add(&mut v, e.name, p, true, move |_| {
+            Input::Omp32(e.case.clone())
+        });
+    }
+    for e in super::edges::omp_edges::<f64>() {
+        add(&mut v, e.name, p, true, move |_| {
+            Input::Omp64(e.case.clone())
+        });
+    }
     v
 }
 

@@ -19,6 +19,8 @@ pub fn sparse_coder(b: &dyn Primitives) -> SuiteReport {
             && c.residual_norm2 == [0.0, 0.0])
     };
     known(&mut r, "2 x 3 dictionary, one atom each", k());
+    exact_edges::<f32>(&mut r, b);
+    exact_edges::<f64>(&mut r, b);
     run_catalog(&mut r, b, "sparse_coder");
     run_determinism(&mut r, b, "sparse_coder");
     let strategy = (
@@ -65,6 +67,27 @@ pub fn sparse_coder(b: &dyn Primitives) -> SuiteReport {
         },
     );
     r
+}
+
+/// The exact answers of the hand-made cases ([`super::edges`]): nearly
+/// dependent atoms and the ends of the number range.
+fn exact_edges<T: Scalar>(r: &mut SuiteReport, b: &dyn Primitives)
+where
+    for<'x> dyn Primitives + 'x: SparseCoder<T>,
+{
+    for e in super::edges::omp_edges::<T>() {
+        let c = &e.case;
+        match SparseCoder::<T>::encode(b, &c.dict, c.signals_ref(), c.rule) {
+            Ok(got) => match e.mismatch(&got) {
+                None => r.pass(),
+                Some(m) => r.fail(format!("exact answer {}: {m}", e.name)),
+            },
+            Err(err) if crate::check::is_unsupported(&err) => {
+                r.skip(format!("exact answer {}: {err}", e.name))
+            }
+            Err(err) => r.fail(format!("exact answer {}: error {err}", e.name)),
+        }
+    }
 }
 
 // -------------------------------------------------------------- bad input

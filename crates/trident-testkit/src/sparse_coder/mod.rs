@@ -1,5 +1,5 @@
 //! SparseCoder (Batch-OMP) in the test kit, in one folder: `generate` (input generators),
-//! `catalog` (the named cases), `check` (the checker, under
+//! `edges` (hand-made cases with exact answers), `catalog` (the named cases), `check` (the checker, under
 //! `docs/tolerances.md`) and `conformance` (the suite every backend runs).
 //! The reference's independent certificates are separate, in
 //! `trident_reference::certify`.
@@ -7,6 +7,7 @@
 pub(crate) mod catalog;
 pub mod check;
 pub mod conformance;
+pub mod edges;
 pub mod generate;
 pub mod problem;
 

@@ -2,7 +2,7 @@
 
 use trident::{
     CsrMatrix, DenseGemm, Dictionary, Error, GemmParams, MatMut, MatRef, Neighbor, Point,
-    RayonBackend, ReferenceBackend, SparseCoder, StopRule, dist2_f64,
+    ReferenceBackend, SparseCoder, StopRule, dist2_f64,
 };
 
 use crate::{backends, cpu_backends};
@@ -179,15 +179,19 @@ fn omp_never_selects_the_duplicate_of_a_chosen_atom() {
 }
 
 /// Nearly collinear atoms (1e-7 rad apart): rayon used to stop after one atom
-/// (a 1e-12 breakdown rule the contract does not have); it must find both,
-/// like the reference. Ill-conditioning may cost digits, not the selection.
+/// (a 1e-12 breakdown rule the contract does not have), as did the GPU
+/// backends (a 1e-12 pivot rule in f64, 1e-5 in f32); every backend must
+/// find both, like the reference, in f64 and f32. Ill-conditioning may cost
+/// digits, not the selection.
 #[test]
 fn omp_takes_nearly_collinear_atoms_like_the_reference() {
     let e = 1e-7f64;
     let norm = (1.0 + e * e).sqrt();
     // Columns e1 and (e1 + 1e-7 e2) / norm, row-major 2 x 2.
     let d = Dictionary::new(2, 2, vec![1.0, 1.0 / norm, 0.0, e / norm]).unwrap();
+    let d32 = Dictionary::new(2, 2, d.data().iter().map(|&v| v as f32).collect()).unwrap();
     let x = [1.0f64, 1.0];
+    let x32 = [1.0f32, 1.0];
     let rule = StopRule::Sparsity(2);
     let refc = SparseCoder::<f64>::encode(
         &ReferenceBackend,
@@ -196,23 +200,75 @@ fn omp_takes_nearly_collinear_atoms_like_the_reference() {
         rule,
     )
     .unwrap();
-    let ray = SparseCoder::<f64>::encode(
-        &RayonBackend::new().unwrap(),
-        &d,
-        MatRef::dense(&x, 1, 2).unwrap(),
-        rule,
-    )
-    .unwrap();
     assert_eq!(refc.signal(0).0, &[1, 0]);
-    assert_eq!(ray.signal(0).0, refc.signal(0).0);
     assert!(refc.residual_norm2[0] < 1e-12, "{:?}", refc.residual_norm2);
-    // One atom leaves ~1; two leave rounding noise amplified by cond^2 ~ 1e14.
-    assert!(ray.residual_norm2[0] < 1e-3, "{:?}", ray.residual_norm2);
-    let (g, gr) = (ray.signal(0).1, refc.signal(0).1);
-    let rel = ((g[0] - gr[0]).powi(2) + (g[1] - gr[1]).powi(2)).sqrt()
-        / (gr[0].powi(2) + gr[1].powi(2)).sqrt();
-    println!("rayon {g:?} vs reference {gr:?}: relative {rel:e}");
-    assert!(rel < 1e-4, "rayon {g:?} vs reference {gr:?}: {rel}");
+    let gr = refc.signal(0).1;
+    let rel = |g: &[f64]| {
+        ((g[0] - gr[0]).powi(2) + (g[1] - gr[1]).powi(2)).sqrt()
+            / (gr[0].powi(2) + gr[1].powi(2)).sqrt()
+    };
+    for (name, be) in backends() {
+        let c = SparseCoder::<f64>::encode(be.as_ref(), &d, MatRef::dense(&x, 1, 2).unwrap(), rule)
+            .unwrap();
+        assert_eq!(c.signal(0).0, refc.signal(0).0, "{name} f64");
+        // One atom leaves ~1; two leave rounding noise amplified by cond^2 ~ 1e14.
+        assert!(
+            c.residual_norm2[0] < 1e-3,
+            "{name} f64 {:?}",
+            c.residual_norm2
+        );
+        let r = rel(c.signal(0).1);
+        println!(
+            "{name} f64 {:?} vs reference {gr:?}: relative {r:e}",
+            c.signal(0).1
+        );
+        assert!(
+            r < 1e-4,
+            "{name} f64 {:?} vs reference {gr:?}: {r}",
+            c.signal(0).1
+        );
+        let c =
+            SparseCoder::<f32>::encode(be.as_ref(), &d32, MatRef::dense(&x32, 1, 2).unwrap(), rule)
+                .unwrap();
+        assert_eq!(c.signal(0).0, refc.signal(0).0, "{name} f32");
+        assert!(
+            c.residual_norm2[0] < 1e-3,
+            "{name} f32 {:?}",
+            c.residual_norm2
+        );
+        let g: Vec<f64> = c.signal(0).1.iter().map(|&v| v as f64).collect();
+        assert!(rel(&g) < 1e-4, "{name} f32 {g:?} vs reference {gr:?}");
+    }
+}
+
+/// Signals whose `||x||^2` overflows or underflows the type (1e200, 1e-200
+/// in f64; 1e20, 1e-25 in f32) used to come back as an empty code with
+/// `||r||^2 = inf` or `0`; they are coded exactly, on every backend.
+#[test]
+fn omp_codes_signals_at_the_ends_of_the_range() {
+    let d = Dictionary::new(2, 2, vec![1.0f64, 0.0, 0.0, 1.0]).unwrap();
+    let d32 = Dictionary::new(2, 2, vec![1.0f32, 0.0, 0.0, 1.0]).unwrap();
+    let rule = StopRule::Sparsity(2);
+    for (name, be) in backends() {
+        for x in [[1e200f64, 3e199], [1e-200, 3e-201], [1e-310, -3e-311]] {
+            let c =
+                SparseCoder::<f64>::encode(be.as_ref(), &d, MatRef::dense(&x, 1, 2).unwrap(), rule)
+                    .unwrap();
+            assert_eq!(c.signal(0), (&[0u32, 1][..], &x[..]), "{name} {x:?}");
+            assert_eq!(c.residual_norm2, [0.0], "{name} {x:?}");
+        }
+        for x in [[1e20f32, 3e19], [1e-25, 3e-26], [1e-40, -3e-41]] {
+            let c = SparseCoder::<f32>::encode(
+                be.as_ref(),
+                &d32,
+                MatRef::dense(&x, 1, 2).unwrap(),
+                rule,
+            )
+            .unwrap();
+            assert_eq!(c.signal(0), (&[0u32, 1][..], &x[..]), "{name} {x:?}");
+            assert_eq!(c.residual_norm2, [0.0], "{name} {x:?}");
+        }
+    }
 }
 
 /// Duplicates whose sum overflows used to be reported as `values[0]`, an
