@@ -145,9 +145,19 @@ fn a_long_path_grid_is_linear_work() {
     sink[n - 1] = 9;
     let g = GridGraph::new_2d(1, n, source, sink, caps).unwrap();
     let want = ReferenceBackend::new().unwrap().grid_cut(&g).unwrap();
-    let st = grid_start(&g);
-    let got = finish::grid_cut(&g, st.0, st.1, st.2).unwrap();
-    assert_eq!(got, want);
+    assert!(finish::grid_is_thin(1, 1, n));
+    assert_eq!(finish::grid_cut_from_start(&g).unwrap(), want);
+}
+
+#[test]
+fn thin_grids_are_those_with_a_side_deeper_than_the_level_cap() {
+    assert_eq!(finish::max_levels(0), 4096);
+    assert_eq!(finish::max_levels(2048 * 2048), 8192);
+    assert!(!finish::grid_is_thin(1, 2048, 2048));
+    assert!(!finish::grid_is_thin(256, 256, 256));
+    assert!(!finish::grid_is_thin(1, 1, 4096));
+    assert!(finish::grid_is_thin(1, 1, 4097));
+    assert!(finish::grid_is_thin(1, 16, 100_000));
 }
 
 fn random_network(r: &mut Rng) -> FlowNetwork {

@@ -46,6 +46,47 @@ const RELABEL_COST: u64 = 12;
 /// relabel work (hipr's ALPHA).
 const GLOBAL_NODE_WEIGHT: u64 = 6;
 
+/// The deepest global relabel (breadth-first search, in levels) a GPU solve
+/// of a graph of `nodes` nodes runs before it hands its state to the host:
+/// `max(4096, 4 ceil(sqrt(nodes)))`.
+///
+/// A level costs a device launch or sweep whatever its width, so depth is
+/// what a thin graph costs. Vision grids are about `sqrt(n)` deep or less
+/// (a 2-D image's distances to the sink stay within its side, a volume's
+/// within `n^(1/3)`), and general networks of the benchmark family far less
+/// than 4096 (flow-rmf: about 600); a path of `n` nodes is `n` deep.
+pub fn max_levels(nodes: usize) -> u64 {
+    let root = (nodes as f64).sqrt().ceil() as u64;
+    MIN_LEVELS.max(4 * root)
+}
+
+/// The floor of [`max_levels`].
+const MIN_LEVELS: u64 = 4096;
+
+/// `true` for a grid with a side longer than [`max_levels`] of its node
+/// count (a `1 x 200,000` row, a `16 x 100,000` strip): its searches may
+/// run that side deep, so the GPU backends solve it on the host from the
+/// start ([`grid_cut_from_start`]) rather than spend a budget first.
+pub fn grid_is_thin(depth: usize, height: usize, width: usize) -> bool {
+    let nodes = depth.saturating_mul(height).saturating_mul(width);
+    depth.max(height).max(width) as u64 > max_levels(nodes)
+}
+
+/// [`grid_cut`] from the state a GPU solve starts in: `min(source, sink)` of
+/// each node sent straight through, the rest of the source capacity as
+/// excess, nothing pushed yet.
+pub fn grid_cut_from_start(g: &GridGraph) -> Result<GridCut> {
+    let (source, sink) = (g.source(), g.sink());
+    let through = |v: usize| source[v].min(sink[v]);
+    let n = g.nodes();
+    grid_cut(
+        g,
+        g.caps().to_vec(),
+        (0..n).map(|v| sink[v] - through(v)).collect(),
+        (0..n).map(|v| source[v] - through(v)).collect(),
+    )
+}
+
 fn bad_state(detail: String) -> Error {
     Error::Backend(
         format!(
