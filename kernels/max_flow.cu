@@ -1,6 +1,6 @@
 // MaxFlow kernels of the CUDA backend: parallel push-relabel on grid graphs
 // (implicit 4- or 6-neighbour arcs) and on CSR residual graphs, with global
-// relabel and the canonical cut by device breadth-first searches.
+// relabel and (grids) the canonical cut by device breadth-first searches.
 //
 // Counters: every kernel exists for `int` (suffix _i32) and `long long`
 // (_i64) residuals and excesses; the host picks _i32 only when the sum of all
@@ -13,14 +13,27 @@
 //            residuals of a pair are written by one thread per launch and
 //            need no atomics; excesses of receivers are atomicAdd'ed.
 //   relabel: each active v with excess left and no admissible arc takes
-//            h = 1 + min h over its residual arcs, in place. Heights only
-//            grow, so reading a neighbour's old or new height keeps the
-//            labelling valid (h[v] <= h[u] + 1 on residual arcs) and the
-//            relabel strictly raises h[v].
+//            h = 1 + min h over its residual arcs.
 // Receivers that become active, and pushers that stay active, are appended to
 // the next list once (a per-node stamp dedups). Heights of MF_INF mean "cannot
 // reach the sink" (set by the global relabel, or by a relabel that sees only
 // such neighbours); those nodes are never active.
+//
+// Grids relabel in place and push into the receivers' excess directly: what
+// a node reads of a neighbour that changes during the launch (its height, its
+// excess) depends on the schedule, but heights only grow, so the labelling
+// stays valid, and the grid answer (flow value and canonical cut) is unique,
+// so it cannot show.
+//
+// Networks also return per-arc flows, which would show it, so their
+// iterations are schedule-free: push reads the excess a node had at the start
+// of the launch (arrivals go to a second counter array, `inc`, in two halves
+// used by alternate iterations; the node adds its half at its next push) and
+// heights of a buffer no one writes during the launch (two halves again:
+// relabel reads the current half and writes the other, for every node of its
+// list, and a node it relabels joins the next list so the half it left
+// behind is rewritten the iteration after). Integer atomic adds commute, so
+// each launch's result is a function of its input.
 //
 // Global relabel: a level-synchronous BFS from the sink over reversed
 // residual arcs (one launch per level, frontier lists on the device), which
@@ -28,9 +41,10 @@
 // ends when a global relabel leaves no active node: every node with excess
 // then provably cannot reach the sink, so the preflow is maximum.
 //
-// Canonical cut of a max preflow: the nodes reachable in the residual graph
-// from the source or from any node with excess (returning the excess to the
-// source makes exactly those nodes reachable from it), by a forward BFS.
+// Canonical cut of a grid's max preflow: the nodes reachable in the residual
+// graph from any node with excess (returning the excess to the source makes
+// exactly those nodes reachable from it), by a forward BFS. Networks finish
+// on the host (trident_core::flow::finish).
 //
 // Lists rotate through three slots: launch `step` reads slot step % 3,
 // appends to slot (step + 1) % 3 and zeroes the count of slot (step + 2) % 3,
@@ -307,78 +321,93 @@ __device__ void net_level(u32 n, u32 s, const u32* start, const u32* head, const
     }
 }
 
+// The active nodes after a global relabel, into list slot 0. Also ends the
+// iterations of the last round: adds both halves of the arrivals to the
+// excess, and copies the fresh heights into the second half.
 template <typename C>
-__device__ void net_collect(u32 n, u32 s, u32 t, const C* e, const u32* hgt, u32* list,
+__device__ void net_collect(u32 n, u32 s, u32 t, C* e, C* inc, u32* hgt, u32* list,
                             u32* count) {
-    for (u32 v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x)
+    for (u32 v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
+        C in = inc[v] + inc[(u64)n + v];
+        if (in != 0) {
+            inc[v] = 0;
+            inc[(u64)n + v] = 0;
+            e[v] += in;
+        }
+        hgt[(u64)n + v] = hgt[v];
         if (v != s && v != t && e[v] > 0 && hgt[v] != MF_INF) list[mf_slot(count)] = v;
+    }
 }
 
+// `inc_r` holds the arrivals of the previous iteration (every receiver was
+// appended to this list), `inc_w` takes this iteration's; `hgt` is the
+// current half of the heights. Only the sink's excess is added to directly
+// (it never pushes).
 template <typename C>
 __device__ void net_push(u32 n, u32 s, u32 t, const u32* start, const u32* head, const u32* rev,
-                         C* res, C* e, const u32* hgt, u32* lists, u32* counts, u32 step, u32 tag,
-                         u32* stamp) {
+                         C* res, C* e, C* inc_r, C* inc_w, const u32* hgt, u32* lists,
+                         u32* counts, u32 step, u32 tag, u32* stamp) {
     Slots sl = mf_slots(lists, counts, n, step);
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < sl.ncur; i += gridDim.x * blockDim.x) {
         u32 v = sl.cur[i];
         C ex = e[v];
-        u32 hv = hgt[v];
-        if (ex <= 0 || hv == MF_INF) continue;
-        C pushed = 0;
-        for (u32 a = start[v]; a < start[v + 1] && ex > 0; ++a) {
-            C r = res[a];
-            if (r <= 0) continue;
-            u32 u = head[a];
-            if (hgt[u] + 1 != hv) continue;
-            C amt = mf_min(ex, r);
-            res[a] = r - amt;
-            res[rev[a]] += amt;
-            ex -= amt;
-            pushed += amt;
-            if (mf_atomic_add(&e[u], amt) == 0 && u != t && u != s)
-                mf_append(u, stamp, tag, sl.next, sl.next_count);
+        C in = inc_r[v];
+        if (in != 0) {
+            inc_r[v] = 0;
+            ex += in;
         }
-        if (pushed > 0) mf_atomic_add(&e[v], -pushed);
+        u32 hv = hgt[v];
+        if (ex > 0 && hv != MF_INF) {
+            for (u32 a = start[v]; a < start[v + 1] && ex > 0; ++a) {
+                C r = res[a];
+                if (r <= 0) continue;
+                u32 u = head[a];
+                if (hgt[u] + 1 != hv) continue;
+                C amt = mf_min(ex, r);
+                res[a] = r - amt;
+                res[rev[a]] += amt;
+                ex -= amt;
+                if (u == t)
+                    mf_atomic_add(&e[t], amt);
+                else if (mf_atomic_add(&inc_w[u], amt) == 0)
+                    mf_append(u, stamp, tag, sl.next, sl.next_count);
+            }
+        }
+        e[v] = ex;
     }
 }
 
+// Reads heights from `hgt` (the current half) and writes every listed node's
+// height, new or not, to `hgt_next`.
 template <typename C>
 __device__ void net_relabel(u32 n, const u32* start, const u32* head, const C* res, const C* e,
-                            u32* hgt_, u32* lists, u32* counts, u32 step, u32 tag, u32* stamp) {
-    volatile u32* hgt = hgt_;
+                            const u32* hgt, u32* hgt_next, u32* lists, u32* counts, u32 step,
+                            u32 tag, u32* stamp) {
     const u32* cur = lists + (u64)(step % 3) * n;
     u32 ncur = counts[step % 3];
     u32* next = lists + (u64)((step + 1) % 3) * n;
     u32* next_count = &counts[(step + 1) % 3];
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < ncur; i += gridDim.x * blockDim.x) {
         u32 v = cur[i];
-        if (e[v] <= 0) continue;
         u32 hv = hgt[v];
-        if (hv == MF_INF) continue;
-        bool adm = false;
-        u32 hmin = MF_INF;
-        for (u32 a = start[v]; a < start[v + 1] && !adm; ++a) {
-            if (res[a] <= 0) continue;
-            u32 hu = hgt[head[a]];
-            adm = hu + 1 == hv;
-            hmin = hu < hmin ? hu : hmin;
+        bool active = e[v] > 0 && hv != MF_INF;
+        bool moved = false;
+        if (active) {
+            bool adm = false;
+            u32 hmin = MF_INF;
+            for (u32 a = start[v]; a < start[v + 1] && !adm; ++a) {
+                if (res[a] <= 0) continue;
+                u32 hu = hgt[head[a]];
+                adm = hu + 1 == hv;
+                hmin = hu < hmin ? hu : hmin;
+            }
+            if (!adm) {
+                hv = hmin == MF_INF ? MF_INF : hmin + 1;
+                moved = true;
+            }
         }
-        if (!adm) {
-            hv = hmin == MF_INF ? MF_INF : hmin + 1;
-            hgt[v] = hv;
-        }
-        if (hv != MF_INF) mf_append(v, stamp, tag, next, next_count);
-    }
-}
-
-// Start of the network cut BFS: the source and every node with excess but
-// the sink (whose "excess" is the flow value).
-template <typename C>
-__device__ void net_cut_init(u32 n, u32 s, u32 t, const C* e, u32* mark, u32* list, u32* count) {
-    for (u32 v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
-        bool x = v == s || (v != t && e[v] > 0);
-        mark[v] = x ? 1u : 0u;
-        if (x) list[mf_slot(count)] = v;
+        hgt_next[v] = hv;
+        if (moved || active) mf_append(v, stamp, tag, next, next_count);
     }
 }
 
@@ -442,26 +471,23 @@ extern "C" __global__ void mf_labels(u64 n, const u32* mark, unsigned char* out)
         net_level<C>(n, s, start, head, rev, res, hgt, lists, counts, step, forward);               \
     }
 #define NET_COLLECT_ENTRY(name, C)                                                                 \
-    extern "C" __global__ void name(u32 n, u32 s, u32 t, const C* e, const u32* hgt, u32* list,  \
+    extern "C" __global__ void name(u32 n, u32 s, u32 t, C* e, C* inc, u32* hgt, u32* list,      \
                                     u32* count) {                                                  \
-        net_collect<C>(n, s, t, e, hgt, list, count);                                               \
+        net_collect<C>(n, s, t, e, inc, hgt, list, count);                                          \
     }
 #define NET_PUSH_ENTRY(name, C)                                                                    \
     extern "C" __global__ void name(u32 n, u32 s, u32 t, const u32* start, const u32* head,      \
-                                    const u32* rev, C* res, C* e, const u32* hgt, u32* lists,     \
-                                    u32* counts, u32 step, u32 tag, u32* stamp) {                  \
-        net_push<C>(n, s, t, start, head, rev, res, e, hgt, lists, counts, step, tag, stamp);       \
+                                    const u32* rev, C* res, C* e, C* inc_r, C* inc_w,             \
+                                    const u32* hgt, u32* lists, u32* counts, u32 step, u32 tag,   \
+                                    u32* stamp) {                                                  \
+        net_push<C>(n, s, t, start, head, rev, res, e, inc_r, inc_w, hgt, lists, counts, step,      \
+                    tag, stamp);                                                                   \
     }
 #define NET_RELABEL_ENTRY(name, C)                                                                 \
     extern "C" __global__ void name(u32 n, const u32* start, const u32* head, const C* res,      \
-                                    const C* e, u32* hgt, u32* lists, u32* counts, u32 step,      \
-                                    u32 tag, u32* stamp) {                                         \
-        net_relabel<C>(n, start, head, res, e, hgt, lists, counts, step, tag, stamp);               \
-    }
-#define NET_CUT_INIT_ENTRY(name, C)                                                                \
-    extern "C" __global__ void name(u32 n, u32 s, u32 t, const C* e, u32* mark, u32* list,       \
-                                    u32* count) {                                                  \
-        net_cut_init<C>(n, s, t, e, mark, list, count);                                             \
+                                    const C* e, const u32* hgt, u32* hgt_next, u32* lists,        \
+                                    u32* counts, u32 step, u32 tag, u32* stamp) {                  \
+        net_relabel<C>(n, start, head, res, e, hgt, hgt_next, lists, counts, step, tag, stamp);     \
     }
 
 GRID_INIT_ENTRY(mf_grid_init_i32, int)
@@ -477,7 +503,6 @@ NET_LEVEL_ENTRY(mf_net_level_i32, int)
 NET_COLLECT_ENTRY(mf_net_collect_i32, int)
 NET_PUSH_ENTRY(mf_net_push_i32, int)
 NET_RELABEL_ENTRY(mf_net_relabel_i32, int)
-NET_CUT_INIT_ENTRY(mf_net_cut_init_i32, int)
 GRID_INIT_ENTRY(mf_grid_init_i64, i64)
 GRID_BFS_INIT_ENTRY(mf_grid_bfs_init_i64, i64)
 GRID_LEVEL_ENTRY(mf_grid_level_i64, i64)
@@ -491,4 +516,3 @@ NET_LEVEL_ENTRY(mf_net_level_i64, i64)
 NET_COLLECT_ENTRY(mf_net_collect_i64, i64)
 NET_PUSH_ENTRY(mf_net_push_i64, i64)
 NET_RELABEL_ENTRY(mf_net_relabel_i64, i64)
-NET_CUT_INIT_ENTRY(mf_net_cut_init_i64, i64)

@@ -3,14 +3,25 @@
 // contract is docs/semantics.md; the host loop is
 // crates/trident-wgpu/src/max_flow.rs, which says why the design is what it is.
 //
-// The push kernels are the lock-free push-relabel of Hong ("A lock-free
+// Grids: the push kernel is the lock-free push-relabel of Hong ("A lock-free
 // multi-threaded algorithm for the maximum flow problem", 2008): one
 // invocation per node discharges it with atomic updates of excesses and
 // residuals. Only node v lowers its own excess, its own residuals and its
 // height, so the values it reads are lower bounds it may act on. The answer
-// never depends on the schedule: the host stops only after an exact
-// breadth-first relabel finds no node with excess that can reach the target,
-// and the cut it returns is unique.
+// (flow value and cut) never depends on the schedule: the host stops only
+// after an exact breadth-first relabel finds no node with excess that can
+// reach the target, and the cut it returns is unique.
+//
+// Networks also return per-arc flows, which do depend on the schedule under
+// Hong's scheme, so their passes are synchronous instead: a push launch in
+// which every node pushes only the excess it had when the launch began
+// (arrivals go to a separate incoming counter), along admissible arcs
+// (h[u] + 1 == h[v]) of heights that no one writes during the launch; then a
+// relabel launch that adds the arrivals to the excess and writes each node's
+// new height into the other half of the height buffer. An arc pair is
+// admissible from one side at most, so each residual is written by one
+// invocation per launch, and integer additions commute: every launch's
+// result is a function of its input alone.
 //
 // All capacities, residuals and excesses are i32 (WGSL has no 64-bit
 // integers); the host proves every value fits before it uploads a graph.
@@ -22,22 +33,24 @@ struct Params {
     dirs: u32,      // grid: 4 or 6
     depth: u32,     // grid: z extent
     height: u32,    // grid: y extent
-    mode: u32,      // relax: 0 = distance to the target over out-arcs, 1 = from the seeds over in-arcs
-    goal: u32,      // network: the node labels count from (NONE for grids)
-    other: u32,     // network: the node that never moves (s in phase 1, t in phase 2)
-    seed_excess: u32, // relax init: nodes with excess are seeds too
+    mode: u32,      // grid relax: 0 = distance to the sink over out-arcs, 1 = from the excess nodes over in-arcs
+    goal: u32,      // network: t, the node heights count from (NONE for grids)
+    other: u32,     // network: s, the node that never moves
+    hcur: u32,      // network passes: offset of the heights read (0 or n)
     row: u32,       // invocations per dispatch row (2-D dispatch of 1-D work)
-    _pad: u32,
+    hnext: u32,     // network passes: offset of the heights written (n or 0)
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
 // Residual capacities: grid `dir * n + v` (arc v -> v + dir); network CSR slots.
 @group(0) @binding(1) var<storage, read_write> rc: array<atomic<i32>>;
-// Excess per node.
+// Excess per node; networks: then n incoming counters (arrivals of a push pass).
 @group(0) @binding(2) var<storage, read_write> ex: array<atomic<i32>>;
 // Heights (push) and distances (relax); INF = cannot reach / not reached.
+// Networks: two halves of n, read and written alternately by the passes
+// (the relax kernels use the first).
 @group(0) @binding(3) var<storage, read_write> hgt: array<atomic<u32>>;
-// [0] changed (relax), [1] active nodes (count).
+// [0] changed (relax), [1] active nodes, [2] largest finite distance (count).
 @group(0) @binding(4) var<storage, read_write> ctr: array<atomic<u32>>;
 // Flow partial sums (lo, hi per workgroup) or packed labels.
 @group(0) @binding(5) var<storage, read_write> outw: array<u32>;
@@ -252,15 +265,20 @@ fn grid_relax_tile(
     }
 }
 
-// Counts the nodes with excess that can still reach the sink.
+// Counts the nodes with excess that can still reach the sink, and finds the
+// largest finite distance (the depth of the breadth-first search).
 @compute @workgroup_size(256)
 fn grid_count(@builtin(global_invocation_id) gid: vec3<u32>) {
     let v = node_id(gid);
     if (v >= P.n) {
         return;
     }
-    if (atomicLoad(&ex[v]) > 0 && atomicLoad(&hgt[v]) < INF) {
-        atomicAdd(&ctr[1], 1u);
+    let h = atomicLoad(&hgt[v]);
+    if (h < INF) {
+        atomicMax(&ctr[2], h);
+        if (atomicLoad(&ex[v]) > 0) {
+            atomicAdd(&ctr[1], 1u);
+        }
     }
 }
 
@@ -377,21 +395,18 @@ fn pack_labels(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 // --------------------------------------------------------------- networks
 
-// Mode 0: 0 at the target, INF elsewhere. Mode 1: 0 at the target (and at
-// nodes with excess if seed_excess), INF elsewhere.
+// 0 at the target, INF elsewhere.
 @compute @workgroup_size(256)
 fn net_relax_init(@builtin(global_invocation_id) gid: vec3<u32>) {
     let v = node_id(gid);
     if (v >= P.n) {
         return;
     }
-    var h = INF;
-    if (v == P.goal || (P.seed_excess != 0u && atomicLoad(&ex[v]) > 0)) {
-        h = 0u;
-    }
-    atomicStore(&hgt[v], h);
+    atomicStore(&hgt[v], select(INF, 0u, v == P.goal));
 }
 
+// One in-place Bellman-Ford sweep towards the target over residual arcs
+// (the source never gets a distance: nothing is pushed back into it).
 @compute @workgroup_size(256)
 fn net_relax(@builtin(global_invocation_id) gid: vec3<u32>) {
     let v = node_id(gid);
@@ -405,13 +420,7 @@ fn net_relax(@builtin(global_invocation_id) gid: vec3<u32>) {
     var best = hv;
     let end = first[v + 1u];
     for (var a = first[v]; a < end; a = a + 1u) {
-        var open = false;
-        if (P.mode == 0u) {
-            open = atomicLoad(&rc[a]) > 0;
-        } else {
-            open = atomicLoad(&rc[rev[a]]) > 0;
-        }
-        if (open) {
+        if (atomicLoad(&rc[a]) > 0) {
             let hu = atomicLoad(&hgt[head[a]]);
             if (hu + 1u < best) {
                 best = hu + 1u;
@@ -427,14 +436,20 @@ fn net_relax(@builtin(global_invocation_id) gid: vec3<u32>) {
 @compute @workgroup_size(256)
 fn net_count(@builtin(global_invocation_id) gid: vec3<u32>) {
     let v = node_id(gid);
-    if (v >= P.n || v == P.goal || v == P.other) {
+    if (v >= P.n || v == P.other) {
         return;
     }
-    if (atomicLoad(&ex[v]) > 0 && atomicLoad(&hgt[v]) < INF) {
-        atomicAdd(&ctr[1], 1u);
+    let h = atomicLoad(&hgt[v]);
+    if (h < INF) {
+        atomicMax(&ctr[2], h);
+        if (v != P.goal && atomicLoad(&ex[v]) > 0) {
+            atomicAdd(&ctr[1], 1u);
+        }
     }
 }
 
+// Push launch of a synchronous pass: v pushes the excess it has now along
+// admissible arcs, in slot order; arrivals go to the incoming counters.
 @compute @workgroup_size(256)
 fn net_push(@builtin(global_invocation_id) gid: vec3<u32>) {
     let v = node_id(gid);
@@ -442,46 +457,63 @@ fn net_push(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     var e = atomicLoad(&ex[v]);
-    var hv = atomicLoad(&hgt[v]);
+    let hv = atomicLoad(&hgt[P.hcur + v]);
     if (e <= 0 || hv >= INF) {
         return;
     }
     let end = first[v + 1u];
-    for (var op = 0u; op < OPS; op = op + 1u) {
-        var hmin = INF;
-        var amin = NONE;
-        for (var a = first[v]; a < end; a = a + 1u) {
-            if (atomicLoad(&rc[a]) > 0) {
-                let hu = atomicLoad(&hgt[head[a]]);
-                if (hu < hmin) {
-                    hmin = hu;
-                    amin = a;
+    for (var a = first[v]; a < end && e > 0; a = a + 1u) {
+        let r = atomicLoad(&rc[a]);
+        if (r <= 0) {
+            continue;
+        }
+        let u = head[a];
+        if (atomicLoad(&hgt[P.hcur + u]) + 1u != hv) {
+            continue;
+        }
+        let d = min(e, r);
+        atomicStore(&rc[a], r - d);
+        atomicAdd(&rc[rev[a]], d);
+        // The target's excess is not kept: it may exceed i32 (the host reads
+        // the flow value off the arcs).
+        if (u != P.goal) {
+            atomicAdd(&ex[P.n + u], d);
+        }
+        e = e - d;
+    }
+    atomicStore(&ex[v], e);
+}
+
+// Relabel launch of a synchronous pass: arrivals join the excess, and a node
+// with excess but no admissible arc goes one above its lowest residual
+// neighbour (INF when it has none). Every node writes its height into the
+// other half, so that half is whole for the next pass.
+@compute @workgroup_size(256)
+fn net_relabel(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let v = node_id(gid);
+    if (v >= P.n) {
+        return;
+    }
+    var hv = atomicLoad(&hgt[P.hcur + v]);
+    if (v != P.goal && v != P.other) {
+        let e = atomicLoad(&ex[v]) + atomicLoad(&ex[P.n + v]);
+        atomicStore(&ex[P.n + v], 0);
+        atomicStore(&ex[v], e);
+        if (e > 0 && hv < INF) {
+            var low = INF;
+            let end = first[v + 1u];
+            for (var a = first[v]; a < end; a = a + 1u) {
+                if (atomicLoad(&rc[a]) > 0) {
+                    let hu = atomicLoad(&hgt[P.hcur + head[a]]);
+                    if (hu + 1u == hv) {
+                        low = hv - 1u;
+                        break;
+                    }
+                    low = min(low, hu);
                 }
             }
-        }
-        if (amin == NONE || hmin >= INF) {
-            atomicStore(&hgt[v], INF);
-            break;
-        }
-        if (hv > hmin) {
-            let u = head[amin];
-            let r = atomicLoad(&rc[amin]);
-            let d = min(e, r);
-            atomicSub(&rc[amin], d);
-            atomicAdd(&rc[rev[amin]], d);
-            atomicSub(&ex[v], d);
-            // The target's excess is not kept: it may exceed i32 (the host
-            // reads the flow value off the arcs).
-            if (u != P.goal) {
-                atomicAdd(&ex[u], d);
-            }
-            e = e - d;
-            if (e == 0) {
-                break;
-            }
-        } else {
-            hv = hmin + 1u;
-            atomicStore(&hgt[v], hv);
+            hv = select(low + 1u, INF, low >= INF - 1u);
         }
     }
+    atomicStore(&hgt[P.hnext + v], hv);
 }

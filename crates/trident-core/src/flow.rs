@@ -1,8 +1,11 @@
-//! Flow problems (vision grids and general networks) and the [`MaxFlow`] trait.
+//! Flow problems (vision grids and general networks) and the [`MaxFlow`] trait,
+//! plus [`finish`], the GPU backends' shared host completion of a solve.
 
 use std::io::{BufRead, Write};
 
 use crate::{Error, Result};
+
+pub mod finish;
 
 /// A neighbour direction on a grid. The discriminant is the index of the
 /// direction's capacity plane in [`GridGraph::caps`].

@@ -48,7 +48,7 @@ mod coder;
 mod dense;
 pub mod device;
 mod error;
-mod flow;
+pub mod flow;
 #[cfg(any(
     feature = "sprs",
     feature = "ndarray",

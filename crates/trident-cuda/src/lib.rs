@@ -82,6 +82,8 @@ pub struct CudaBackend {
     spgemm_window: std::sync::atomic::AtomicU64,
     flow_period: std::sync::atomic::AtomicU32,
     net_period: std::sync::atomic::AtomicU32,
+    /// Max-flow launch budget set by a test (0: the default).
+    flow_budget: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -196,6 +198,7 @@ impl CudaBackend {
             spgemm_window: sparse_gemm::DENSE_WIN_MAX.into(),
             flow_period: max_flow::DEFAULT_RELABEL_PERIOD.into(),
             net_period: max_flow::DEFAULT_NETWORK_RELABEL_PERIOD.into(),
+            flow_budget: 0.into(),
         })
     }
 

@@ -21,15 +21,30 @@
 //! sink capacity used. Networks saturate the source's arcs the same way and
 //! never push into the source (its height stays infinite).
 //!
-//! The canonical cut: the kernels stop at a maximum *preflow*. Returning the
-//! excess to the source along the flow paths that brought it raises the
-//! residual of exactly those paths, so the nodes reachable from the source in
-//! the residual graph of the resulting maximum flow are the nodes reachable in
-//! the preflow's residual graph from the source or from any node with excess.
-//! A forward BFS on the device computes that set. For networks, the per-arc
-//! flows must also be a flow: the host returns the excess to the source by
-//! walking flow-carrying arcs backwards from each excess node (cancelling any
-//! flow cycle met on the way), which changes neither the value nor the cut.
+//! Work budget: one solve may queue at most [`DEFAULT_FLOW_BUDGET`] kernel
+//! launches (BFS levels, push and relabel launches, a batch that would pass
+//! it is not queued). Flow that must travel one long path (a `1 x 2,000,000`
+//! grid, a chain network) needs a launch per BFS level, millions per global
+//! relabel, and a push launch per node it moves: minutes of launch overhead.
+//! Past the budget the residual state is downloaded and the host finisher
+//! ([`trident_core::flow::finish`]) completes it, linear on such graphs; the
+//! answer is the same (value and cut are unique, and network flows come from
+//! a device state that does not depend on the schedule, see below). The
+//! budget counts launches, not time, so where the switch happens is a
+//! function of the input alone.
+//!
+//! The canonical cut of a grid: the kernels stop at a maximum *preflow*.
+//! Returning the excess to the source along the flow paths that brought it
+//! raises the residual of exactly those paths, so the nodes reachable from
+//! the source in the residual graph of the resulting maximum flow are the
+//! nodes reachable in the preflow's residual graph from the source or from
+//! any node with excess. A forward BFS on the device computes that set.
+//!
+//! Networks: the device computes a maximum preflow (or stops at the budget);
+//! the host finisher returns the stranded excess to the source, reads the
+//! per-arc flows and finds the cut. Per-arc flows are not unique, so the
+//! network kernels are schedule-free (`kernels/max_flow.cu` says how): the
+//! same input gives the same bits.
 //!
 //! Counters are `i32` when the sum of all capacities fits (half the memory
 //! traffic), else `i64`; every residual, excess and partial flow is bounded
@@ -39,6 +54,7 @@
 use std::sync::atomic::Ordering;
 
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use trident_core::flow::finish;
 use trident_core::{Element, Error, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow, Result};
 
 use crate::CudaBackend;
@@ -66,7 +82,6 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "mf_net_collect_i32",
     "mf_net_push_i32",
     "mf_net_relabel_i32",
-    "mf_net_cut_init_i32",
     "mf_grid_init_i64",
     "mf_grid_bfs_init_i64",
     "mf_grid_level_i64",
@@ -80,7 +95,6 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "mf_net_collect_i64",
     "mf_net_push_i64",
     "mf_net_relabel_i64",
-    "mf_net_cut_init_i64",
     "mf_labels",
 ];
 
@@ -103,10 +117,16 @@ pub const DEFAULT_RELABEL_PERIOD: u32 = 16;
 /// and 70-90K BFS levels in all.
 pub const DEFAULT_NETWORK_RELABEL_PERIOD: u32 = 128;
 
-/// Global relabels after which a solve gives up with an error. Each round
-/// after a global relabel moves flow, so this is never reached by a correct
-/// kernel; it turns a bug into an error instead of a hang.
-const MAX_ROUNDS: u32 = 1 << 20;
+/// Kernel launches one solve may queue before the host finishes it, by
+/// default.
+///
+/// Far above what the benchmark graphs need: a launch per BFS level and two
+/// per push-relabel iteration make cut-512, cut-2048 and cut3d-256 a few
+/// hundred to a few thousand launches, and flow-rmf (about 600 levels per
+/// global relabel) tens of thousands. At 2-5 us a launch when the work is
+/// small, a graph that exhausts the budget spends well under a second on the
+/// device before the host takes over.
+pub const DEFAULT_FLOW_BUDGET: u64 = 1 << 17;
 
 const THREADS: u32 = 256;
 
@@ -199,7 +219,42 @@ struct Work {
     counts: CudaBuffer<u32>,
 }
 
+/// Launches a solve may still queue, and the deepest BFS it may run.
+struct Budget {
+    left: u64,
+    max_levels: u64,
+}
+
+impl Budget {
+    /// Takes `n` launches, or says there are not that many left.
+    fn take(&mut self, n: u64) -> bool {
+        if n > self.left {
+            return false;
+        }
+        self.left -= n;
+        true
+    }
+}
+
 impl CudaBackend {
+    /// Sets how many kernel launches one max-flow solve may queue before the
+    /// host finishes it (0 restores [`DEFAULT_FLOW_BUDGET`]). For tests that
+    /// make a small graph take the host path; results do not depend on it.
+    #[doc(hidden)]
+    pub fn set_flow_budget(&self, launches: u64) {
+        self.flow_budget.store(launches, Ordering::Relaxed);
+    }
+
+    fn budget(&self, nodes: usize) -> Budget {
+        Budget {
+            left: match self.flow_budget.load(Ordering::Relaxed) {
+                0 => DEFAULT_FLOW_BUDGET,
+                b => b,
+            },
+            max_levels: finish::max_levels(nodes),
+        }
+    }
+
     /// Sets the number of push-relabel iterations between global relabels
     /// (tuning and benchmarks; results do not depend on it). 0 restores the
     /// default.
@@ -238,7 +293,9 @@ impl CudaBackend {
         }
     }
 
-    fn work(&self, n: usize) -> Result<Work> {
+    /// Work buffers for `n` nodes, with `heights` height slots (networks keep
+    /// two halves).
+    fn work(&self, n: usize, heights: usize) -> Result<Work> {
         let lists_len = n.checked_mul(3).ok_or(Error::TooLarge {
             field: "max_flow list slots",
             value: 3 * n as u128,
@@ -246,7 +303,7 @@ impl CudaBackend {
         })?;
         Ok(Work {
             n,
-            hgt: self.alloc::<u32>(n, "max_flow heights")?,
+            hgt: self.alloc::<u32>(heights, "max_flow heights")?,
             stamp: self.alloc_zeroed_named::<u32>(n, "max_flow list stamps")?,
             lists: self.alloc::<u32>(lists_len, "max_flow active lists")?,
             counts: self.alloc_zeroed_named::<u32>(3, "max_flow list counts")?,
@@ -255,7 +312,8 @@ impl CudaBackend {
 
     /// Runs BFS levels from the frontier in list slot 0 until a frontier is
     /// empty, queueing them in batches (one count read back per batch);
-    /// returns the number of levels run.
+    /// returns the number of levels run, or `None` when the search is deeper
+    /// than the budget's `max_levels` or than its launches left.
     fn mf_bfs(
         &self,
         wk: &Work,
@@ -263,14 +321,21 @@ impl CudaBackend {
         lv: &Level,
         forward: u32,
         batch: u32,
-    ) -> Result<u32> {
+        budget: &mut Budget,
+    ) -> Result<Option<u32>> {
         let cfg = self.mf_blocks(wk.n);
         let (hp, lp, cp) = (wk.hgt.ptr(), wk.lists.ptr(), wk.counts.ptr());
         let mut counts = [0u32; 3];
         let mut step = 0u32;
         let mut batch = batch.max(8);
+        let limit = budget.max_levels + 1;
         loop {
-            for _ in 0..batch {
+            let batch_now =
+                batch.min((limit.saturating_sub(step as u64)).min(u32::MAX as u64) as u32);
+            if batch_now == 0 || !budget.take(batch_now as u64) {
+                return Ok(None);
+            }
+            for _ in 0..batch_now {
                 {
                     let mut l = self.stream().launch_builder(f);
                     match lv {
@@ -297,7 +362,7 @@ impl CudaBackend {
             }
             self.download_into(&wk.counts, &mut counts)?;
             if counts[(step % 3) as usize] == 0 {
-                return Ok(step);
+                return Ok(Some(step));
             }
             batch = (batch * 2).min(1024);
         }
@@ -329,14 +394,86 @@ impl CudaBackend {
     /// Max flow and canonical min cut of an uploaded grid, on the device: the
     /// flow value and one byte per node (1 = source side), left on the device.
     pub fn grid_cut_device(&self, g: &GridOnDevice) -> Result<(i64, CudaBuffer<u8>)> {
+        self.grid_cut_with(g, None)
+    }
+
+    /// [`CudaBackend::grid_cut_device`], with the host copy of the grid when
+    /// the caller has it (the host finisher needs the capacities; without it
+    /// they are downloaded, only on that path).
+    fn grid_cut_with(
+        &self,
+        g: &GridOnDevice,
+        host: Option<&GridGraph>,
+    ) -> Result<(i64, CudaBuffer<u8>)> {
+        if g.n > 0 && finish::grid_is_thin(g.d as usize, g.h as usize, g.w as usize) {
+            return self.grid_on_host(g, host, "a thin grid", finish::grid_cut_from_start);
+        }
         if fits_i32(g.total) {
-            self.grid_solve::<i32>(g)
+            self.grid_solve::<i32>(g, host)
         } else {
-            self.grid_solve::<i64>(g)
+            self.grid_solve::<i64>(g, host)
         }
     }
 
-    fn grid_solve<C: Counter>(&self, g: &GridOnDevice) -> Result<(i64, CudaBuffer<u8>)> {
+    /// Finishes a grid solve on the host from the device's residual state
+    /// (the budget ran out).
+    fn grid_finish<C: Counter>(
+        &self,
+        g: &GridOnDevice,
+        host: Option<&GridGraph>,
+        state: [&CudaBuffer<C>; 3],
+    ) -> Result<(i64, CudaBuffer<u8>)> {
+        let wide = |b: &CudaBuffer<C>| -> Result<Vec<i64>> {
+            Ok(self.download_vec(b)?.into_iter().map(Into::into).collect())
+        };
+        let (res, sink_res, excess) = (wide(state[0])?, wide(state[1])?, wide(state[2])?);
+        self.grid_on_host(g, host, "over the launch budget", |graph| {
+            finish::grid_cut(graph, res, sink_res, excess)
+        })
+    }
+
+    /// Runs `solve` on the host copy of the grid (downloaded when the caller
+    /// has none); the labels go up for the device API.
+    fn grid_on_host(
+        &self,
+        g: &GridOnDevice,
+        host: Option<&GridGraph>,
+        why: &str,
+        solve: impl FnOnce(&GridGraph) -> Result<GridCut>,
+    ) -> Result<(i64, CudaBuffer<u8>)> {
+        let downloaded;
+        let graph = match host {
+            Some(h) => h,
+            None => {
+                let (source, sink, caps) = (
+                    self.download_vec(&g.source)?,
+                    self.download_vec(&g.sink)?,
+                    self.download_vec(&g.caps)?,
+                );
+                let (d, h, w) = (g.d as usize, g.h as usize, g.w as usize);
+                downloaded = if g.dirs == 6 {
+                    GridGraph::new_3d(d, h, w, source, sink, caps)?
+                } else {
+                    GridGraph::new_2d(h, w, source, sink, caps)?
+                };
+                &downloaded
+            }
+        };
+        let t0 = std::time::Instant::now();
+        let cut = solve(graph)?;
+        trace(format_args!(
+            "grid: {why}, solved on the host in {:.2} ms",
+            t0.elapsed().as_secs_f64() * 1e3
+        ));
+        let bytes: Vec<u8> = cut.source_side.iter().map(|&b| b as u8).collect();
+        Ok((cut.flow, self.upload_named(&bytes, "max_flow labels")?))
+    }
+
+    fn grid_solve<C: Counter>(
+        &self,
+        g: &GridOnDevice,
+        host: Option<&GridGraph>,
+    ) -> Result<(i64, CudaBuffer<u8>)> {
         let n = g.n;
         let mut labels = self.alloc::<u8>(n, "max_flow labels")?;
         if n == 0 {
@@ -353,7 +490,7 @@ impl CudaBackend {
         let rc = self.alloc::<C>(dirs * n, "max_flow residuals")?;
         let rt = self.alloc::<C>(n, "max_flow sink residuals")?;
         let e = self.alloc::<C>(n, "max_flow excess")?;
-        let mut wk = self.work(n)?;
+        let mut wk = self.work(n, n)?;
         let (w, h, d, nd) = (g.w, g.h, g.d, g.dirs);
         let n64 = n as u64;
         let (rcp, rtp, ep) = (rc.ptr(), rt.ptr(), e.ptr());
@@ -386,6 +523,7 @@ impl CudaBackend {
         let mut depth = 32u32;
         let mut rounds = 0u32;
         let mut levels = 0u64;
+        let mut budget = self.budget(n);
         let lv = Level::Grid {
             w,
             h,
@@ -395,12 +533,10 @@ impl CudaBackend {
         };
         loop {
             rounds += 1;
-            if rounds > MAX_ROUNDS {
-                return Err(Error::Backend(
-                    "max_flow: push-relabel did not converge (a kernel bug)".into(),
-                ));
-            }
             // Global relabel.
+            if !budget.take(2) {
+                return self.grid_finish(g, host, [&rc, &rt, &e]);
+            }
             self.memset_zero(&mut wk.counts)?;
             {
                 let mut l = self.stream().launch_builder(&bfs_init);
@@ -408,7 +544,10 @@ impl CudaBackend {
                 // SAFETY: parameters in the order of mf_grid_bfs_init.
                 unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_grid_bfs_init"))?;
             }
-            depth = self.mf_bfs(&wk, &fns.level, &lv, 0, depth + 8)?;
+            let Some(got) = self.mf_bfs(&wk, &fns.level, &lv, 0, depth + 8, &mut budget)? else {
+                return self.grid_finish(g, host, [&rc, &rt, &e]);
+            };
+            depth = got;
             levels += depth as u64;
             // Active nodes.
             self.memset_zero(&mut wk.counts)?;
@@ -422,6 +561,9 @@ impl CudaBackend {
             self.download_into(&wk.counts, &mut counts)?;
             if counts[0] == 0 {
                 break;
+            }
+            if !budget.take(2 * period as u64) {
+                return self.grid_finish(g, host, [&rc, &rt, &e]);
             }
             let lcfg = self.mf_blocks(counts[0] as usize);
             for step in 0..period {
@@ -475,7 +617,12 @@ impl CudaBackend {
             // SAFETY: parameters in the order of mf_cut_init.
             unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_cut_init"))?;
         }
-        self.mf_bfs(&wk, &fns.level, &lv, 1, 32)?;
+        if self
+            .mf_bfs(&wk, &fns.level, &lv, 1, 32, &mut budget)?
+            .is_none()
+        {
+            return self.grid_finish(g, host, [&rc, &rt, &e]);
+        }
         self.mf_labels(&wk, &mut labels)?;
         let mut flow = [0i64];
         self.download_into(&out, &mut flow)?;
@@ -558,7 +705,16 @@ impl CudaBackend {
             "network: CSR built and uploaded at {:.2} ms",
             t0.elapsed().as_secs_f64() * 1e3
         ));
-        let mut wk = self.work(n)?;
+        // Arrivals of a push launch, two halves of n (alternate iterations),
+        // and two halves of heights (relabel writes the half push does not
+        // read; the BFS kernels use the first).
+        let n2 = n.checked_mul(2).ok_or(Error::TooLarge {
+            field: "max_flow nodes",
+            value: 2 * n as u128,
+            limit: usize::MAX as u128,
+        })?;
+        let mut wk = self.work(n, n2)?;
+        let inc = self.alloc_zeroed_named::<C>(n2, "max_flow arrivals")?;
         let sfx = C::SFX;
         let fns = Fns {
             level: self.mf_fn(&format!("mf_net_level_{sfx}"))?,
@@ -581,6 +737,9 @@ impl CudaBackend {
             wk.lists.ptr(),
             wk.counts.ptr(),
         );
+        let hp_half = [hp, hp + (n * std::mem::size_of::<u32>()) as u64];
+        let ip = inc.ptr();
+        let ip_half = [ip, ip + (n * std::mem::size_of::<C>()) as u64];
         let sweep = self.mf_blocks(n);
         let lv = Level::Net {
             n: n32,
@@ -592,12 +751,12 @@ impl CudaBackend {
         };
         let period = self.net_period.load(Ordering::Relaxed).max(1);
         let (mut tag, mut depth, mut rounds, mut levels) = (0u32, 32u32, 0u32, 0u64);
-        loop {
+        let mut budget = self.budget(n);
+        let start_left = budget.left;
+        let finished = loop {
             rounds += 1;
-            if rounds > MAX_ROUNDS {
-                return Err(Error::Backend(
-                    "max_flow: push-relabel did not converge (a kernel bug)".into(),
-                ));
+            if !budget.take(2) {
+                break false;
             }
             self.memset_zero(&mut wk.counts)?;
             {
@@ -606,7 +765,10 @@ impl CudaBackend {
                 // SAFETY: parameters in the order of mf_net_bfs_init.
                 unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_net_bfs_init"))?;
             }
-            depth = self.mf_bfs(&wk, &fns.level, &lv, 0, depth + 8)?;
+            let Some(got) = self.mf_bfs(&wk, &fns.level, &lv, 0, depth + 8, &mut budget)? else {
+                break false;
+            };
+            depth = got;
             levels += depth as u64;
             self.memset_zero(&mut wk.counts)?;
             {
@@ -615,20 +777,28 @@ impl CudaBackend {
                     .arg(&s32)
                     .arg(&t32)
                     .arg(&ep)
+                    .arg(&ip)
                     .arg(&hp)
                     .arg(&lp)
                     .arg(&cp);
-                // SAFETY: parameters in the order of mf_net_collect.
+                // SAFETY: parameters in the order of mf_net_collect; inc and
+                // the heights hold 2 n.
                 unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_net_collect"))?;
             }
             let mut counts = [0u32; 3];
             self.download_into(&wk.counts, &mut counts)?;
             if counts[0] == 0 {
-                break;
+                break true;
+            }
+            if !budget.take(2 * period as u64) {
+                break false;
             }
             let lcfg = self.mf_blocks(counts[0] as usize);
             for step in 0..period {
                 tag = tag.wrapping_add(1).max(1);
+                let par = (step % 2) as usize;
+                let (h_cur, h_next) = (hp_half[par], hp_half[1 - par]);
+                let (inc_r, inc_w) = (ip_half[1 - par], ip_half[par]);
                 let mut l = self.stream().launch_builder(&fns.push);
                 l.arg(&n32)
                     .arg(&s32)
@@ -638,65 +808,50 @@ impl CudaBackend {
                     .arg(&rvp)
                     .arg(&rsp);
                 l.arg(&ep)
-                    .arg(&hp)
+                    .arg(&inc_r)
+                    .arg(&inc_w)
+                    .arg(&h_cur)
                     .arg(&lp)
                     .arg(&cp)
                     .arg(&step)
                     .arg(&tag)
                     .arg(&sp);
-                // SAFETY: parameters in the order of mf_net_push.
+                // SAFETY: parameters in the order of mf_net_push; each half
+                // holds n.
                 unsafe { l.launch(lcfg) }.map_err(driver_error("launch mf_net_push"))?;
                 let mut l = self.stream().launch_builder(&fns.relabel);
-                l.arg(&n32).arg(&stp).arg(&hdp).arg(&rsp).arg(&ep).arg(&hp);
+                l.arg(&n32).arg(&stp).arg(&hdp).arg(&rsp).arg(&ep);
+                l.arg(&h_cur).arg(&h_next);
                 l.arg(&lp).arg(&cp).arg(&step).arg(&tag).arg(&sp);
                 // SAFETY: parameters in the order of mf_net_relabel.
                 unsafe { l.launch(lcfg) }.map_err(driver_error("launch mf_net_relabel"))?;
             }
-        }
-        // Canonical cut on the device: forward BFS from s and the excess nodes.
-        self.memset_zero(&mut wk.counts)?;
-        {
-            let f = self.mf_fn(&format!("mf_net_cut_init_{sfx}"))?;
-            let mut l = self.stream().launch_builder(&f);
-            l.arg(&n32)
-                .arg(&s32)
-                .arg(&t32)
-                .arg(&ep)
-                .arg(&hp)
-                .arg(&lp)
-                .arg(&cp);
-            // SAFETY: parameters in the order of mf_net_cut_init.
-            unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_net_cut_init"))?;
-        }
-        self.mf_bfs(&wk, &fns.level, &lv, 1, 32)?;
-        let mut labels = self.alloc::<u8>(n, "max_flow labels")?;
-        self.mf_labels(&wk, &mut labels)?;
+        };
         trace(format_args!(
-            "network: {rounds} global relabels, {levels} BFS levels, {} push-relabel iterations, device done at {:.2} ms",
-            (rounds - 1) * period,
+            "network: {rounds} global relabels, {levels} BFS levels, {} launches, {}, device done at {:.2} ms",
+            start_left - budget.left,
+            if finished {
+                "maximum preflow"
+            } else {
+                "over the launch budget"
+            },
             t0.elapsed().as_secs_f64() * 1e3
         ));
-        let side = self.download_vec(&labels)?;
+        // The per-arc preflow; the host returns the excess and finds the cut.
         let res_back: Vec<C> = self.download_vec(&res_d)?;
-        let e_back: Vec<C> = self.download_vec(&e_d)?;
-        let flow: i64 = e_back[t].into();
-        let mut arc_flow: Vec<i64> = arcs
+        let arc_flow: Vec<i64> = arcs
             .iter()
             .enumerate()
             .map(|(i, a)| a.cap - res_back[pos[2 * i] as usize].into())
             .collect();
-        let mut excess: Vec<i64> = e_back.iter().map(|&x| x.into()).collect();
+        drop(res_back);
         let t1 = std::time::Instant::now();
-        return_excess(g, &mut arc_flow, &mut excess)?;
+        let out = finish::network_flow(g, arc_flow)?;
         trace(format_args!(
-            "network: excess returned on the host in {:.2} ms",
+            "network: finished on the host in {:.2} ms",
             t1.elapsed().as_secs_f64() * 1e3
         ));
-        Ok(NetworkFlow {
-            flow,
-            source_side: side.iter().map(|&b| b != 0).collect(),
-            arc_flow,
-        })
+        Ok(out)
     }
 }
 
@@ -708,101 +863,11 @@ fn trace(args: std::fmt::Arguments<'_>) {
     }
 }
 
-/// Turns a maximum preflow into a maximum flow: the excess of every node but
-/// s and t goes back to s along arcs that carry flow into it, walked
-/// backwards. A node on such a walk (not s) carries flow out, so it also has
-/// flow in and the walk never sticks; meeting a node already on the walk
-/// closes a flow cycle, which is cancelled (changing no excess). Each step
-/// empties an arc or the excess, and arcs only lose flow, so the per-node
-/// cursors over incoming arcs never move back.
-fn return_excess(g: &FlowNetwork, flow: &mut [i64], excess: &mut [i64]) -> Result<()> {
-    let n = g.nodes();
-    let arcs = g.arcs();
-    let (s, t) = (g.source() as usize, g.sink() as usize);
-    if !excess
-        .iter()
-        .enumerate()
-        .any(|(v, &x)| x > 0 && v != s && v != t)
-    {
-        return Ok(());
-    }
-    let mut start = vec![0usize; n + 1];
-    for a in arcs {
-        start[a.to as usize + 1] += 1;
-    }
-    for v in 0..n {
-        start[v + 1] += start[v];
-    }
-    let mut fill = start.clone();
-    let mut incoming = vec![0usize; arcs.len()];
-    for (i, a) in arcs.iter().enumerate() {
-        incoming[fill[a.to as usize]] = i;
-        fill[a.to as usize] += 1;
-    }
-    let mut cursor = start[..n].to_vec();
-    let mut on_walk = vec![usize::MAX; n];
-    let stuck = || Error::Backend("max_flow: excess cannot be returned (a kernel bug)".into());
-    for x in 0..n {
-        if x == s || x == t {
-            continue;
-        }
-        while excess[x] > 0 {
-            // nodes[k] is the k-th node of the walk; walk[k] the arc into it.
-            let mut nodes = vec![x];
-            let mut walk: Vec<usize> = Vec::new();
-            on_walk[x] = 0;
-            while *nodes.last().ok_or_else(stuck)? != s {
-                let v = *nodes.last().ok_or_else(stuck)?;
-                while cursor[v] < start[v + 1] && flow[incoming[cursor[v]]] == 0 {
-                    cursor[v] += 1;
-                }
-                if cursor[v] == start[v + 1] {
-                    return Err(stuck());
-                }
-                let a = incoming[cursor[v]];
-                let u = arcs[a].from as usize;
-                if on_walk[u] != usize::MAX {
-                    // Cycle u -> v -> ... -> u: arc a, then walk[k + 1..].
-                    let k = on_walk[u];
-                    let cyc = walk[k..].iter().copied().chain([a]);
-                    let c = cyc.clone().map(|i| flow[i]).min().unwrap_or(0);
-                    for i in cyc {
-                        flow[i] -= c;
-                    }
-                    for &w in &nodes[k + 1..] {
-                        on_walk[w] = usize::MAX;
-                    }
-                    nodes.truncate(k + 1);
-                    walk.truncate(k);
-                } else {
-                    on_walk[u] = nodes.len();
-                    nodes.push(u);
-                    walk.push(a);
-                }
-            }
-            let delta = walk
-                .iter()
-                .map(|&i| flow[i])
-                .min()
-                .unwrap_or(0)
-                .min(excess[x]);
-            for &i in &walk {
-                flow[i] -= delta;
-            }
-            excess[x] -= delta;
-            for &w in &nodes {
-                on_walk[w] = usize::MAX;
-            }
-        }
-    }
-    Ok(())
-}
-
 impl MaxFlow for CudaBackend {
     fn grid_cut(&self, g: &GridGraph) -> Result<GridCut> {
         // GridGraph is valid by construction (trident_core::flow checks it).
         let dev = self.upload_grid(g)?;
-        let (flow, labels) = self.grid_cut_device(&dev)?;
+        let (flow, labels) = self.grid_cut_with(&dev, Some(g))?;
         let side = self.download_vec(&labels)?;
         Ok(GridCut {
             flow,
@@ -827,43 +892,6 @@ impl MaxFlow for CudaBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use trident_core::Arc;
-
-    fn arc(from: u32, to: u32, cap: i64) -> Arc {
-        Arc { from, to, cap }
-    }
-
-    /// A max preflow with excess stuck behind a flow cycle and a self-loop:
-    /// s=0 -> 1 (5), 1 -> 2 (3), 2 -> t=3 (1), 1 -> 4 (2), 4 -> 1 (2), 2 -> 2 (4).
-    #[test]
-    fn return_excess_leaves_a_conserved_flow() {
-        let g = FlowNetwork::new(
-            5,
-            0,
-            3,
-            vec![
-                arc(0, 1, 5),
-                arc(1, 2, 3),
-                arc(2, 3, 1),
-                arc(1, 4, 2),
-                arc(4, 1, 2),
-                arc(2, 2, 4),
-            ],
-        )
-        .expect("valid");
-        let mut flow = vec![5, 3, 1, 2, 2, 4];
-        // Excess: node 1 gets 5 + 2, sends 3 + 2 -> 2; node 2 gets 3 (+4 -4), sends 1 -> 2.
-        let mut excess = vec![0, 2, 2, 1, 0];
-        return_excess(&g, &mut flow, &mut excess).expect("returnable");
-        assert_eq!(&excess[1..3], &[0, 0]);
-        let mut net = [0i64; 5];
-        for (a, &f) in g.arcs().iter().zip(&flow) {
-            assert!((0..=a.cap).contains(&f));
-            net[a.from as usize] -= f;
-            net[a.to as usize] += f;
-        }
-        assert_eq!(net, [-1, 0, 0, 1, 0]);
-    }
 
     #[test]
     fn counters_pick_i32_only_when_the_sum_fits() {

@@ -184,3 +184,100 @@ fn random_networks_match_the_reference() {
         same_network(&be, &g, &format!("rmf {a}x{b}"));
     }
 }
+
+/// A small launch budget makes the solve stop part-way and hand its state
+/// to the host finisher: the answer must not change, whatever the budget,
+/// through the host API and the device-resident one (which downloads the
+/// capacities for the host). Budget 1 stops before the first launch.
+#[test]
+fn the_launch_budget_hands_over_to_the_host() {
+    let Some(be) = backend("max_flow::budget") else {
+        return;
+    };
+    let s = seed("max_flow::budget");
+    let mut r = Rng::new(s);
+    for budget in [1u64, 2, 5, 11, 30, 100, 400] {
+        be.set_flow_budget(budget);
+        for i in 0..20u64 {
+            let three = i % 2 == 1;
+            let (d, h, w) = (
+                1 + pick(&mut r, 4),
+                1 + pick(&mut r, 12),
+                1 + pick(&mut r, 12),
+            );
+            let g = random_grid(d, h, w, three, 20, s ^ i);
+            same_grid(&be, &g, &format!("budget {budget}: grid #{i}"));
+            let g = random_network(2 + pick(&mut r, 40), pick(&mut r, 200), 30, s ^ i);
+            same_network(&be, &g, &format!("budget {budget}: network #{i}"));
+        }
+        let g = cut(64, s);
+        same_grid(&be, &g, &format!("budget {budget}: cut-64"));
+        let dev = be.upload_grid(&g).expect("upload");
+        let (flow, labels) = be.grid_cut_device(&dev).expect("device-resident cut");
+        let side: Vec<bool> = be
+            .download_vec(&labels)
+            .expect("labels")
+            .iter()
+            .map(|&b| b != 0)
+            .collect();
+        let want = reference().grid_cut(&g).expect("reference");
+        assert_eq!(
+            (flow, side),
+            (want.flow, want.source_side),
+            "budget {budget}: device-resident cut-64"
+        );
+        same_network(
+            &be,
+            &genrmf(8, 6, 1, 100, s),
+            &format!("budget {budget}: rmf 8x6"),
+        );
+    }
+    be.set_flow_budget(0);
+}
+
+/// Per-arc flows are not unique, so they show any dependence on the
+/// schedule: the same network three times must give the same bits.
+#[test]
+fn network_flows_are_deterministic() {
+    let Some(be) = backend("max_flow::deterministic") else {
+        return;
+    };
+    let s = seed("max_flow::deterministic");
+    for (what, g) in [
+        ("random 1000 x 8000", random_network(1000, 8000, 50, s)),
+        (
+            "random 5000 x 40000",
+            random_network(5000, 40_000, 50, s + 1),
+        ),
+        ("rmf 16 x 16", genrmf(16, 16, 1, 1000, s + 2)),
+    ] {
+        let first = be.network_flow(&g).expect("cuda network_flow");
+        for run in 2..=3 {
+            let again = be.network_flow(&g).expect("cuda network_flow");
+            assert!(again == first, "{what}: run {run} differs from run 1");
+        }
+    }
+}
+
+/// Parallel push-relabel's worst case, flow along one long path: a thin
+/// grid goes to the host from the start, a chain network past the level
+/// cap of its first global relabel; both must answer (and quickly: the
+/// budget bounds the device part).
+#[test]
+fn long_paths_finish() {
+    let Some(be) = backend("max_flow::long_paths") else {
+        return;
+    };
+    let s = seed("max_flow::long_paths");
+    let g = trident_testkit::cases::path_grid(200_000, s);
+    same_grid(&be, &g, "1 x 200,000 path grid");
+    let dev = be.upload_grid(&g).expect("upload");
+    let (flow, _labels) = be.grid_cut_device(&dev).expect("device-resident path");
+    assert_eq!(flow, reference().grid_cut(&g).expect("reference").flow);
+    let net = trident_testkit::cases::path_network(200_000, s);
+    same_network(&be, &net, "200,000-node chain");
+    // Deep but under the level cap: the device solves it within the budget
+    // or hands over; either way the same answer.
+    let g = trident_testkit::cases::path_grid(3000, s);
+    same_grid(&be, &g, "1 x 3000 path grid");
+}

@@ -328,25 +328,39 @@ pub(crate) fn run_determinism(r: &mut SuiteReport, b: &dyn Primitives, primitive
     else {
         return;
     };
+    run_determinism_case(r, b, primitive, &case, 2);
+}
+
+/// Runs `case` `runs` times and asks for bit-identical outputs.
+pub(crate) fn run_determinism_case(
+    r: &mut SuiteReport,
+    b: &dyn Primitives,
+    primitive: &'static str,
+    case: &cases::Case,
+    runs: usize,
+) {
     let input = case.input(r.seed);
-    let first = input.produce(b);
-    let second = input.produce(b);
-    match (first, second) {
-        (Ok(x), Ok(y)) if x == y => r.pass(),
-        (Ok(_), Ok(_)) => {
-            let repro = r.verify_repro(primitive, &case.name);
-            r.fail(format!(
-                "case {}: two runs on the same input differ (docs/semantics.md: bit-identical)\n    {repro}",
-                case.name
-            ))
+    let first = match input.produce(b) {
+        Ok(x) => x,
+        Err(e) if check::is_unsupported(&e) => {
+            return r.skip(format!("determinism on {}: {e}", case.name));
         }
-        (Err(e), _) | (_, Err(e)) if check::is_unsupported(&e) => {
-            r.skip(format!("determinism on {}: {e}", case.name))
-        }
-        (Err(e), _) | (_, Err(e)) => {
-            r.fail(format!("case {}: error on valid input: {e}", case.name))
+        Err(e) => return r.fail(format!("case {}: error on valid input: {e}", case.name)),
+    };
+    for run in 2..=runs.max(2) {
+        match input.produce(b) {
+            Ok(y) if y == first => {}
+            Ok(_) => {
+                let repro = r.verify_repro(primitive, &case.name);
+                return r.fail(format!(
+                    "case {}: run {run} differs from run 1 on the same input (docs/semantics.md: bit-identical)\n    {repro}",
+                    case.name
+                ));
+            }
+            Err(e) => return r.fail(format!("case {}: error on valid input: {e}", case.name)),
         }
     }
+    r.pass()
 }
 
 /// Randomized equivalence: `build` turns a strategy value into an input.

@@ -49,6 +49,8 @@ pub struct WgpuBackend {
     gemm_tile: std::sync::atomic::AtomicU8,
     /// Per-dispatch GPU timestamps while on ([`WgpuBackend::set_kernel_profile`]).
     profile: profile::ProfileSlot,
+    /// Max-flow dispatch budget set by a test (0: the default).
+    flow_budget: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for WgpuBackend {
@@ -94,6 +96,7 @@ impl WgpuBackend {
             cache: Default::default(),
             gemm_tile: Default::default(),
             profile: Default::default(),
+            flow_budget: Default::default(),
         })
     }
 

@@ -1,11 +1,22 @@
 //! MaxFlow for [`WgpuBackend`]: parallel push-relabel with global relabels
-//! (`shaders/max_flow.wgsl`), for grids and for general networks.
+//! (`shaders/max_flow.wgsl`), for grids and for general networks, within a
+//! work budget, finished on the host ([`trident_core::flow::finish`]) when
+//! the budget runs out.
 //!
 //! Design:
-//! - Push: Hong's lock-free push-relabel, one invocation per node and pass,
-//!   excesses and residuals updated with atomics. A node only ever lowers its
-//!   own excess, residuals and height, so what it reads is safe to act on;
-//!   the schedule changes the order of pushes, never the answer.
+//! - Push, grids: Hong's lock-free push-relabel, one invocation per node and
+//!   pass, excesses and residuals updated with atomics. A node only ever
+//!   lowers its own excess, residuals and height, so what it reads is safe to
+//!   act on; the schedule changes the order of pushes, never the answer (the
+//!   flow value and the canonical cut are unique).
+//! - Push, networks: their answer includes per-arc flows, which Hong's scheme
+//!   would make depend on the schedule. So a pass is two launches: push (each
+//!   node pushes the excess it had at the start of the launch along admissible
+//!   arcs; arrivals go to separate counters) and relabel (arrivals join the
+//!   excess; new heights go to the other half of a double buffer). Nothing a
+//!   launch reads is written during it but by the one invocation that owns
+//!   it, and integer atomic adds commute, so the same input gives the same
+//!   bits on any device and schedule.
 //! - Global relabel: exact breadth-first distances to the target over
 //!   residual arcs, computed by in-place Bellman-Ford sweeps (unit lengths)
 //!   until a sweep changes nothing. The host runs sweeps in doubling batches
@@ -15,8 +26,21 @@
 //!   to about a third of the work. Sweeps on grids run on 16 x 16 tiles that
 //!   iterate 16 Jacobi rounds in workgroup memory, so a distance crosses a
 //!   tile per sweep rather than a node.
-//! - The solve stops when an exact relabel finds no node with excess that can
-//!   reach the target: the preflow is then maximum, whatever the pushes did.
+//! - The device solve stops when an exact relabel finds no node with excess
+//!   that can reach the target: the preflow is then maximum, whatever the
+//!   pushes did.
+//! - Budget: a solve may queue at most [`FLOW_BUDGET`] dispatches (sweeps,
+//!   push and relabel launches; a batch that would pass it is not queued),
+//!   and no global relabel deeper than [`finish::max_levels`]. Flow that must
+//!   travel a long path needs a sweep per level of the path in every relabel
+//!   and a pass per node it moves: a `1 x 200,000` grid did not finish in 5
+//!   minutes on llvmpipe before the budget. Past it the residual state goes to
+//!   the host finisher, which gives the same value and cut (and for networks
+//!   a flow) in time linear on such graphs. A grid with a side longer than
+//!   that depth ([`finish::grid_is_thin`]) goes to the host from the start.
+//!   The budget counts dispatches, not time, and on networks it is charged
+//!   by exact search depths (see [`Solve::relabel`]), so where the switch
+//!   happens is a function of the input alone.
 //! - Grids keep s and t implicit: terminal arcs are two per-node arrays, what
 //!   can go straight from s to t through a node is cancelled up front, and
 //!   neighbours are `v ± 1, ± width, ± width * height`. The flow value is the
@@ -27,11 +51,11 @@
 //!   reachable from s once its excess is returned, and returning it only adds
 //!   arcs inside that set), found by the same sweeps run forward.
 //! - Networks use a CSR residual graph (each input arc a forward slot in its
-//!   tail's range and a reverse slot in its head's). Phase 1 pushes towards t;
-//!   phase 2 runs the same kernels with s as the target, which returns the
-//!   stranded excess and turns the preflow into a flow. Per-arc flows are
-//!   `cap - residual`, the flow value is the net flow into t (both in i64 on
-//!   the host), and the cut is the set reachable from s.
+//!   tail's range and a reverse slot in its head's). The device pushes
+//!   towards t until the preflow is maximum (or the budget is spent); the
+//!   host then returns the stranded excess to s, reads the flow value and the
+//!   per-arc flows, and finds the cut ([`finish::network_flow`], sequential,
+//!   so deterministic too).
 //!
 //! Integers: WGSL has only 32-bit ones, so residuals and excesses are i32.
 //! The host checks, before anything goes up, that no value can exceed
@@ -42,6 +66,10 @@
 //! next backend); nothing ever wraps. The flow value itself is summed in 64
 //! bits.
 
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+
+use trident_core::flow::finish;
 use trident_core::{Error, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow, Result};
 
 use crate::WgpuBackend;
@@ -85,6 +113,12 @@ kernel!(NET_RELAX_INIT, "net_relax_init", NET_BINDINGS);
 kernel!(NET_RELAX, "net_relax", NET_BINDINGS);
 kernel!(NET_COUNT, "net_count", NET_BINDINGS);
 kernel!(NET_PUSH, "net_push", NET_BINDINGS);
+kernel!(NET_RELABEL, "net_relabel", NET_BINDINGS);
+
+/// The launches of one push pass: Hong's asynchronous push on grids, the
+/// synchronous push and relabel on networks.
+static GRID_PASS: &[&Kernel] = &[&GRID_PUSH];
+static NET_PASS: &[&Kernel] = &[&NET_PUSH, &NET_RELABEL];
 
 /// The kernels of this primitive (for [`WgpuBackend::warm_up`]).
 pub(crate) static KERNELS: &[&Kernel] = &[
@@ -100,6 +134,7 @@ pub(crate) static KERNELS: &[&Kernel] = &[
     &NET_RELAX,
     &NET_COUNT,
     &NET_PUSH,
+    &NET_RELABEL,
 ];
 
 /// Invocations per workgroup of every kernel here.
@@ -114,9 +149,19 @@ const MAX_BATCH: u32 = 256;
 /// Push passes between global relabels: twice the last relabel's sweep
 /// count (a sweep costs about what a push pass costs, so relabeling is at
 /// most a third of the work, as in hipr's frequency rule), clamped to this range.
-const PUSH_PASSES: (u32, u32) = (16, 1024);
-/// Relabel rounds after which the solve is declared stuck (a bug, never seen).
-const MAX_ROUNDS: u32 = 1_000_000;
+const PUSH_PASSES: (u64, u64) = (16, 1024);
+/// Dispatches (relabel sweeps, push and relabel launches) one solve may
+/// queue before it hands its state to the host finisher, by default.
+///
+/// Far above what the catalog's graphs need. Counted on llvmpipe (network
+/// counts are those of any device, their passes being synchronous; grid
+/// counts vary with the device's schedule): flow-rmf (65,536 nodes) 8,422,
+/// flow-rmf-20-20 4,096, flow-random-5000-40000 90, cut-512 and cut-2048
+/// about 30. On a GPU a small dispatch costs 10-20 us, so a graph that
+/// exhausts the budget spends about a second at most on the device before
+/// the host takes over; a deep one ([`finish::max_levels`]) leaves at its
+/// first global relabel.
+pub(crate) const FLOW_BUDGET: u64 = 1 << 16;
 
 /// The shader's `Params` (48 bytes).
 #[repr(C)]
@@ -131,9 +176,9 @@ struct Params {
     mode: u32,
     goal: u32,
     other: u32,
-    seed_excess: u32,
+    hcur: u32,
     row: u32,
-    _pad: u32,
+    hnext: u32,
 }
 
 fn unsupported_i32(what: String) -> Error {
@@ -157,7 +202,30 @@ struct Solve<'a> {
     /// Workgroups of `relax` (the tiled grid sweep has its own shape).
     relax_groups: [u32; 3],
     count: &'static Kernel,
-    push: &'static Kernel,
+    /// The launches of one push pass, each over all nodes.
+    push: &'static [&'static Kernel],
+    /// Dispatches charged so far, and how many the solve may charge.
+    spent: Cell<u64>,
+    budget: u64,
+    /// The deepest global relabel allowed ([`finish::max_levels`]).
+    max_levels: u64,
+    /// Charge and schedule by exact search depths (see [`Solve::relabel`]).
+    exact: bool,
+}
+
+/// What a finished global relabel found.
+struct Relabel {
+    sweeps: u64,
+    active: u32,
+    depth: u64,
+}
+
+/// The end of a device phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Done,
+    /// The work budget ran out first: the host finishes.
+    OverBudget,
 }
 
 impl Solve<'_> {
@@ -167,17 +235,48 @@ impl Solve<'_> {
         a
     }
 
-    /// Exact distances from the relax kernel's seeds (`mode` in `p`); returns
-    /// the number of sweeps and, with `count`, the active nodes left.
-    fn relabel(&self, p: &wgpu::Buffer, count: bool) -> Result<(u32, u32)> {
+    /// Takes `n` dispatches from the budget, or says there are not enough.
+    fn spend(&self, n: u64) -> bool {
+        let after = self.spent.get().saturating_add(n);
+        if after > self.budget {
+            return false;
+        }
+        self.spent.set(after);
+        true
+    }
+
+    fn left(&self) -> u64 {
+        self.budget - self.spent.get()
+    }
+
+    /// Exact distances from the relax kernel's seeds (`mode` in `p`), or
+    /// `None` when the search is deeper than [`finish::max_levels`] or than
+    /// the budget left. Returns the sweeps run and, with `count`, the active
+    /// nodes left and the depth (largest finite distance).
+    ///
+    /// A sweep settles at least one more level, so a search that still
+    /// changes something after `k` sweeps is at least `k` deep. With `exact`
+    /// (networks) the budget is charged `depth + 1`, the most sweeps the
+    /// search can take, rather than the sweeps run (their number depends on
+    /// the order in which a sweep's invocations run): the charge and every
+    /// decision then follow from the exact depth, a function of the input.
+    fn relabel(&self, p: &wgpu::Buffer, count: bool) -> Result<Option<Relabel>> {
         let args = self.args(p);
+        if !self.spend(1) {
+            return Ok(None);
+        }
+        let limit = self.left().min(self.max_levels + 1);
         let mut enc = self.be.encoder("max_flow relabel");
         enc.dispatch(self.relax_init, &args, self.groups)?;
-        let mut batch = FIRST_BATCH;
-        let mut sweeps = 0u32;
-        let mut host = [0u32; 2];
+        let mut batch = FIRST_BATCH as u64;
+        let mut sweeps = 0u64;
+        let mut host = [0u32; 3];
         loop {
-            for _ in 1..batch {
+            let batch_now = batch.min(limit - sweeps);
+            if batch_now == 0 {
+                return Ok(None);
+            }
+            for _ in 1..batch_now {
                 enc.dispatch(self.relax, &args, self.relax_groups)?;
             }
             enc.zero(self.ctr);
@@ -186,45 +285,68 @@ impl Solve<'_> {
                 enc.dispatch(self.count, &args, self.groups)?;
             }
             enc.submit();
-            sweeps += batch;
-            self.be.download_into(self.ctr, &mut host)?;
+            sweeps += batch_now;
+            self.be.download_into(self.ctr, &mut host[..])?;
             if host[0] == 0 {
-                return Ok((sweeps, host[1]));
+                break;
             }
-            batch = (batch * 2).min(MAX_BATCH);
+            batch = (batch * 2).min(MAX_BATCH as u64);
             enc = self.be.encoder("max_flow relabel");
         }
+        let depth = host[2] as u64;
+        let charge = if self.exact { depth + 1 } else { sweeps };
+        if (count && depth > self.max_levels) || !self.spend(charge) {
+            return Ok(None);
+        }
+        Ok(Some(Relabel {
+            sweeps,
+            active: host[1],
+            depth,
+        }))
     }
 
     /// Push passes and global relabels until no node with excess can reach
-    /// the target (`p` has mode 0).
-    fn run(&self, p: &wgpu::Buffer) -> Result<()> {
-        let args = self.args(p);
+    /// the target (`p` has mode 0; pass `k` runs with `p[k % 2]`).
+    fn run(&self, p: [&wgpu::Buffer; 2]) -> Result<Phase> {
         let trace = std::env::var_os("TRIDENT_WGPU_TRACE").is_some();
         let (mut total_sweeps, mut total_passes) = (0u64, 0u64);
-        for round in 0..MAX_ROUNDS {
-            let (sweeps, active) = self.relabel(p, true)?;
-            total_sweeps += sweeps as u64;
-            if active == 0 {
-                if trace {
-                    eprintln!(
-                        "max_flow: {round} rounds, {total_sweeps} relabel sweeps, {total_passes} push passes"
-                    );
-                }
-                return Ok(());
+        let mut round = 0u64;
+        let end = loop {
+            let Some(r) = self.relabel(p[0], true)? else {
+                break Phase::OverBudget;
+            };
+            total_sweeps += r.sweeps;
+            if r.active == 0 {
+                break Phase::Done;
             }
-            let passes = (2 * sweeps).clamp(PUSH_PASSES.0, PUSH_PASSES.1);
-            total_passes += passes as u64;
+            // About twice the relabel's work in pushes (hipr's frequency rule).
+            let passes = if self.exact {
+                r.depth + 1
+            } else {
+                2 * r.sweeps
+            }
+            .clamp(PUSH_PASSES.0, PUSH_PASSES.1);
+            if !self.spend(passes * self.push.len() as u64) {
+                break Phase::OverBudget;
+            }
+            total_passes += passes;
+            round += 1;
+            let args = [self.args(p[0]), self.args(p[1])];
             let mut enc = self.be.encoder("max_flow push");
-            for _ in 0..passes {
-                enc.dispatch(self.push, &args, self.groups)?;
+            for k in 0..passes as usize {
+                for &kernel in self.push {
+                    enc.dispatch(kernel, &args[k % 2], self.groups)?;
+                }
             }
             enc.submit();
+        };
+        if trace {
+            eprintln!(
+                "max_flow: {end:?} after {round} rounds, {total_sweeps} relabel sweeps, {total_passes} push passes, {} dispatches charged",
+                self.spent.get()
+            );
         }
-        Err(failure(
-            "max_flow",
-            format!("push-relabel did not finish in {MAX_ROUNDS} rounds"),
-        ))
+        Ok(end)
     }
 
     /// Labels of the nodes with a finite distance, one bit each.
@@ -247,6 +369,21 @@ impl Solve<'_> {
 }
 
 impl WgpuBackend {
+    /// Sets how many dispatches one max-flow solve may queue before the host
+    /// finishes it (0 restores the default, 65,536). For tests that make a small
+    /// graph take the host path; results do not depend on it.
+    #[doc(hidden)]
+    pub fn set_flow_budget(&self, dispatches: u64) {
+        self.flow_budget.store(dispatches, Ordering::Relaxed);
+    }
+
+    fn flow_budget(&self) -> u64 {
+        match self.flow_budget.load(Ordering::Relaxed) {
+            0 => FLOW_BUDGET,
+            b => b,
+        }
+    }
+
     /// Params with the dispatch row (invocations per row of the 2-D grid of
     /// workgroups) filled in.
     fn flow_params(&self, p: Params, groups: [u32; 3]) -> wgpu::Buffer {
@@ -357,10 +494,13 @@ fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
         other: NONE,
         ..Default::default()
     };
-    // The tiled sweep where its workgroup grid fits the adapter's limit.
+    // The tiled sweep where its workgroup grid fits the adapter's limit and
+    // a tile is full: on a grid less than 16 rows tall most of a 16 x 16
+    // tile's invocations would idle (on a 1-row grid, 15 in 16; llvmpipe took
+    // seconds a sweep on 1 x 200,000).
     let tiles = [width.div_ceil(16), height.div_ceil(16), depth];
     let max = be.limits().max_compute_workgroups_per_dimension as usize;
-    let (relax, relax_groups) = if tiles.iter().all(|&t| t <= max) {
+    let (relax, relax_groups) = if height >= 16 && tiles.iter().all(|&t| t <= max) {
         (&GRID_RELAX_TILE, tiles.map(|t| t as u32))
     } else {
         (&GRID_RELAX, groups)
@@ -384,12 +524,30 @@ fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
         relax,
         relax_groups,
         count: &GRID_COUNT,
-        push: &GRID_PUSH,
+        push: GRID_PASS,
+        spent: Cell::new(0),
+        budget: be.flow_budget(),
+        max_levels: finish::max_levels(n),
+        exact: false,
     };
     let mut enc = be.encoder("max_flow init");
     enc.dispatch(&GRID_INIT, &s.args(&p0), groups)?;
     enc.submit();
-    s.run(&p0)?;
+    // The cut: everything reachable from the nodes left with excess.
+    let cut = match s.run([&p0, &p0])? {
+        Phase::Done => s.relabel(&p1, false)?,
+        Phase::OverBudget => None,
+    };
+    if cut.is_none() {
+        let wide = |v: Vec<i32>| v.into_iter().map(i64::from).collect::<Vec<_>>();
+        return finish::grid_cut(
+            g,
+            wide(be.download_vec(&rc)?),
+            wide(be.download_vec(&sk)?),
+            wide(be.download_vec(&ex)?),
+        );
+    }
+    let source_side = s.labels(&p1, n, &out)?;
     // The flow value: per workgroup 64-bit sums of what each node sent to t.
     let mut enc = be.encoder("max_flow value");
     enc.dispatch(&GRID_FLOW, &s.args(&p0), groups)?;
@@ -401,9 +559,6 @@ fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
         .map(|w| w[0] as u64 | (w[1] as u64) << 32)
         .try_fold(0i64, |acc, x| acc.checked_add(i64::try_from(x).ok()?))
         .ok_or_else(|| failure("max_flow", "the flow value overflowed i64"))?;
-    // The cut: everything reachable from the nodes left with excess.
-    s.relabel(&p1, false)?;
-    let source_side = s.labels(&p1, n, &out)?;
     Ok(GridCut { flow, source_side })
 }
 
@@ -495,21 +650,29 @@ fn network_csr(g: &FlowNetwork) -> Result<Csr> {
 
 fn network_flow(be: &WgpuBackend, g: &FlowNetwork) -> Result<NetworkFlow> {
     let n = g.nodes();
+    // Excesses and heights are two arrays of n each, indexed in u32.
+    if 2 * n as u64 > u32::MAX as u64 {
+        return Err(Error::TooLarge {
+            field: "nodes (wgpu keeps 2 counters per node, u32 indices)",
+            value: n as u128,
+            limit: (u32::MAX / 2) as u128,
+        });
+    }
     let (s, t) = (g.source(), g.sink());
     let csr = network_csr(g)?;
     let groups = be.grid((n as u64).div_ceil(WG))?;
     let rc = be.upload_named(&csr.rc, "max_flow residuals")?;
-    let ex = be.upload_named(&csr.ex, "max_flow excess")?;
-    let hgt = be.alloc::<u32>(n, "max_flow heights")?;
+    // Excesses, then the incoming counters of a push launch (zero).
+    let mut ex_host = csr.ex;
+    ex_host.resize(2 * n, 0);
+    let ex = be.upload_named(&ex_host, "max_flow excess")?;
+    drop(ex_host);
+    let hgt = be.alloc::<u32>(2 * n, "max_flow heights")?;
     let ctr = be.alloc::<u32>(4, "max_flow counters")?;
-    let out = be.alloc::<u32>(n.div_ceil(32), "max_flow output")?;
+    let out = be.alloc::<u32>(1, "max_flow output")?;
     let first = be.upload_named(&csr.first, "max_flow first")?;
     let head = be.upload_named(&csr.head, "max_flow head")?;
     let rev = be.upload_named(&csr.rev, "max_flow rev")?;
-    let base = Params {
-        n: n as u32,
-        ..Default::default()
-    };
     let solve = Solve {
         be,
         bufs: vec![
@@ -528,66 +691,49 @@ fn network_flow(be: &WgpuBackend, g: &FlowNetwork) -> Result<NetworkFlow> {
         relax: &NET_RELAX,
         relax_groups: groups,
         count: &NET_COUNT,
-        push: &NET_PUSH,
+        push: NET_PASS,
+        spent: Cell::new(0),
+        budget: be.flow_budget(),
+        max_levels: finish::max_levels(n),
+        exact: true,
     };
-    // Phase 1: a maximum preflow towards t (s never moves).
-    solve.run(&be.flow_params(
+    // A maximum preflow towards t (s never moves), or as far as the budget
+    // goes; the passes alternate the halves of the height buffer.
+    let n32 = n as u32;
+    let base = Params {
+        n: n32,
+        goal: t,
+        other: s,
+        ..Default::default()
+    };
+    let even = be.flow_params(
         Params {
-            goal: t,
-            other: s,
-            ..base
-        },
-        groups,
-    ))?;
-    // Phase 2: the stranded excess back to s (t never moves).
-    solve.run(&be.flow_params(
-        Params {
-            goal: s,
-            other: t,
-            ..base
-        },
-        groups,
-    ))?;
-    let left = be.download_vec(&ex)?;
-    if let Some(v) = (0..n).find(|&v| v as u32 != s && v as u32 != t && left[v] != 0) {
-        return Err(failure(
-            "max_flow",
-            format!("node {v} kept excess {} after phase 2", left[v]),
-        ));
-    }
-    let res = be.download_vec(&rc)?;
-    let arcs = g.arcs();
-    let arc_flow: Vec<i64> = arcs
-        .iter()
-        .zip(&csr.slot)
-        .map(|(a, &f)| a.cap - res[f as usize] as i64)
-        .collect();
-    let flow = arcs
-        .iter()
-        .zip(&arc_flow)
-        .map(|(a, &f)| match (a.to == t, a.from == t) {
-            (true, false) => f,
-            (false, true) => -f,
-            _ => 0,
-        })
-        .sum();
-    // The cut: everything reachable from s.
-    let p1 = be.flow_params(
-        Params {
-            mode: 1,
-            goal: s,
-            other: NONE,
+            hcur: 0,
+            hnext: n32,
             ..base
         },
         groups,
     );
-    solve.relabel(&p1, false)?;
-    let source_side = solve.labels(&p1, n, &out)?;
-    Ok(NetworkFlow {
-        flow,
-        source_side,
-        arc_flow,
-    })
+    let odd = be.flow_params(
+        Params {
+            hcur: n32,
+            hnext: 0,
+            ..base
+        },
+        groups,
+    );
+    solve.run([&even, &odd])?;
+    // The host returns the stranded excess to s and finds the cut, whether
+    // the device finished the preflow or ran out of budget.
+    let res = be.download_vec(&rc)?;
+    let arc_flow = g
+        .arcs()
+        .iter()
+        .zip(&csr.slot)
+        .map(|(a, &f)| a.cap - res[f as usize] as i64)
+        .collect();
+    drop(res);
+    finish::network_flow(g, arc_flow)
 }
 
 impl MaxFlow for WgpuBackend {
@@ -598,6 +744,11 @@ impl MaxFlow for WgpuBackend {
                 flow: 0,
                 source_side: Vec::new(),
             });
+        }
+        let (depth, height, width) = g.shape();
+        if finish::grid_is_thin(depth, height, width) {
+            // Deeper than the device may search: the host from the start.
+            return finish::grid_cut_from_start(g);
         }
         self.scoped("max_flow", || grid_cut(self, g))
     }

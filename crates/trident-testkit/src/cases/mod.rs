@@ -31,8 +31,8 @@ pub use coder::{
 };
 pub use dense::{GemmCase, PAD_MARKER, Shape, gemm, gemm_general, uniform_matrix};
 pub use flow::{
-    SegmentationParams, cut, cut3d, genrmf, random_grid, random_network, segmentation_grid,
-    synthetic_image, synthetic_volume,
+    SegmentationParams, cut, cut3d, genrmf, path_grid, path_network, random_grid, random_network,
+    segmentation_grid, synthetic_image, synthetic_volume,
 };
 pub use points::{
     CLUSTER_SIGMA, CLUSTERS, COORD_RANGE, PairsCase, cluster_centers, clustered_points,

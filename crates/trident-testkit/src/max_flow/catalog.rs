@@ -45,6 +45,22 @@ pub(crate) fn flow_cases(size: Size) -> Vec<Case> {
         false,
         move |s| Input::Network(random_network(rn, rm, 50, s)),
     );
+    if size == Size::Small {
+        // Big enough for a schedule-dependent device solve to show in the
+        // per-arc flows (the determinism check runs it several times).
+        add(&mut v, "flow-random-1000-8000".into(), p, false, |s| {
+            Input::Network(random_network(1000, 8000, 50, s))
+        });
+    }
+    // Parallel push-relabel's worst case: flow that must travel one long
+    // path. The GPU backends bound their device work and finish on the host.
+    let pl = pick(size, 200_000usize, 2_000_000);
+    add(&mut v, format!("flow-path-1x{pl}"), p, false, move |s| {
+        Input::Grid(path_grid(pl, s))
+    });
+    add(&mut v, format!("flow-chain-{pl}"), p, false, move |s| {
+        Input::Network(path_network(pl, s))
+    });
     // Edge cases.
     add(&mut v, "flow-edge-grid-empty".into(), p, true, |_| {
         grid2(0, 0, vec![], vec![], vec![])

@@ -291,3 +291,48 @@ pub fn random_network(nodes: usize, arcs: usize, max_cap: i64, seed: u64) -> Flo
         .collect();
     FlowNetwork::new(nodes, 0, (nodes - 1) as u32, arcs).expect("random network is valid")
 }
+
+/// A `1 x len` grid whose flow must travel the whole row: source capacity at
+/// `x = 0` only, sink capacity at the last node only, `+x` capacities uniform
+/// in `3..=9` and `-x` capacities in `0..=9`. Parallel push-relabel's worst
+/// case: each global relabel is a breadth-first search `len` levels deep,
+/// and excess moves about one node per push launch. The source and sink
+/// capacities (9) exceed the path's bottleneck, so excess is left stranded
+/// along the row.
+pub fn path_grid(len: usize, seed: u64) -> GridGraph {
+    assert!(len >= 1, "a path grid needs a node");
+    let mut r = rng(seed);
+    let mut caps = vec![0i64; 4 * len];
+    for x in 0..len - 1 {
+        caps[Dir::PosX as usize * len + x] = r.random_range(3..=9);
+        caps[Dir::NegX as usize * len + x + 1] = r.random_range(0..=9);
+    }
+    let mut source = vec![0i64; len];
+    let mut sink = vec![0i64; len];
+    source[0] = 9;
+    sink[len - 1] += 9;
+    GridGraph::new_2d(1, len, source, sink, caps).expect("path capacities are valid")
+}
+
+/// The network version of [`path_grid`]: a chain `0 -> 1 -> ... -> len - 1`
+/// (s = 0, t = len - 1) with forward capacities uniform in `3..=1000` and a
+/// backward arc of capacity `0..=9` beside each, so that excess strands
+/// behind every bottleneck.
+pub fn path_network(len: usize, seed: u64) -> FlowNetwork {
+    assert!(len >= 2, "a network needs s != t");
+    let mut r = rng(seed);
+    let mut arcs = Vec::with_capacity(2 * (len - 1));
+    for v in 0..len as u32 - 1 {
+        arcs.push(Arc {
+            from: v,
+            to: v + 1,
+            cap: r.random_range(3..=1000),
+        });
+        arcs.push(Arc {
+            from: v + 1,
+            to: v,
+            cap: r.random_range(0..=9),
+        });
+    }
+    FlowNetwork::new(len, 0, (len - 1) as u32, arcs).expect("path network is valid")
+}
