@@ -75,10 +75,11 @@ pub const F32_TINY_COORD: f32 = 9.094_947e-13;
 /// smallest index wins whatever the geometry. Multiplying by a power of two
 /// is exact within the normal range, so the order of all f32 distances is
 /// kept; [`unscale_d2`] brings reported distances back (`inf` or 0 where the
-/// true one is beyond f32). What scaling cannot do is resolve distances more
-/// than about `2^-270` times the largest squared coordinate of the same call
-/// (their squares stay below f32's subnormals): such distances compare as
-/// equal, a rounding-level tie at the call's scale.
+/// true one is beyond f32). What scaling cannot do is resolve distances
+/// smaller than about `2^-250` times the largest squared coordinate of the
+/// same call (after scaling they are below f32's normal range, and GPUs may
+/// flush them to zero): such distances compare as equal, a rounding-level tie
+/// at the call's scale.
 ///
 /// ```
 /// # use trident_core::{f32_range_shift, F32_SAFE_COORD};

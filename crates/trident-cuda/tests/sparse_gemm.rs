@@ -45,7 +45,7 @@ fn model<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> CsrMatrix<T> {
         }
         offsets.push(idx.len());
     }
-    CsrMatrix::new(a.rows(), b.cols(), offsets, idx, val).expect("model output is valid")
+    CsrMatrix::from_result(a.rows(), b.cols(), offsets, idx, val).expect("model output is valid")
 }
 
 fn bits<T: Scalar>(m: &CsrMatrix<T>) -> &[u8] {
