@@ -39,8 +39,9 @@
 //! See [`device`]: GPU backends also implement [`DeviceMemory`] and the
 //! `*Device` traits, which keep operands and results in device memory across calls.
 #![warn(missing_docs)]
-// Library code returns errors; it never unwraps (issue 12). The few justified
-// exceptions carry an `allow` and a comment saying why they cannot fail.
+// Library code returns errors; it never unwraps (a panic on user data is a
+// bug; see docs/hardening.md). The few justified exceptions carry an `allow`
+// and a comment saying why they cannot fail.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

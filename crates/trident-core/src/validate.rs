@@ -39,7 +39,7 @@ pub fn exact_len(field: &'static str, rows: usize, cols: usize, len: usize) -> R
 /// work: blocks are screened branch-free (the compiler vectorizes the `&`
 /// fold), large slices on several threads, and only a failing block is
 /// searched for its first bad entry. A single chain of adds here took 40 ms
-/// of a 52 ms host-to-host gemm-4096 on the H100 machine (issue 11).
+/// of a 52 ms host-to-host gemm-4096 on the H100 machine.
 pub fn check_finite<T: Scalar>(field: &'static str, data: &[T]) -> Result<()> {
     match first_bad(data, |v: T| v.is_finite()) {
         Some(i) => Err(Error::NonFinite {

@@ -100,7 +100,7 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
 
 /// Push-relabel iterations between two global relabels, by default.
 ///
-/// Measured on an H100 (`flow_bench`, cuda-flow notes, runs 1-3):
+/// Measured on an H100 (`flow_bench`, three runs):
 /// device-resident cut-512 took 1.35 / 1.10 / 1.23 / 1.97 / 4.58 ms at
 /// periods 8 / 16 / 24 / 64 / 200, cut-2048 5.19 / 5.22 / 5.84 / 8.49 /
 /// 14.93 ms, cut3d-256 12.2 / 13.5 / 12.5 / 16.1 ms at 8 / 16 / 24 / 64.
@@ -112,8 +112,8 @@ pub const DEFAULT_RELABEL_PERIOD: u32 = 16;
 /// Push-relabel iterations between two global relabels on networks, by
 /// default. Longer than on grids: on flow-rmf a global relabel is about 600
 /// BFS levels (one launch each) against two launches per iteration. H100,
-/// host-to-host (cuda-flow notes, run 3): 282 ms at period 48, 186 ms at
-/// 128, 211 ms at 384; at 16 (run 2) 0.5 s, with 120-136 global relabels
+/// host-to-host (`flow_bench`): 282 ms at period 48, 186 ms at
+/// 128, 211 ms at 384; at 16, 0.5 s, with 120-136 global relabels
 /// and 70-90K BFS levels in all.
 pub const DEFAULT_NETWORK_RELABEL_PERIOD: u32 = 128;
 
