@@ -1,6 +1,9 @@
 //! MaxFlow timings of the CUDA backend beside the rayon backend, on the cases
 //! cut-512, cut-2048 (the testkit's `cases::cut(n, 1)`), cut3d-256
-//! (`cases::cut3d(256, 1)`) and flow-rmf (`genrmf(32, 64, 1, 10000, 1)`).
+//! (`cases::cut3d(256, 1)`) and flow-rmf (`genrmf(32, 64, 1, 10000, 1)`),
+//! and on request the long-path probes `flow-path-N` (`cases::path_grid(N,
+//! 1)`, a `1 x N` grid) and `flow-chain-N` (`cases::path_network(N, 1)`),
+//! which the GPU solvers hand to the host finisher.
 //!
 //! For grids it times the device-resident solve (`grid_cut_device`:
 //! capacities already on the GPU, labels left there) for each relabel period
@@ -11,6 +14,7 @@
 //!
 //! ```text
 //! flow_bench [--reps R] [--periods 8,16] [--net-periods 48,128] [--dump DIR] [--cases cut-512,cut-2048,cut3d-256,flow-rmf]
+//! flow_bench --reps 3 --cases flow-path-2000000,flow-chain-2000000
 //! ```
 
 use std::time::Instant;
@@ -18,7 +22,7 @@ use std::time::Instant;
 use trident_core::{GridGraph, MaxFlow, Result};
 use trident_cuda::CudaBackend;
 use trident_rayon::RayonBackend;
-use trident_testkit::cases::{cut, cut3d, genrmf};
+use trident_testkit::cases::{cut, cut3d, genrmf, path_grid, path_network};
 
 /// `(min, median)` in ms of `reps` runs of `f`.
 fn time(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
@@ -107,16 +111,21 @@ fn main() -> Result<()> {
     println!("{}", trident_core::Backend::describe(&cuda));
     for case in cases.split(',') {
         let t0 = Instant::now();
-        match case {
-            "flow-rmf" => {
-                let g = genrmf(32, 64, 1, 10_000, 1);
+        let network = if case == "flow-rmf" {
+            Some(genrmf(32, 64, 1, 10_000, 1))
+        } else {
+            case.strip_prefix("flow-chain-")
+                .map(|n| path_network(n.parse().unwrap_or(2_000_000), 1))
+        };
+        match network {
+            Some(g) => {
                 let mut want = 0;
                 let (rmin, rmed) = time(reps, || {
                     want = rayon.network_flow(&g)?.flow;
                     Ok(())
                 })?;
                 println!(
-                    "flow-rmf: {} nodes {} arcs, flow {want}; rayon min {rmin:.2} ms median {rmed:.2} ms",
+                    "{case}: {} nodes {} arcs, flow {want}; rayon min {rmin:.2} ms median {rmed:.2} ms",
                     g.nodes(),
                     g.arcs().len()
                 );
@@ -126,7 +135,7 @@ fn main() -> Result<()> {
                     let cert = trident_reference::certify::network_flow(&g, &got);
                     let (cmin, cmed) = time(reps, || cuda.network_flow(&g).map(|_| ()))?;
                     println!(
-                        "flow-rmf: cuda period {k}: host-to-host min {cmin:.2} ms median {cmed:.2} ms \
+                        "{case}: cuda period {k}: host-to-host min {cmin:.2} ms median {cmed:.2} ms \
                          ({}, certificate {}); rayon/cuda {:.2}x",
                         if got.flow == want {
                             "EXACT"
@@ -139,8 +148,11 @@ fn main() -> Result<()> {
                 }
                 cuda.set_network_relabel_period(0);
             }
-            c => {
-                let g = if let Some(n) = c.strip_prefix("cut3d-") {
+            None => {
+                let c = case;
+                let g = if let Some(n) = c.strip_prefix("flow-path-") {
+                    path_grid(n.parse().unwrap_or(2_000_000), 1)
+                } else if let Some(n) = c.strip_prefix("cut3d-") {
                     cut3d(n.parse().unwrap_or(256), 1)
                 } else if let Some(n) = c.strip_prefix("cut-") {
                     cut(n.parse().unwrap_or(512), 1)

@@ -524,6 +524,7 @@ impl CudaBackend {
         let mut rounds = 0u32;
         let mut levels = 0u64;
         let mut budget = self.budget(n);
+        let start_left = budget.left;
         let lv = Level::Grid {
             w,
             h,
@@ -596,8 +597,9 @@ impl CudaBackend {
         }
         // Flow value.
         trace(format_args!(
-            "grid: {rounds} global relabels, {levels} BFS levels, {} push-relabel iterations",
-            (rounds - 1) * period
+            "grid: {rounds} global relabels, {levels} BFS levels, {} push-relabel iterations, {} launches of the budget",
+            (rounds - 1) * period,
+            start_left - budget.left
         ));
         let out = self.alloc_zeroed_named::<i64>(1, "max_flow value")?;
         {

@@ -663,12 +663,12 @@ mod tests {
     /// OMP (nearly dependent atoms, a subnormal signal, a residual beyond
     /// f32) among ordinary ones: the device path writes the host's codes
     /// into its slots and gives the host call's codes bit for bit; both
-    /// pass the checker against the reference.
+    /// pass the checker against the reference. Over 2 atoms (the
+    /// workgroup-memory kernel) and over 40 with codes of up to 40 atoms
+    /// (the global-scratch kernel, `encode_main`).
     #[test]
     fn recoded_and_scaled_signals_on_the_device_path() {
         let Some(b) = backend() else { return };
-        // Atoms e1 and normalize(e1 + 1e-7 e2).
-        let dict = Dictionary::new(2, 2, vec![1.0f32, 1.0, 0.0, 1e-7]).unwrap();
         let rows: [[f32; 2]; 6] = [
             [1.0, 1.0],
             [0.5, -2.0],
@@ -677,40 +677,54 @@ mod tests {
             [1e-40, 3e-41],
             [3e38, 0.0],
         ];
-        let (n, count, ld) = (2, rows.len(), 5);
-        let mut padded = vec![0.0f32; (count - 1) * ld + n];
-        for (r, row) in rows.iter().enumerate() {
-            padded[r * ld..r * ld + n].copy_from_slice(row);
-        }
-        let signals: Vec<f32> = rows.iter().flatten().copied().collect();
-        let x = MatRef::dense(&signals, count, n).unwrap();
-        for rule in [
-            StopRule::Sparsity(2),
-            StopRule::Sparsity(1),
-            StopRule::SparsityOrError {
-                sparsity: 40,
-                error: 1e-30,
-            },
-        ] {
-            let dev = DeviceMat {
-                buf: b.upload(&padded).unwrap(),
-                rows: count,
-                cols: n,
-                ld,
-            };
-            let dev = b.download_codes(&b.encode_device(&dict, &dev, rule).unwrap());
-            let host = b.encode(&dict, x, rule).unwrap();
-            assert_eq!(dev.unwrap(), host, "{rule:?}");
-            let input = Input::Omp32(OmpCase {
-                dict: dict.clone(),
-                signals: signals.clone(),
-                count,
-                rule,
-            });
-            let exp = check::expected(&ReferenceBackend, &input).unwrap();
-            let got = check::produce(&b, &input).unwrap();
-            let v = check::compare(&input, &exp, &got);
-            assert!(v.passed(), "{rule:?}: {}", v.summary());
+        for n in [2usize, 40] {
+            // The identity but for atom 1, normalize(e0 + 1e-7 e1).
+            let mut d = vec![0.0f32; n * n];
+            (0..n).for_each(|i| d[i * n + i] = 1.0);
+            d[1] = 1.0;
+            d[n + 1] = 1e-7;
+            let dict = Dictionary::new(n, n, d).unwrap();
+            // Each row's two entries lead a signal; the rest of it small.
+            let signals: Vec<f32> = rows
+                .iter()
+                .flat_map(|r| {
+                    (0..n).map(move |i| if i < 2 { r[i] } else { r[0] * 0.01 * i as f32 })
+                })
+                .collect();
+            let (count, ld) = (rows.len(), n + 3);
+            let mut padded = vec![0.0f32; (count - 1) * ld + n];
+            for (r, row) in signals.chunks_exact(n).enumerate() {
+                padded[r * ld..r * ld + n].copy_from_slice(row);
+            }
+            let x = MatRef::dense(&signals, count, n).unwrap();
+            for rule in [
+                StopRule::Sparsity(2),
+                StopRule::Sparsity(1),
+                StopRule::SparsityOrError {
+                    sparsity: 40,
+                    error: 1e-30,
+                },
+            ] {
+                let dev = DeviceMat {
+                    buf: b.upload(&padded).unwrap(),
+                    rows: count,
+                    cols: n,
+                    ld,
+                };
+                let dev = b.download_codes(&b.encode_device(&dict, &dev, rule).unwrap());
+                let host = b.encode(&dict, x, rule).unwrap();
+                assert_eq!(dev.unwrap(), host, "n = {n}, {rule:?}");
+                let input = Input::Omp32(OmpCase {
+                    dict: dict.clone(),
+                    signals: signals.clone(),
+                    count,
+                    rule,
+                });
+                let exp = check::expected(&ReferenceBackend, &input).unwrap();
+                let got = check::produce(&b, &input).unwrap();
+                let v = check::compare(&input, &exp, &got);
+                assert!(v.passed(), "n = {n}, {rule:?}: {}", v.summary());
+            }
         }
     }
 
