@@ -78,8 +78,9 @@ pub use error::{Error, Result};
 pub use flow::{Arc, Dir, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
 pub use kind::{BackendKind, Primitive};
 pub use points::{
-    F32_SAFE_COORD, F32_TINY_COORD, NearestPairs, Neighbor, Pair, Point, dist2, dist2_f64,
-    f32_range_shift, f32_range_shift_of, f32_scaled, scale_points, unscale_d2,
+    Coord, F32_SAFE_COORD, F32_TINY_COORD, NearestPairs, Neighbor, Pair, Point, RadiusNeighbors,
+    dist2, dist2_f64, range_shift, range_shift_of, scale_coord, scale_points, scaled_for_range,
+    unscale_d2,
 };
 pub use scalar::Scalar;
 pub use sparse::{CsrMatrix, MAX_DIM, SparseGemm};
@@ -108,7 +109,8 @@ pub trait Primitives:
     + DenseGemm<f64>
     + SparseGemm<f32>
     + SparseGemm<f64>
-    + NearestPairs
+    + NearestPairs<f32>
+    + NearestPairs<f64>
     + SparseCoder<f32>
     + SparseCoder<f64>
     + MaxFlow
@@ -121,7 +123,8 @@ impl<B> Primitives for B where
         + DenseGemm<f64>
         + SparseGemm<f32>
         + SparseGemm<f64>
-        + NearestPairs
+        + NearestPairs<f32>
+        + NearestPairs<f64>
         + SparseCoder<f32>
         + SparseCoder<f64>
         + MaxFlow

@@ -1,46 +1,115 @@
-//! 3-D point sets and the [`NearestPairs`] trait.
+//! 3-D point sets and the [`NearestPairs`] trait, in f32 or f64 coordinates.
 
-use crate::Result;
+use std::borrow::Cow;
 
-/// A point in 3-D, `[x, y, z]`.
-pub type Point = [f32; 3];
+use crate::{Result, Scalar};
+
+/// A point in 3-D, `[x, y, z]`, in f32 (the default) or f64 coordinates.
+pub type Point<T = f32> = [T; 3];
 
 /// One neighbour of a query point: the index into B and the squared distance.
-#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Neighbor {
+pub struct Neighbor<T = f32> {
     /// Index of the neighbour in B.
     pub index: u32,
-    /// Squared Euclidean distance as the backend computed it (f32 arithmetic on
-    /// f32 backends). Verification recomputes it exactly from `index`.
-    pub d2: f32,
+    /// Squared Euclidean distance as the backend computed it (arithmetic in
+    /// `T`). Verification recomputes it exactly from `index`.
+    pub d2: T,
 }
 
 /// A pair of `closest_pairs`: `a` indexes A, `b` its nearest point in B.
-#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Pair {
+pub struct Pair<T = f32> {
     /// Index into A.
     pub a: u32,
     /// Index into B of `a`'s nearest neighbour.
     pub b: u32,
     /// Squared distance between them.
-    pub d2: f32,
+    pub d2: T,
 }
 
-/// The squared Euclidean distance in f32, `dx*dx + dy*dy + dz*dz`, the order of
-/// operations every backend uses so that equal inputs give equal bits.
+// SAFETY: `repr(C)` structs of `u32` and `f32` fields, 4-byte aligned, with no
+// padding, so every bit pattern is valid (the derive does not take generics).
+// `Neighbor<f64>` has 4 bytes of padding and is deliberately not `Pod`.
+unsafe impl bytemuck::Zeroable for Neighbor<f32> {}
+unsafe impl bytemuck::Pod for Neighbor<f32> {}
+unsafe impl bytemuck::Zeroable for Pair<f32> {}
+unsafe impl bytemuck::Pod for Pair<f32> {}
+// SAFETY: two `u32` then an `f64` at offset 8: 16 bytes, no padding.
+unsafe impl bytemuck::Zeroable for Pair<f64> {}
+unsafe impl bytemuck::Pod for Pair<f64> {}
+
+/// The coordinate types of [`NearestPairs`]: `f32` and `f64`, each with the
+/// magnitudes between which its squared distances neither overflow nor
+/// lose their order to underflow (see [`range_shift`]).
+pub trait Coord: Scalar {
+    /// `log2` of the largest coordinate magnitude whose squared distances
+    /// cannot overflow `Self`: 62 for f32, 510 for f64.
+    const SAFE_LOG2: i32;
+    /// `log2` of the smallest nonzero magnitude at which squared distances
+    /// keep their order: -40 for f32, -459 for f64 (two values at least that
+    /// large differ by 0 or by at least one ulp there, whose square is still a
+    /// normal number).
+    const TINY_LOG2: i32;
+    /// The squared distance of two points of this type, to f64 precision:
+    /// exact then rounded once for f32 inputs, and with a compensated
+    /// (double-double) sum for f64 inputs, where `dx * dx` is not exact.
+    fn exact_d2(p: &Point<Self>, q: &Point<Self>) -> f64;
+}
+
+impl Coord for f32 {
+    const SAFE_LOG2: i32 = 62;
+    const TINY_LOG2: i32 = -40;
+    fn exact_d2(p: &Point<f32>, q: &Point<f32>) -> f64 {
+        dist2_f64(p, q)
+    }
+}
+
+impl Coord for f64 {
+    const SAFE_LOG2: i32 = 510;
+    const TINY_LOG2: i32 = -459;
+    fn exact_d2(p: &Point<f64>, q: &Point<f64>) -> f64 {
+        // Each difference as hi + lo (TwoSum), each square as a double-double
+        // (FMA TwoProduct, plus the cross and tail terms), summed in
+        // double-double: the result is within a few units of 2^-100 of the
+        // exact value, rounded once to f64.
+        let mut acc = (0.0f64, 0.0f64);
+        for d in 0..3 {
+            let (hi, lo) = two_sum(p[d], -q[d]);
+            let sq = hi * hi;
+            let sq_err = hi.mul_add(hi, -sq);
+            let tail = sq_err + 2.0 * hi * lo + lo * lo;
+            let (s, e) = two_sum(acc.0, sq);
+            acc = (s, e + acc.1 + tail);
+        }
+        acc.0 + acc.1
+    }
+}
+
+/// `a + b` as `(s, e)` with `s + e` exactly the sum (Knuth's TwoSum).
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    let e = (a - (s - bb)) + (b - bb);
+    (s, e)
+}
+
+/// The squared Euclidean distance in `T`, `dx*dx + dy*dy + dz*dz`, the order
+/// of operations every backend uses so that equal inputs give equal bits.
 #[inline(always)]
-pub fn dist2(p: &Point, q: &Point) -> f32 {
+pub fn dist2<T: Scalar>(p: &Point<T>, q: &Point<T>) -> T {
     let dx = p[0] - q[0];
     let dy = p[1] - q[1];
     let dz = p[2] - q[2];
     dx * dx + dy * dy + dz * dz
 }
 
-/// The exact squared distance in f64 (each f32 coordinate is exact in f64).
+/// The exact squared distance in f64 of two f32 points (each f32 coordinate
+/// and difference is exact in f64).
 #[inline(always)]
 pub fn dist2_f64(p: &Point, q: &Point) -> f64 {
     let dx = p[0] as f64 - q[0] as f64;
@@ -61,71 +130,82 @@ pub const F32_SAFE_COORD: f32 = 4_611_686_018_427_387_904.0;
 /// win whatever the geometry.
 pub const F32_TINY_COORD: f32 = 9.094_947e-13;
 
-/// The power of two `2^-s` by which A and B are scaled so that f32 squared
-/// distances neither overflow nor underflow where the exact ones are in
-/// range: 0 (use the points as they are) when every coordinate is 0 or has a
-/// magnitude in `[F32_TINY_COORD, F32_SAFE_COORD]`, else the shift that
-/// brings the largest magnitude into `(2^61, 2^62]` (`s > 0` for
-/// coordinates beyond about 4.6e18, `s < 0` for sets whose coordinates are
-/// all small).
+/// The power of two `2^-s` by which A and B are scaled so that squared
+/// distances in `T` neither overflow nor underflow where the exact ones are
+/// in range: 0 (use the points as they are) when every coordinate is 0 or has
+/// a magnitude in `[2^TINY_LOG2, 2^SAFE_LOG2]` ([`Coord`]; for f32 these are
+/// [`F32_TINY_COORD`] and [`F32_SAFE_COORD`]), else the shift that brings the
+/// largest magnitude into `(2^(SAFE_LOG2 - 1), 2^SAFE_LOG2]` (`s > 0` for
+/// coordinates beyond about 4.6e18 in f32, `s < 0` for sets whose
+/// coordinates are all small).
 ///
 /// Why scale: coordinates such as `1e30` or `f32::MAX` are finite, but their
 /// squared distances overflow f32 to `inf`; coordinates such as `1e-25` have
 /// squared distances that underflow to 0. Either way candidates tie and the
 /// smallest index wins whatever the geometry. Multiplying by a power of two
-/// is exact within the normal range, so the order of all f32 distances is
-/// kept; [`unscale_d2`] brings reported distances back (`inf` or 0 where the
-/// true one is beyond f32). What scaling cannot do is resolve distances
-/// smaller than about `2^-250` times the largest squared coordinate of the
-/// same call (after scaling they are below f32's normal range, and GPUs may
-/// flush them to zero): such distances compare as equal, a rounding-level tie
-/// at the call's scale.
+/// is exact within the normal range, so the order of all distances is kept;
+/// [`unscale_d2`] brings reported distances back (`inf` or 0 where the true
+/// one is beyond `T`). What scaling cannot do is resolve distances smaller
+/// than about `2^-250` (f32; `2^-2000` in f64) times the largest squared
+/// coordinate of the same call (after scaling they are below the normal
+/// range, and GPUs may flush them to zero): such distances compare as equal,
+/// a rounding-level tie at the call's scale.
 ///
 /// ```
-/// # use trident_core::{f32_range_shift, F32_SAFE_COORD};
-/// assert_eq!(f32_range_shift(&[[1e18, 0.0, 1.0]], &[[0.0; 3]]), 0);
-/// let s = f32_range_shift(&[[f32::MAX, 0.0, 0.0]], &[[-1e30, 0.0, 0.0]]);
+/// # use trident_core::{range_shift, F32_SAFE_COORD};
+/// assert_eq!(range_shift(&[[1e18f32, 0.0, 1.0]], &[[0.0; 3]]), 0);
+/// let s = range_shift(&[[f32::MAX, 0.0, 0.0]], &[[-1e30, 0.0, 0.0]]);
 /// assert!(f32::MAX * 2f32.powi(-s) <= F32_SAFE_COORD);
-/// assert!(f32_range_shift(&[[1e-25, 0.0, 0.0]], &[[3e-25, 0.0, 0.0]]) < 0);
+/// assert!(range_shift(&[[1e-25f32, 0.0, 0.0]], &[[3e-25, 0.0, 0.0]]) < 0);
+/// assert!(range_shift(&[[1e300f64, 0.0, 0.0]], &[[0.0; 3]]) > 0);
 /// ```
-pub fn f32_range_shift(a: &[Point], b: &[Point]) -> i32 {
+pub fn range_shift<T: Coord>(a: &[Point<T>], b: &[Point<T>]) -> i32 {
     let (max, min) =
         a.iter()
             .chain(b)
             .flat_map(|p| p.iter())
-            .fold((0.0f32, f32::INFINITY), |(mx, mn), &v| {
-                let v = v.abs();
+            .fold((0.0f64, f64::INFINITY), |(mx, mn), &v| {
+                let v = v.to_f64().abs();
                 (mx.max(v), if v > 0.0 { mn.min(v) } else { mn })
             });
-    f32_range_shift_of(max, min)
+    range_shift_of::<T>(max, min)
 }
 
-/// [`f32_range_shift`] from the largest coordinate magnitude and the
-/// smallest nonzero one (`inf` when every coordinate is 0), for callers that
-/// have them from a pass of their own.
-pub fn f32_range_shift_of(max_abs: f32, min_nonzero_abs: f32) -> i32 {
-    if max_abs == 0.0 || (max_abs <= F32_SAFE_COORD && min_nonzero_abs >= F32_TINY_COORD) {
+/// [`range_shift`] from the largest coordinate magnitude and the smallest
+/// nonzero one (`inf` when every coordinate is 0), for callers that have
+/// them from a pass of their own.
+pub fn range_shift_of<T: Coord>(max_abs: f64, min_nonzero_abs: f64) -> i32 {
+    if max_abs == 0.0 || (max_abs <= pow2(T::SAFE_LOG2) && min_nonzero_abs >= pow2(T::TINY_LOG2)) {
         return 0;
     }
-    // max_abs <= 2^e: scaling by 2^-(e - 62) puts it at or below 2^62.
-    (max_abs as f64).log2().ceil() as i32 - 62
+    // max_abs <= 2^e: scaling by 2^-(e - SAFE_LOG2) puts it at or below 2^SAFE_LOG2.
+    max_abs.log2().ceil() as i32 - T::SAFE_LOG2
 }
 
-/// A and B as an f32 distance computation should see them: scaled by
-/// `2^-shift` ([`f32_range_shift`]) when their f32 squared distances could
-/// overflow or underflow, else borrowed; with the shift, so that reported
-/// distances are brought back with [`unscale_d2`]. What every backend that
-/// computes distances in f32 on the host's points runs first.
-pub fn f32_scaled<'p>(
-    a: &'p [Point],
-    b: &'p [Point],
-) -> (
-    std::borrow::Cow<'p, [Point]>,
-    std::borrow::Cow<'p, [Point]>,
-    i32,
-) {
-    use std::borrow::Cow;
-    match f32_range_shift(a, b) {
+/// `2^e` for `|e| <= 1023`.
+fn pow2(e: i32) -> f64 {
+    2f64.powi(e)
+}
+
+/// `v * 2^e` in f64, exact wherever the result is a normal number: two
+/// factors, each representable, applied so that the intermediate lies
+/// between `v` and the result.
+fn scale2(v: f64, e: i32) -> f64 {
+    let h = e / 2;
+    v * pow2(h) * pow2(e - h)
+}
+
+/// A and B as a distance computation in `T` should see them: scaled by
+/// `2^-shift` ([`range_shift`]) when their squared distances could overflow
+/// or underflow, else borrowed; with the shift, so that reported distances
+/// are brought back with [`unscale_d2`]. What every backend that computes
+/// distances on the host's points runs first.
+#[allow(clippy::type_complexity)]
+pub fn scaled_for_range<'p, T: Coord>(
+    a: &'p [Point<T>],
+    b: &'p [Point<T>],
+) -> (Cow<'p, [Point<T>]>, Cow<'p, [Point<T>]>, i32) {
+    match range_shift(a, b) {
         0 => (Cow::Borrowed(a), Cow::Borrowed(b), 0),
         s => (
             Cow::Owned(scale_points(a, s)),
@@ -135,30 +215,83 @@ pub fn f32_scaled<'p>(
     }
 }
 
-/// `p` with every coordinate multiplied by `2^-shift` (exact: computed in
-/// f64, where `2^-shift` is representable for every shift
-/// [`f32_range_shift`] returns, and the result is a normal f32 or 0).
-pub fn scale_points(p: &[Point], shift: i32) -> Vec<Point> {
-    let f = 2f64.powi(-shift);
-    p.iter().map(|q| q.map(|v| (v as f64 * f) as f32)).collect()
+/// `p` with every coordinate multiplied by `2^-shift` (exact for every shift
+/// [`range_shift`] returns wherever the result is a normal number or 0).
+pub fn scale_points<T: Coord>(p: &[Point<T>], shift: i32) -> Vec<Point<T>> {
+    p.iter().map(|q| q.map(|v| scale_coord(v, shift))).collect()
+}
+
+/// One coordinate (or a radius) multiplied by `2^-shift`, as [`scale_points`].
+pub fn scale_coord<T: Coord>(v: T, shift: i32) -> T {
+    if shift == 0 {
+        v
+    } else {
+        T::from_f64(scale2(v.to_f64(), -shift))
+    }
 }
 
 /// A squared distance computed on points scaled by `2^-shift`, brought back to
-/// the caller's units, rounded once (`inf` where it exceeds `f32::MAX`, a
-/// subnormal or 0 where it is below f32's normal range).
-pub fn unscale_d2(d2: f32, shift: i32) -> f32 {
-    // Two factors: 2^(2 shift) itself may be beyond f64 for no valid shift,
-    // but stay safe; each factor is exact.
-    let f = 2f64.powi(shift);
-    (d2 as f64 * f * f) as f32
+/// the caller's units (`inf` where it exceeds `T::MAX`, a subnormal or 0 where
+/// it is below the normal range; rounded once for f32, and for f64 once
+/// except in the subnormal range).
+pub fn unscale_d2<T: Coord>(d2: T, shift: i32) -> T {
+    if shift == 0 {
+        return d2;
+    }
+    T::from_f64(scale2(scale2(d2.to_f64(), shift), shift))
 }
 
-/// Nearest-neighbour queries from point set A into point set B.
+/// The pairs of a radius search in CSR form: row `i` (a point of A, or of
+/// the one set for [`NearestPairs::self_pairs`]) holds the indices
+/// `indices[offsets[i]..offsets[i + 1]]` and their squared distances `d2`
+/// at the same places, sorted by `(d2, index)`.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct RadiusNeighbors<T = f32> {
+    /// `rows + 1` offsets, starting at 0, non-decreasing.
+    pub offsets: Vec<usize>,
+    /// Indices into B (or into the set, all greater than the row).
+    pub indices: Vec<u32>,
+    /// Squared distances as the backend computed them, beside `indices`.
+    pub d2: Vec<T>,
+}
+
+impl<T: Copy> RadiusNeighbors<T> {
+    /// Number of rows (points of A).
+    pub fn rows(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+    /// Total number of pairs.
+    pub fn len(&self) -> usize {
+        self.indices.len()
+    }
+    /// `true` when no pair was found.
+    pub fn is_empty(&self) -> bool {
+        self.indices.is_empty()
+    }
+    /// Row `i`: its indices and squared distances.
+    pub fn row(&self, i: usize) -> (&[u32], &[T]) {
+        let r = self.offsets[i]..self.offsets[i + 1];
+        (&self.indices[r.clone()], &self.d2[r])
+    }
+    /// Every pair as `(row, index, d2)`, row by row.
+    pub fn pairs(&self) -> impl Iterator<Item = (u32, u32, T)> + '_ {
+        (0..self.rows()).flat_map(move |i| {
+            let (idx, d2) = self.row(i);
+            idx.iter().zip(d2).map(move |(&j, &d)| (i as u32, j, d))
+        })
+    }
+}
+
+/// Nearest-neighbour queries from point set A into point set B, in f32 (the
+/// default, `dyn NearestPairs`) or f64 coordinates (`dyn NearestPairs<f64>`).
 ///
-/// Ties in distance go to the smaller index in B (`nearest`, `knn`) and to the
-/// smaller index in A (`closest_pairs`). Coordinates must be finite; A and B hold
-/// at most `u32::MAX` points.
-pub trait NearestPairs: Send + Sync {
+/// Ties in distance go to the smaller index in B (`nearest`, `knn`, `within`)
+/// and to the smaller index in A (`closest_pairs`). Coordinates must be finite;
+/// A and B hold at most `u32::MAX` points. Distances are computed and
+/// reported in `T`: an f64 call never rounds its coordinates to f32 (a backend
+/// without f64 answers [`crate::Error::Unsupported`]).
+pub trait NearestPairs<T: Coord = f32>: Send + Sync {
     /// For each `a[i]`, its nearest point of B, written to `out[i]`.
     ///
     /// Errors (out untouched): B empty, `out.len() != a.len()`, a non-finite
@@ -174,7 +307,7 @@ pub trait NearestPairs: Send + Sync {
     /// assert_eq!((out[0].index, out[1].index), (1, 0));
     /// # Ok(()) }
     /// ```
-    fn nearest(&self, a: &[Point], b: &[Point], out: &mut [Neighbor]) -> Result<()>;
+    fn nearest(&self, a: &[Point<T>], b: &[Point<T>], out: &mut [Neighbor<T>]) -> Result<()>;
 
     /// For each `a[i]`, its `k` nearest points of B sorted by `(d2, index)`,
     /// written to `out[i*k .. (i+1)*k]`.
@@ -184,15 +317,17 @@ pub trait NearestPairs: Send + Sync {
     ///
     /// ```
     /// use trident_core::{Neighbor, NearestPairs};
-    /// # fn demo(backend: &dyn NearestPairs) -> trident_core::Result<()> {
-    /// let a = [[0.0f32, 0.0, 0.0]];
-    /// let b = [[3.0f32, 0.0, 0.0], [1.0, 0.0, 0.0], [2.0, 0.0, 0.0]];
+    /// # fn demo(backend: &dyn NearestPairs<f64>) -> trident_core::Result<()> {
+    /// let a = [[500_000.25f64, 5_300_000.5, 200.0]];
+    /// let b = [[500_003.0f64, 5_300_000.5, 200.0], [500_001.0, 5_300_000.5, 200.0],
+    ///          [500_002.0, 5_300_000.5, 200.0]];
     /// let mut out = [Neighbor::default(); 2];
     /// backend.knn(&a, &b, 2, &mut out)?;
     /// assert_eq!((out[0].index, out[1].index), (1, 2));
+    /// assert_eq!(out[0].d2, 0.5625);
     /// # Ok(()) }
     /// ```
-    fn knn(&self, a: &[Point], b: &[Point], k: usize, out: &mut [Neighbor]) -> Result<()>;
+    fn knn(&self, a: &[Point<T>], b: &[Point<T>], k: usize, out: &mut [Neighbor<T>]) -> Result<()>;
 
     /// Pairs every `a[i]` with its nearest point of B, then returns the `k` pairs
     /// with the smallest `(d2, a)`, ascending: `min(k, a.len())` pairs. A point of
@@ -207,5 +342,50 @@ pub trait NearestPairs: Send + Sync {
     /// assert_eq!((pairs[0].a, pairs[0].b, pairs[0].d2), (1, 0, 1.0));
     /// # Ok(()) }
     /// ```
-    fn closest_pairs(&self, a: &[Point], b: &[Point], k: usize) -> Result<Vec<Pair>>;
+    fn closest_pairs(&self, a: &[Point<T>], b: &[Point<T>], k: usize) -> Result<Vec<Pair<T>>>;
+
+    /// Every pair `(a[i], b[j])` within distance `r` (`|a - b| <= r`, decided
+    /// on the squared distance computed in `T` against `r * r`), as
+    /// [`RadiusNeighbors`] with one row per point of A, each row sorted by
+    /// `(d2, j)`. cKDTree's `query_ball_point`, with distances.
+    ///
+    /// The pairs are counted before the result is allocated: more than
+    /// `max_pairs` is [`crate::Error::TooLarge`] (field `"pairs within r"`),
+    /// so a radius too large for memory fails at once instead of after
+    /// filling it. Pass `usize::MAX` for no limit but memory.
+    ///
+    /// Errors: `r` negative or not finite, and the point errors of
+    /// [`NearestPairs::nearest`] (B may be empty here).
+    ///
+    /// ```
+    /// use trident_core::NearestPairs;
+    /// # fn demo(backend: &dyn NearestPairs) -> trident_core::Result<()> {
+    /// let a = [[0.0f32, 0.0, 0.0]];
+    /// let b = [[3.0f32, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 2.0, 0.0]];
+    /// let found = backend.within(&a, &b, 2.0, usize::MAX)?;
+    /// assert_eq!(found.row(0), (&[1u32, 2][..], &[1.0f32, 4.0][..]));
+    /// # Ok(()) }
+    /// ```
+    fn within(
+        &self,
+        a: &[Point<T>],
+        b: &[Point<T>],
+        r: T,
+        max_pairs: usize,
+    ) -> Result<RadiusNeighbors<T>>;
+
+    /// Every pair `i < j` of one set within distance `r`, as
+    /// [`RadiusNeighbors`] with one row per point `i` holding the `j > i`,
+    /// sorted by `(d2, j)`. cKDTree's `query_pairs`, with distances. Limits
+    /// and errors as [`NearestPairs::within`].
+    ///
+    /// ```
+    /// use trident_core::NearestPairs;
+    /// # fn demo(backend: &dyn NearestPairs) -> trident_core::Result<()> {
+    /// let p = [[0.0f32, 0.0, 0.0], [1.0, 0.0, 0.0], [5.0, 0.0, 0.0]];
+    /// let found = backend.self_pairs(&p, 1.5, usize::MAX)?;
+    /// assert_eq!(found.pairs().collect::<Vec<_>>(), vec![(0, 1, 1.0)]);
+    /// # Ok(()) }
+    /// ```
+    fn self_pairs(&self, p: &[Point<T>], r: T, max_pairs: usize) -> Result<RadiusNeighbors<T>>;
 }

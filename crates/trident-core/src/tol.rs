@@ -52,6 +52,11 @@ pub const NEAREST_REL: f64 = 1e-6;
 /// lets coincident and near-coincident points (`d_opt == 0`) differ by f32
 /// rounding of a tiny distance.
 pub const NEAREST_ABS: f64 = 1e-6;
+/// Nearest pairs in f64 coordinates, relative part: an f64 backend's
+/// squared distance carries a few ulps of rounding (`dx` is rounded once,
+/// then three products and two sums), far inside `1e-12`; no absolute part,
+/// so coordinates at any scale are judged at their own resolution.
+pub const NEAREST_F64_REL: f64 = 1e-12;
 
 /// OMP near tie in f32: a step whose two best `|<d_j, r>|` are within `1e-4`
 /// relative may pick either atom.
@@ -133,6 +138,18 @@ impl Tol {
     }
     /// The nearest-pairs tolerance ([`NEAREST_REL`], [`NEAREST_ABS`]).
     pub const NEAREST: Tol = Tol::new(NEAREST_REL, NEAREST_ABS);
+    /// The nearest-pairs tolerance for f64 coordinates ([`NEAREST_F64_REL`],
+    /// no absolute part).
+    pub const NEAREST_F64: Tol = Tol::new(NEAREST_F64_REL, 0.0);
+
+    /// The nearest-pairs tolerance for coordinates of type `T`.
+    pub fn nearest<T: crate::Scalar>() -> Tol {
+        if T::NAME == "f32" {
+            Tol::NEAREST
+        } else {
+            Tol::NEAREST_F64
+        }
+    }
 
     /// The allowed deviation from the reference value `x`.
     pub fn bound(&self, x: f64) -> f64 {

@@ -14,7 +14,7 @@
 
 use crate::device::{DeviceCsr, DeviceMat, DeviceMemory, Element};
 use crate::{
-    CsrMatrix, Dictionary, Error, GemmDims, GemmParams, MatMut, MatRef, Neighbor, Op, Point,
+    Coord, CsrMatrix, Dictionary, Error, GemmDims, GemmParams, MatMut, MatRef, Neighbor, Op, Point,
     Result, Scalar, SparseCodes, StopRule,
 };
 
@@ -266,9 +266,9 @@ pub fn point_count(field: &'static str, len: usize) -> Result<()> {
 }
 
 /// Checks a point set: at most `u32::MAX` points, all coordinates finite.
-pub fn points(field: &'static str, p: &[Point]) -> Result<()> {
+pub fn points<T: Coord>(field: &'static str, p: &[Point<T>]) -> Result<()> {
     point_count(field, p.len())?;
-    let flat: &[f32] = bytemuck::cast_slice(p);
+    let flat: &[T] = p.as_flattened();
     check_finite(field, flat).map_err(|e| match e {
         Error::NonFinite {
             field,
@@ -323,24 +323,62 @@ fn knn_sizes(a_len: usize, b_len: usize, k: usize, out_len: usize) -> Result<()>
 }
 
 /// Checks `nearest(a, b, out)`.
-pub fn nearest(a: &[Point], b: &[Point], out: &[Neighbor]) -> Result<()> {
+pub fn nearest<T: Coord>(a: &[Point<T>], b: &[Point<T>], out: &[Neighbor<T>]) -> Result<()> {
     points("a", a)?;
     points("b", b)?;
     nearest_sizes(a.len(), b.len(), out.len())
 }
 
 /// Checks `knn(a, b, k, out)`.
-pub fn knn(a: &[Point], b: &[Point], k: usize, out: &[Neighbor]) -> Result<()> {
+pub fn knn<T: Coord>(a: &[Point<T>], b: &[Point<T>], k: usize, out: &[Neighbor<T>]) -> Result<()> {
     points("a", a)?;
     points("b", b)?;
     knn_sizes(a.len(), b.len(), k, out.len())
 }
 
 /// Checks `closest_pairs(a, b, k)`.
-pub fn closest_pairs(a: &[Point], b: &[Point]) -> Result<()> {
+pub fn closest_pairs<T: Coord>(a: &[Point<T>], b: &[Point<T>]) -> Result<()> {
     points("a", a)?;
     points("b", b)?;
     b_not_empty(b.len())
+}
+
+/// Checks a search radius: finite and `>= 0`.
+pub fn radius<T: Coord>(r: T) -> Result<()> {
+    if !r.is_finite() || r < T::ZERO {
+        return Err(Error::arg(
+            "r",
+            format!("radius {r} must be finite and >= 0"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks `within(a, b, r, max_pairs)`: the points and the radius (B may be
+/// empty: every row is then empty).
+pub fn within<T: Coord>(a: &[Point<T>], b: &[Point<T>], r: T) -> Result<()> {
+    points("a", a)?;
+    points("b", b)?;
+    radius(r)
+}
+
+/// Checks `self_pairs(p, r, max_pairs)`.
+pub fn self_pairs<T: Coord>(p: &[Point<T>], r: T) -> Result<()> {
+    points("p", p)?;
+    radius(r)
+}
+
+/// The size rule of a radius search, once its pairs are counted and before
+/// the result is allocated: at most `max_pairs`.
+pub fn radius_count(count: u128, max_pairs: usize) -> Result<()> {
+    if count > max_pairs as u128 {
+        return Err(Error::TooLarge {
+            field: "pairs within r",
+            value: count,
+            limit: max_pairs as u128,
+        });
+    }
+    Ok(())
 }
 
 /// Checks an OMP call.

@@ -82,6 +82,7 @@ fn values_parse_and_match_the_compiled_constants() {
         ("SPGEMM_F64", SPGEMM_F64),
         ("NEAREST_REL", NEAREST_REL),
         ("NEAREST_ABS", NEAREST_ABS),
+        ("NEAREST_F64_REL", NEAREST_F64_REL),
         ("OMP_TIE_F32", OMP_TIE_F32),
         ("OMP_TIE_F64", OMP_TIE_F64),
         ("OMP_RESIDUAL", OMP_RESIDUAL),

@@ -17,7 +17,8 @@ use std::sync::atomic::Ordering;
 
 use cudarc::driver::LaunchConfig;
 use trident_core::{
-    Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, Result, unscale_d2, validate,
+    Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, RadiusNeighbors, Result,
+    unscale_d2, validate,
 };
 
 use crate::CudaBackend;
@@ -422,7 +423,7 @@ impl NearestPairs for CudaBackend {
         validate::nearest(a, b, out)?;
         // The device computes in f32: coordinates whose squared distances
         // would overflow or underflow are scaled by a power of two first.
-        let (a, b, shift) = trident_core::f32_scaled(a, b);
+        let (a, b, shift) = trident_core::scaled_for_range(a, b);
         let (a, b) = (&a[..], &b[..]);
         if a.is_empty() {
             return Ok(());
@@ -440,7 +441,7 @@ impl NearestPairs for CudaBackend {
         validate::knn(a, b, k, out)?;
         // The device computes in f32: coordinates whose squared distances
         // would overflow or underflow are scaled by a power of two first.
-        let (a, b, shift) = trident_core::f32_scaled(a, b);
+        let (a, b, shift) = trident_core::scaled_for_range(a, b);
         let (a, b) = (&a[..], &b[..]);
         if k == 0 || a.is_empty() {
             return Ok(());
@@ -458,7 +459,7 @@ impl NearestPairs for CudaBackend {
         validate::closest_pairs(a, b)?;
         // The device computes in f32: coordinates whose squared distances
         // would overflow or underflow are scaled by a power of two first.
-        let (a, b, shift) = trident_core::f32_scaled(a, b);
+        let (a, b, shift) = trident_core::scaled_for_range(a, b);
         let (a, b) = (&a[..], &b[..]);
         if k == 0 || a.is_empty() {
             return Ok(Vec::new());
@@ -471,9 +472,71 @@ impl NearestPairs for CudaBackend {
         }
         Ok(pairs)
     }
+
+    fn within(
+        &self,
+        a: &[Point],
+        b: &[Point],
+        r: f32,
+        _max_pairs: usize,
+    ) -> Result<RadiusNeighbors> {
+        validate::within(a, b, r)?;
+        Err(Error::Unsupported("radius search on cuda".into()))
+    }
+
+    fn self_pairs(&self, p: &[Point], r: f32, _max_pairs: usize) -> Result<RadiusNeighbors> {
+        validate::self_pairs(p, r)?;
+        Err(Error::Unsupported("radius search on cuda".into()))
+    }
 }
 
-/// Reported distances back in the caller's units after [`trident_core::f32_scaled`].
+/// f64 coordinates: not yet on this backend; the facade passes the call on.
+impl NearestPairs<f64> for CudaBackend {
+    fn nearest(&self, a: &[Point<f64>], b: &[Point<f64>], out: &mut [Neighbor<f64>]) -> Result<()> {
+        validate::nearest(a, b, out)?;
+        Err(Error::Unsupported("f64 coordinates on cuda".into()))
+    }
+    fn knn(
+        &self,
+        a: &[Point<f64>],
+        b: &[Point<f64>],
+        k: usize,
+        out: &mut [Neighbor<f64>],
+    ) -> Result<()> {
+        validate::knn(a, b, k, out)?;
+        Err(Error::Unsupported("f64 coordinates on cuda".into()))
+    }
+    fn closest_pairs(
+        &self,
+        a: &[Point<f64>],
+        b: &[Point<f64>],
+        _k: usize,
+    ) -> Result<Vec<Pair<f64>>> {
+        validate::closest_pairs(a, b)?;
+        Err(Error::Unsupported("f64 coordinates on cuda".into()))
+    }
+    fn within(
+        &self,
+        a: &[Point<f64>],
+        b: &[Point<f64>],
+        r: f64,
+        _max_pairs: usize,
+    ) -> Result<RadiusNeighbors<f64>> {
+        validate::within(a, b, r)?;
+        Err(Error::Unsupported("f64 coordinates on cuda".into()))
+    }
+    fn self_pairs(
+        &self,
+        p: &[Point<f64>],
+        r: f64,
+        _max_pairs: usize,
+    ) -> Result<RadiusNeighbors<f64>> {
+        validate::self_pairs(p, r)?;
+        Err(Error::Unsupported("f64 coordinates on cuda".into()))
+    }
+}
+
+/// Reported distances back in the caller's units after [`trident_core::scaled_for_range`].
 fn unscale_neighbors(out: &mut [Neighbor], shift: i32) {
     if shift != 0 {
         for n in out {

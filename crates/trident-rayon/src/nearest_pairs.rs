@@ -27,7 +27,7 @@
 //! - Coordinates so large that f32 squared distances would overflow (beyond
 //!   about 4.6e18), or so small that they would underflow (every coordinate
 //!   below about 9e-13), are scaled by a power of two first
-//!   ([`trident_core::f32_range_shift`]): exact, order preserving, and
+//!   ([`trident_core::range_shift`]): exact, order preserving, and
 //!   reported distances are scaled back. Without it every distance is `inf`
 //!   (or 0) and the smallest index wins whatever the geometry.
 //!
@@ -50,8 +50,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use rayon::prelude::*;
 use trident_core::{
-    NearestPairs, Neighbor, Pair, Point, Result, f32_range_shift_of, f32_scaled, scale_points,
-    unscale_d2, validate,
+    Error, NearestPairs, Neighbor, Pair, Point, RadiusNeighbors, Result, range_shift_of,
+    scale_points, scaled_for_range, unscale_d2, validate,
 };
 
 use crate::RayonBackend;
@@ -89,7 +89,7 @@ impl NearestPairs for RayonBackend {
         if a.is_empty() {
             return Ok(());
         }
-        let (a, b, shift) = f32_scaled(a, b);
+        let (a, b, shift) = scaled_for_range(a, b);
         let (a, b) = (&a[..], &b[..]);
         self.install(|| {
             let (tree, (qa, order)) = build_and_order(a, b);
@@ -113,7 +113,7 @@ impl NearestPairs for RayonBackend {
         if a.is_empty() || k == 0 {
             return Ok(());
         }
-        let (a, b, shift) = f32_scaled(a, b);
+        let (a, b, shift) = scaled_for_range(a, b);
         let (a, b) = (&a[..], &b[..]);
         self.install(|| {
             let (tree, (qa, order)) = build_and_order(a, b);
@@ -156,7 +156,7 @@ impl NearestPairs for RayonBackend {
             }
             // The shift from the largest and smallest nonzero coordinate is
             // the shift of the sets.
-            let shift = f32_range_shift_of(max, min);
+            let shift = range_shift_of::<f32>(max as f64, min as f64);
             let (a, b) = match shift {
                 0 => (Cow::Borrowed(a), Cow::Borrowed(b)),
                 s => (
@@ -170,6 +170,68 @@ impl NearestPairs for RayonBackend {
             }
             Ok(pairs)
         })
+    }
+
+    fn within(
+        &self,
+        a: &[Point],
+        b: &[Point],
+        r: f32,
+        _max_pairs: usize,
+    ) -> Result<RadiusNeighbors> {
+        validate::within(a, b, r)?;
+        Err(Error::Unsupported("radius search on rayon".into()))
+    }
+
+    fn self_pairs(&self, p: &[Point], r: f32, _max_pairs: usize) -> Result<RadiusNeighbors> {
+        validate::self_pairs(p, r)?;
+        Err(Error::Unsupported("radius search on rayon".into()))
+    }
+}
+
+/// f64 coordinates: not yet on this backend; the facade passes the call on.
+impl NearestPairs<f64> for RayonBackend {
+    fn nearest(&self, a: &[Point<f64>], b: &[Point<f64>], out: &mut [Neighbor<f64>]) -> Result<()> {
+        validate::nearest(a, b, out)?;
+        Err(Error::Unsupported("f64 coordinates on rayon".into()))
+    }
+    fn knn(
+        &self,
+        a: &[Point<f64>],
+        b: &[Point<f64>],
+        k: usize,
+        out: &mut [Neighbor<f64>],
+    ) -> Result<()> {
+        validate::knn(a, b, k, out)?;
+        Err(Error::Unsupported("f64 coordinates on rayon".into()))
+    }
+    fn closest_pairs(
+        &self,
+        a: &[Point<f64>],
+        b: &[Point<f64>],
+        _k: usize,
+    ) -> Result<Vec<Pair<f64>>> {
+        validate::closest_pairs(a, b)?;
+        Err(Error::Unsupported("f64 coordinates on rayon".into()))
+    }
+    fn within(
+        &self,
+        a: &[Point<f64>],
+        b: &[Point<f64>],
+        r: f64,
+        _max_pairs: usize,
+    ) -> Result<RadiusNeighbors<f64>> {
+        validate::within(a, b, r)?;
+        Err(Error::Unsupported("f64 coordinates on rayon".into()))
+    }
+    fn self_pairs(
+        &self,
+        p: &[Point<f64>],
+        r: f64,
+        _max_pairs: usize,
+    ) -> Result<RadiusNeighbors<f64>> {
+        validate::self_pairs(p, r)?;
+        Err(Error::Unsupported("f64 coordinates on rayon".into()))
     }
 }
 

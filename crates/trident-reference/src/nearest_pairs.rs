@@ -16,47 +16,73 @@
 //! sees each distinct point once and expands it into at most k indices, the
 //! smallest, which is exactly what the tie rule `(d2, j)` can select.
 //!
-//! The returned `d2` is the exact f64 distance rounded once to f32 (`inf`
-//! where it exceeds `f32::MAX`: coordinates near `f32::MAX` are compared in
-//! f64, so the neighbour is still right).
+//! The returned `d2` is the exact distance rounded once to `T` (`inf` where
+//! it exceeds `T::MAX`: coordinates near `f32::MAX` are compared in f64, so
+//! the neighbour is still right). f64 coordinates are compared on their
+//! compensated squared distance ([`Coord::exact_d2`]), after scaling by a
+//! power of two ([`range_shift`]) where their squares would leave f64's range.
+//!
+//! Radius search gathers the points within the radius (widened the same way)
+//! and keeps those whose exact `d2`, rounded to f64, is at most `r * r`
+//! rounded to f64.
 
 use std::num::NonZeroUsize;
 
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
-use trident_core::{Error, NearestPairs, Neighbor, Pair, Point, Result, dist2_f64, validate};
+use trident_core::{
+    Coord, Error, NearestPairs, Neighbor, Pair, Point, RadiusNeighbors, Result, range_shift,
+    scale_points, validate,
+};
 
 use crate::ReferenceBackend;
 
 /// Relative widening of kiddo's radius before gathering candidates.
 const WIDEN: f64 = 1e-9;
 
-/// A kd-tree over the distinct points of B plus, per distinct point, its
-/// indices in B, ascending.
+/// A kd-tree over the distinct points of B (in f64, scaled by `2^-shift`)
+/// plus, per distinct point, its indices in B, ascending.
 struct Tree {
     /// The distinct points.
-    uniq: Vec<Point>,
+    uniq: Vec<[f64; 3]>,
     /// Indices of B per distinct point `u`: `members[start[u]..start[u + 1]]`.
     start: Vec<usize>,
     members: Vec<u32>,
     tree: ImmutableKdTree<f64, 3>,
 }
 
-fn to_f64(p: &Point) -> [f64; 3] {
-    [p[0] as f64, p[1] as f64, p[2] as f64]
-}
-
 /// Bits that are equal exactly when the coordinates are (`-0.0` is `0.0`).
-fn coord_key(p: &Point) -> [u32; 3] {
+fn coord_key(p: &[f64; 3]) -> [u64; 3] {
     p.map(|v| (v + 0.0).to_bits())
 }
 
+/// A and B in f64, scaled by `2^-shift` so that their squared distances stay
+/// inside f64's range, with the shift.
+fn widen<T: Coord>(a: &[Point<T>], b: &[Point<T>]) -> (Vec<[f64; 3]>, Vec<[f64; 3]>, i32) {
+    let up = |p: &[Point<T>]| -> Vec<[f64; 3]> { p.iter().map(|q| q.map(T::to_f64)).collect() };
+    let (a, b) = (up(a), up(b));
+    match range_shift::<f64>(&a, &b) {
+        0 => (a, b, 0),
+        s => (scale_points(&a, s), scale_points(&b, s), s),
+    }
+}
+
+/// An exact squared distance of scaled points back in the caller's units,
+/// rounded once to `T`.
+fn report<T: Coord>(d2: f64, shift: i32) -> T {
+    T::from_f64(trident_core::unscale_d2(d2, shift))
+}
+
+fn exact(p: &[f64; 3], q: &[f64; 3]) -> f64 {
+    f64::exact_d2(p, q)
+}
+
 impl Tree {
-    /// B must be non-empty and hold at most `u32::MAX` points (validated).
-    fn new(b: &[Point]) -> Result<Self> {
+    /// B must hold at most `u32::MAX` points (validated); it may be empty.
+    fn new(b: &[[f64; 3]]) -> Result<Self> {
         let mut order: Vec<u32> = (0..b.len() as u32).collect();
         // Stable by coordinates, so each group's indices stay ascending.
         order.sort_by_key(|&j| coord_key(&b[j as usize]));
-        let mut uniq: Vec<Point> = Vec::new();
+        let mut uniq: Vec<[f64; 3]> = Vec::new();
         let mut start = Vec::new();
         for (t, &j) in order.iter().enumerate() {
             let p = b[j as usize];
@@ -66,12 +92,11 @@ impl Tree {
             }
         }
         start.push(order.len());
-        let pts: Vec<[f64; 3]> = uniq.iter().map(to_f64).collect();
         // Serial construction: this backend is single threaded (kiddo would
         // otherwise go parallel above 262,144 points).
         let tree = ImmutableKdTree::<f64, 3>::builder()
             .with_serial_construction()
-            .build_from_slice(&pts)
+            .build_from_slice(&uniq)
             .map_err(|e| Error::Backend(format!("kiddo tree construction: {e}").into()))?;
         Ok(Self {
             uniq,
@@ -89,32 +114,34 @@ impl Tree {
     /// Every point of B whose kiddo distance is within `r` (widened), as
     /// `(exact d2, j)`, unsorted, with at most `k` (the smallest) indices per
     /// distinct point.
-    fn gather(&self, q: &Point, r: f64, k: usize) -> Vec<(f64, u32)> {
-        let radius = r + r * WIDEN + f64::MIN_POSITIVE;
+    fn gather(&self, q: &[f64; 3], r: f64, k: usize) -> Vec<(f64, u32)> {
         let mut out = Vec::new();
+        if self.uniq.is_empty() {
+            return out;
+        }
+        let radius = r + r * WIDEN + f64::MIN_POSITIVE;
         for it in self
             .tree
-            .query(&to_f64(q))
+            .query(q)
             .within::<SquaredEuclidean<f64>>(radius)
             .unsorted()
             .execute()
         {
             let u = it.item as usize;
-            let d2 = dist2_f64(q, &self.uniq[u]);
+            let d2 = exact(q, &self.uniq[u]);
             out.extend(self.group(u).iter().take(k).map(|&j| (d2, j)));
         }
         out
     }
 
     /// The k nearest points of B to `q` by `(exact d2, j)`; `1 <= k <= |B|`.
-    fn knn(&self, q: &Point, k: usize) -> Vec<(f64, u32)> {
-        let qf = to_f64(q);
+    fn knn(&self, q: &[f64; 3], k: usize) -> Vec<(f64, u32)> {
         // The k-th distance over the distinct points bounds the k-th over B
         // (B has at least as many points within it).
         let ku = k.min(self.uniq.len());
         let kth = NonZeroUsize::new(ku).map_or(0.0, |ku| {
             self.tree
-                .query(&qf)
+                .query(q)
                 .nearest_n::<SquaredEuclidean<f64>>(ku)
                 .execute()
                 .iter()
@@ -124,33 +151,87 @@ impl Tree {
         let mut cand = self.gather(q, kth, k);
         // kiddo found k points within `kth`, and gather() is a superset of them.
         debug_assert!(cand.len() >= k);
-        cand.sort_unstable_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+        sort_keys(&mut cand);
         cand.truncate(k);
         cand
     }
 
     /// The nearest point of B to `q`: `(exact d2, j)`, ties to the smaller j.
-    fn nearest(&self, q: &Point) -> (f64, u32) {
+    fn nearest(&self, q: &[f64; 3]) -> (f64, u32) {
         let best = self.knn(q, 1);
         // knn(q, 1) holds exactly one candidate: B is not empty (validated).
         best.first().copied().unwrap_or((f64::INFINITY, 0))
     }
+
+    /// Every point of B with exact d2 (rounded to f64) at most `r2`, sorted
+    /// by `(d2, j)`.
+    fn within(&self, q: &[f64; 3], r2: f64) -> Vec<(f64, u32)> {
+        let mut cand = self.gather(q, r2, usize::MAX);
+        cand.retain(|&(d2, _)| d2 <= r2);
+        sort_keys(&mut cand);
+        cand
+    }
 }
 
-impl NearestPairs for ReferenceBackend {
-    fn nearest(&self, a: &[Point], b: &[Point], out: &mut [Neighbor]) -> Result<()> {
+fn sort_keys(c: &mut [(f64, u32)]) {
+    c.sort_unstable_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+}
+
+/// `within` and `self_pairs` on scaled points: rows for `a` over the tree of
+/// `b`, keeping only `j > i` when `upper` (one set against itself).
+fn radius<T: Coord>(
+    a: &[[f64; 3]],
+    b: &[[f64; 3]],
+    r: T,
+    shift: i32,
+    upper: bool,
+    max_pairs: usize,
+) -> Result<RadiusNeighbors<T>> {
+    let tree = Tree::new(b)?;
+    let r = trident_core::scale_coord(r.to_f64(), shift);
+    let r2 = r * r;
+    let mut rows = Vec::with_capacity(a.len());
+    let mut count = 0u128;
+    for (i, q) in a.iter().enumerate() {
+        let mut row = tree.within(q, r2);
+        if upper {
+            row.retain(|&(_, j)| j as usize > i);
+        }
+        count += row.len() as u128;
+        validate::radius_count(count, max_pairs)?;
+        rows.push(row);
+    }
+    let mut out = RadiusNeighbors {
+        offsets: Vec::with_capacity(a.len() + 1),
+        indices: Vec::with_capacity(count as usize),
+        d2: Vec::with_capacity(count as usize),
+    };
+    out.offsets.push(0);
+    for row in rows {
+        for (d2, j) in row {
+            out.indices.push(j);
+            out.d2.push(report(d2, shift));
+        }
+        out.offsets.push(out.indices.len());
+    }
+    Ok(out)
+}
+
+impl<T: Coord> NearestPairs<T> for ReferenceBackend {
+    fn nearest(&self, a: &[Point<T>], b: &[Point<T>], out: &mut [Neighbor<T>]) -> Result<()> {
         validate::nearest(a, b, out)?;
         if a.is_empty() {
             return Ok(());
         }
-        let tree = Tree::new(b)?;
-        let res: Vec<Neighbor> = a
+        let (a, b, s) = widen(a, b);
+        let tree = Tree::new(&b)?;
+        let res: Vec<Neighbor<T>> = a
             .iter()
             .map(|q| {
                 let (d2, j) = tree.nearest(q);
                 Neighbor {
                     index: j,
-                    d2: d2 as f32,
+                    d2: report(d2, s),
                 }
             })
             .collect();
@@ -158,29 +239,31 @@ impl NearestPairs for ReferenceBackend {
         Ok(())
     }
 
-    fn knn(&self, a: &[Point], b: &[Point], k: usize, out: &mut [Neighbor]) -> Result<()> {
+    fn knn(&self, a: &[Point<T>], b: &[Point<T>], k: usize, out: &mut [Neighbor<T>]) -> Result<()> {
         validate::knn(a, b, k, out)?;
         if a.is_empty() || k == 0 {
             return Ok(());
         }
-        let tree = Tree::new(b)?;
+        let (a, b, s) = widen(a, b);
+        let tree = Tree::new(&b)?;
         let mut res = Vec::with_capacity(a.len() * k);
-        for q in a {
+        for q in &a {
             res.extend(tree.knn(q, k).into_iter().map(|(d2, j)| Neighbor {
                 index: j,
-                d2: d2 as f32,
+                d2: report(d2, s),
             }));
         }
         out.copy_from_slice(&res);
         Ok(())
     }
 
-    fn closest_pairs(&self, a: &[Point], b: &[Point], k: usize) -> Result<Vec<Pair>> {
+    fn closest_pairs(&self, a: &[Point<T>], b: &[Point<T>], k: usize) -> Result<Vec<Pair<T>>> {
         validate::closest_pairs(a, b)?;
         if a.is_empty() || k == 0 {
             return Ok(Vec::new());
         }
-        let tree = Tree::new(b)?;
+        let (a, b, s) = widen(a, b);
+        let tree = Tree::new(&b)?;
         let mut all: Vec<(f64, u32, u32)> = a
             .iter()
             .enumerate()
@@ -197,8 +280,26 @@ impl NearestPairs for ReferenceBackend {
             .map(|(d2, i, j)| Pair {
                 a: i,
                 b: j,
-                d2: d2 as f32,
+                d2: report(d2, s),
             })
             .collect())
+    }
+
+    fn within(
+        &self,
+        a: &[Point<T>],
+        b: &[Point<T>],
+        r: T,
+        max_pairs: usize,
+    ) -> Result<RadiusNeighbors<T>> {
+        validate::within(a, b, r)?;
+        let (a, b, s) = widen(a, b);
+        radius(&a, &b, r, s, false, max_pairs)
+    }
+
+    fn self_pairs(&self, p: &[Point<T>], r: T, max_pairs: usize) -> Result<RadiusNeighbors<T>> {
+        validate::self_pairs(p, r)?;
+        let (p, _, s) = widen(p, &[]);
+        radius(&p, &p, r, s, true, max_pairs)
     }
 }

@@ -4,9 +4,9 @@
 #![allow(missing_docs)]
 
 use trident_core::{
-    Backend, CsrMatrix, DenseGemm, Dictionary, FlowNetwork, GemmParams, GridCut, GridGraph, MatMut,
-    MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, PRIMITIVES, Pair, Point, Result, Scalar,
-    SparseCoder, SparseCodes, SparseGemm, StopRule, dist2_f64,
+    Backend, Coord, CsrMatrix, DenseGemm, Dictionary, FlowNetwork, GemmParams, GridCut, GridGraph,
+    MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, PRIMITIVES, Pair, Point,
+    RadiusNeighbors, Result, Scalar, SparseCoder, SparseCodes, SparseGemm, StopRule,
 };
 use trident_reference::ReferenceBackend;
 use trident_testkit::cases::Size;
@@ -70,13 +70,13 @@ impl<T: Scalar> SparseGemm<T> for Broken {
     }
 }
 
-impl NearestPairs for Broken {
-    fn nearest(&self, a: &[Point], b: &[Point], out: &mut [Neighbor]) -> Result<()> {
+impl<T: Coord> NearestPairs<T> for Broken {
+    fn nearest(&self, a: &[Point<T>], b: &[Point<T>], out: &mut [Neighbor<T>]) -> Result<()> {
         R.nearest(a, b, out)?;
         if self.is("nearest_pairs") && !a.is_empty() {
             // Answer the farthest point instead of the nearest for query 0.
             let far = (0..b.len())
-                .max_by(|&i, &j| dist2_f64(&a[0], &b[i]).total_cmp(&dist2_f64(&a[0], &b[j])))
+                .max_by(|&i, &j| T::exact_d2(&a[0], &b[i]).total_cmp(&T::exact_d2(&a[0], &b[j])))
                 .expect("B is not empty");
             out[0] = Neighbor {
                 index: far as u32,
@@ -85,11 +85,23 @@ impl NearestPairs for Broken {
         }
         Ok(())
     }
-    fn knn(&self, a: &[Point], b: &[Point], k: usize, out: &mut [Neighbor]) -> Result<()> {
+    fn knn(&self, a: &[Point<T>], b: &[Point<T>], k: usize, out: &mut [Neighbor<T>]) -> Result<()> {
         R.knn(a, b, k, out)
     }
-    fn closest_pairs(&self, a: &[Point], b: &[Point], k: usize) -> Result<Vec<Pair>> {
+    fn closest_pairs(&self, a: &[Point<T>], b: &[Point<T>], k: usize) -> Result<Vec<Pair<T>>> {
         R.closest_pairs(a, b, k)
+    }
+    fn within(
+        &self,
+        a: &[Point<T>],
+        b: &[Point<T>],
+        r: T,
+        max_pairs: usize,
+    ) -> Result<RadiusNeighbors<T>> {
+        R.within(a, b, r, max_pairs)
+    }
+    fn self_pairs(&self, p: &[Point<T>], r: T, max_pairs: usize) -> Result<RadiusNeighbors<T>> {
+        R.self_pairs(p, r, max_pairs)
     }
 }
 

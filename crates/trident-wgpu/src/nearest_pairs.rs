@@ -28,7 +28,8 @@
 //! duplicates) is then slower on llvmpipe, never wrong.
 
 use trident_core::{
-    Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, Result, unscale_d2, validate,
+    Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, RadiusNeighbors, Result,
+    unscale_d2, validate,
 };
 
 use crate::WgpuBackend;
@@ -462,7 +463,7 @@ impl NearestPairs for WgpuBackend {
         validate::nearest(a, b, out)?;
         // The device computes in f32: coordinates whose squared distances
         // would overflow or underflow are scaled by a power of two first.
-        let (a, b, shift) = trident_core::f32_scaled(a, b);
+        let (a, b, shift) = trident_core::scaled_for_range(a, b);
         let (a, b) = (&a[..], &b[..]);
         if a.is_empty() {
             return Ok(());
@@ -482,7 +483,7 @@ impl NearestPairs for WgpuBackend {
         validate::knn(a, b, k, out)?;
         // The device computes in f32: coordinates whose squared distances
         // would overflow or underflow are scaled by a power of two first.
-        let (a, b, shift) = trident_core::f32_scaled(a, b);
+        let (a, b, shift) = trident_core::scaled_for_range(a, b);
         let (a, b) = (&a[..], &b[..]);
         if a.is_empty() || k == 0 {
             return Ok(());
@@ -502,7 +503,7 @@ impl NearestPairs for WgpuBackend {
         validate::closest_pairs(a, b)?;
         // The device computes in f32: coordinates whose squared distances
         // would overflow or underflow are scaled by a power of two first.
-        let (a, b, shift) = trident_core::f32_scaled(a, b);
+        let (a, b, shift) = trident_core::scaled_for_range(a, b);
         let (a, b) = (&a[..], &b[..]);
         if a.is_empty() || k == 0 {
             return Ok(Vec::new());
@@ -519,9 +520,71 @@ impl NearestPairs for WgpuBackend {
             pairs
         })
     }
+
+    fn within(
+        &self,
+        a: &[Point],
+        b: &[Point],
+        r: f32,
+        _max_pairs: usize,
+    ) -> Result<RadiusNeighbors> {
+        validate::within(a, b, r)?;
+        Err(Error::Unsupported("radius search on wgpu".into()))
+    }
+
+    fn self_pairs(&self, p: &[Point], r: f32, _max_pairs: usize) -> Result<RadiusNeighbors> {
+        validate::self_pairs(p, r)?;
+        Err(Error::Unsupported("radius search on wgpu".into()))
+    }
 }
 
-/// Reported distances back in the caller's units after [`trident_core::f32_scaled`].
+/// f64 coordinates: not yet on this backend; the facade passes the call on.
+impl NearestPairs<f64> for WgpuBackend {
+    fn nearest(&self, a: &[Point<f64>], b: &[Point<f64>], out: &mut [Neighbor<f64>]) -> Result<()> {
+        validate::nearest(a, b, out)?;
+        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+    }
+    fn knn(
+        &self,
+        a: &[Point<f64>],
+        b: &[Point<f64>],
+        k: usize,
+        out: &mut [Neighbor<f64>],
+    ) -> Result<()> {
+        validate::knn(a, b, k, out)?;
+        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+    }
+    fn closest_pairs(
+        &self,
+        a: &[Point<f64>],
+        b: &[Point<f64>],
+        _k: usize,
+    ) -> Result<Vec<Pair<f64>>> {
+        validate::closest_pairs(a, b)?;
+        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+    }
+    fn within(
+        &self,
+        a: &[Point<f64>],
+        b: &[Point<f64>],
+        r: f64,
+        _max_pairs: usize,
+    ) -> Result<RadiusNeighbors<f64>> {
+        validate::within(a, b, r)?;
+        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+    }
+    fn self_pairs(
+        &self,
+        p: &[Point<f64>],
+        r: f64,
+        _max_pairs: usize,
+    ) -> Result<RadiusNeighbors<f64>> {
+        validate::self_pairs(p, r)?;
+        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+    }
+}
+
+/// Reported distances back in the caller's units after [`trident_core::scaled_for_range`].
 fn unscale_neighbors(out: &mut [Neighbor], shift: i32) {
     if shift != 0 {
         for n in out {

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use trident_core::{
     Backend, BackendKind, CsrMatrix, DenseGemm, Dictionary, Error, FlowNetwork, GemmParams,
     GridCut, GridGraph, MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, Pair, Point,
-    Primitive, Primitives, Result, SparseCoder, SparseCodes, SparseGemm, StopRule,
+    Primitive, Primitives, RadiusNeighbors, Result, SparseCoder, SparseCodes, SparseGemm, StopRule,
 };
 
 pub use crate::cost::{Choice, CostModel};
@@ -409,28 +409,65 @@ macro_rules! scalar_impls {
                 })
             }
         }
+
+        impl NearestPairs<$t> for Trident {
+            fn nearest(
+                &self,
+                a: &[Point<$t>],
+                b: &[Point<$t>],
+                out: &mut [Neighbor<$t>],
+            ) -> Result<()> {
+                self.serve(Primitive::NearestPairs, (a.len() + b.len()) as f64, |be| {
+                    be.nearest(a, b, out)
+                })
+            }
+            fn knn(
+                &self,
+                a: &[Point<$t>],
+                b: &[Point<$t>],
+                k: usize,
+                out: &mut [Neighbor<$t>],
+            ) -> Result<()> {
+                self.serve(Primitive::NearestPairs, (a.len() + b.len()) as f64, |be| {
+                    be.knn(a, b, k, out)
+                })
+            }
+            fn closest_pairs(
+                &self,
+                a: &[Point<$t>],
+                b: &[Point<$t>],
+                k: usize,
+            ) -> Result<Vec<Pair<$t>>> {
+                self.serve(Primitive::NearestPairs, (a.len() + b.len()) as f64, |be| {
+                    be.closest_pairs(a, b, k)
+                })
+            }
+            fn within(
+                &self,
+                a: &[Point<$t>],
+                b: &[Point<$t>],
+                r: $t,
+                max_pairs: usize,
+            ) -> Result<RadiusNeighbors<$t>> {
+                self.serve(Primitive::NearestPairs, (a.len() + b.len()) as f64, |be| {
+                    be.within(a, b, r, max_pairs)
+                })
+            }
+            fn self_pairs(
+                &self,
+                p: &[Point<$t>],
+                r: $t,
+                max_pairs: usize,
+            ) -> Result<RadiusNeighbors<$t>> {
+                self.serve(Primitive::NearestPairs, p.len() as f64, |be| {
+                    be.self_pairs(p, r, max_pairs)
+                })
+            }
+        }
     };
 }
 scalar_impls!(f32);
 scalar_impls!(f64);
-
-impl NearestPairs for Trident {
-    fn nearest(&self, a: &[Point], b: &[Point], out: &mut [Neighbor]) -> Result<()> {
-        self.serve(Primitive::NearestPairs, (a.len() + b.len()) as f64, |be| {
-            be.nearest(a, b, out)
-        })
-    }
-    fn knn(&self, a: &[Point], b: &[Point], k: usize, out: &mut [Neighbor]) -> Result<()> {
-        self.serve(Primitive::NearestPairs, (a.len() + b.len()) as f64, |be| {
-            be.knn(a, b, k, out)
-        })
-    }
-    fn closest_pairs(&self, a: &[Point], b: &[Point], k: usize) -> Result<Vec<Pair>> {
-        self.serve(Primitive::NearestPairs, (a.len() + b.len()) as f64, |be| {
-            be.closest_pairs(a, b, k)
-        })
-    }
-}
 
 impl MaxFlow for Trident {
     fn grid_cut(&self, g: &GridGraph) -> Result<GridCut> {

@@ -5,9 +5,10 @@
 //! backends stand in for CUDA, so this runs on any machine.
 
 use trident::{
-    Backend, CostModel, CsrMatrix, DenseGemm, Dictionary, Error, FlowNetwork, GemmParams, GridCut,
-    GridGraph, MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, Pair, Point,
-    Primitive, Primitives, Result, SparseCoder, SparseCodes, SparseGemm, StopRule, Trident,
+    Backend, Coord, CostModel, CsrMatrix, DenseGemm, Dictionary, Error, FlowNetwork, GemmParams,
+    GridCut, GridGraph, MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, Pair, Point,
+    Primitive, Primitives, RadiusNeighbors, Result, SparseCoder, SparseCodes, SparseGemm, StopRule,
+    Trident,
 };
 
 /// A backend called `name` that serves SpGEMM and GEMM (doing nothing) unless
@@ -73,14 +74,20 @@ macro_rules! fake_scalar {
 fake_scalar!(f32);
 fake_scalar!(f64);
 
-impl NearestPairs for Fake {
-    fn nearest(&self, _: &[Point], _: &[Point], _: &mut [Neighbor]) -> Result<()> {
+impl<T: Coord> NearestPairs<T> for Fake {
+    fn nearest(&self, _: &[Point<T>], _: &[Point<T>], _: &mut [Neighbor<T>]) -> Result<()> {
         self.no()
     }
-    fn knn(&self, _: &[Point], _: &[Point], _: usize, _: &mut [Neighbor]) -> Result<()> {
+    fn knn(&self, _: &[Point<T>], _: &[Point<T>], _: usize, _: &mut [Neighbor<T>]) -> Result<()> {
         self.no()
     }
-    fn closest_pairs(&self, _: &[Point], _: &[Point], _: usize) -> Result<Vec<Pair>> {
+    fn closest_pairs(&self, _: &[Point<T>], _: &[Point<T>], _: usize) -> Result<Vec<Pair<T>>> {
+        self.no()
+    }
+    fn within(&self, _: &[Point<T>], _: &[Point<T>], _: T, _: usize) -> Result<RadiusNeighbors<T>> {
+        self.no()
+    }
+    fn self_pairs(&self, _: &[Point<T>], _: T, _: usize) -> Result<RadiusNeighbors<T>> {
         self.no()
     }
 }
@@ -178,7 +185,7 @@ fn unsupported_everywhere_is_an_unsupported_error() {
     let t = Trident::with_backends(fakes(false))
         .unwrap()
         .with_cost_model(model());
-    let e = t.nearest(&[], &[], &mut []);
+    let e = t.nearest(&[], &[], &mut [] as &mut [Neighbor]);
     assert!(matches!(e, Err(Error::Unsupported(_))), "{e:?}");
 }
 

@@ -4,8 +4,8 @@
 
 use trident::{
     Backend, CsrMatrix, DenseGemm, Dictionary, Error, FlowNetwork, GemmParams, GridCut, GridGraph,
-    MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, Pair, Point, ReferenceBackend,
-    Result, SparseCoder, SparseCodes, SparseGemm, StopRule, Trident,
+    MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, Pair, Point, RadiusNeighbors,
+    ReferenceBackend, Result, SparseCoder, SparseCodes, SparseGemm, StopRule, Trident,
 };
 
 /// A backend that is available but serves no GEMM and no f64 at all, like a
@@ -82,6 +82,46 @@ impl NearestPairs for Partial {
     }
     fn closest_pairs(&self, a: &[Point], b: &[Point], k: usize) -> Result<Vec<Pair>> {
         ReferenceBackend.closest_pairs(a, b, k)
+    }
+    fn within(&self, a: &[Point], b: &[Point], r: f32, max: usize) -> Result<RadiusNeighbors> {
+        ReferenceBackend.within(a, b, r, max)
+    }
+    fn self_pairs(&self, p: &[Point], r: f32, max: usize) -> Result<RadiusNeighbors> {
+        ReferenceBackend.self_pairs(p, r, max)
+    }
+}
+impl NearestPairs<f64> for Partial {
+    fn nearest(&self, _: &[Point<f64>], _: &[Point<f64>], _: &mut [Neighbor<f64>]) -> Result<()> {
+        Err(Error::Unsupported("no f64 here".into()))
+    }
+    fn knn(
+        &self,
+        _: &[Point<f64>],
+        _: &[Point<f64>],
+        _: usize,
+        _: &mut [Neighbor<f64>],
+    ) -> Result<()> {
+        Err(Error::Unsupported("no f64 here".into()))
+    }
+    fn closest_pairs(
+        &self,
+        _: &[Point<f64>],
+        _: &[Point<f64>],
+        _: usize,
+    ) -> Result<Vec<Pair<f64>>> {
+        Err(Error::Unsupported("no f64 here".into()))
+    }
+    fn within(
+        &self,
+        _: &[Point<f64>],
+        _: &[Point<f64>],
+        _: f64,
+        _: usize,
+    ) -> Result<RadiusNeighbors<f64>> {
+        Err(Error::Unsupported("no f64 here".into()))
+    }
+    fn self_pairs(&self, _: &[Point<f64>], _: f64, _: usize) -> Result<RadiusNeighbors<f64>> {
+        Err(Error::Unsupported("no f64 here".into()))
     }
 }
 impl MaxFlow for Partial {

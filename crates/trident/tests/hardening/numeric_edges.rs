@@ -302,15 +302,15 @@ fn from_triplets_whose_duplicates_sum_to_inf_names_the_triplets() {
 /// ones), and use them as given otherwise.
 #[test]
 fn f32_scaling_moves_points_into_range_and_leaves_ordinary_ones() {
-    use trident::{F32_SAFE_COORD, F32_TINY_COORD, f32_scaled};
+    use trident::{F32_SAFE_COORD, F32_TINY_COORD, scaled_for_range};
     let (a, b) = ([[0.0f32; 3]], [[1.0f32, 2.0, 3.0], [0.0, -1e18, 1e-12]]);
-    let (sa, sb, s) = f32_scaled(&a, &b);
+    let (sa, sb, s) = scaled_for_range(&a, &b);
     assert_eq!((s, &sa[..], &sb[..]), (0, &a[..], &b[..]));
     for (a, b) in [
         ([[0.0f32; 3]], [[1.0f32, 2.0, 3.0], [0.0, -1e30, 0.0]]),
         ([[0.0f32; 3]], [[1e-25f32, 2e-25, 0.0], [0.0, -3e-30, 0.0]]),
     ] {
-        let (sa, sb, s) = f32_scaled(&a, &b);
+        let (sa, sb, s) = scaled_for_range(&a, &b);
         assert_ne!(s, 0);
         let max = sa
             .iter()
