@@ -73,7 +73,7 @@ fn doc_table_matches_tol_module() {
 #[test]
 fn values_parse_and_match_the_compiled_constants() {
     use trident_core::tol::*;
-    let compiled: [(&str, f64); 20] = [
+    let compiled: [(&str, f64); 21] = [
         ("GEMM_STRICT_F32", GEMM_STRICT_F32),
         ("GEMM_F64", GEMM_F64),
         ("GEMM_TF32", GEMM_TF32),

@@ -29,8 +29,8 @@ use std::collections::BTreeMap;
 use nalgebra::{DMatrix, DVector};
 use trident_core::tol::{self, Tol};
 use trident_core::{
-    CsrMatrix, Dictionary, FlowNetwork, GemmParams, GridCut, GridGraph, MatRef, Neighbor,
-    NetworkFlow, Op, Pair, Point, Precision, Scalar, SparseCodes, StopRule, dist2_f64,
+    Coord, CsrMatrix, Dictionary, FlowNetwork, GemmParams, GridCut, GridGraph, MatRef, Neighbor,
+    NetworkFlow, Op, Pair, Point, Precision, RadiusNeighbors, Scalar, SparseCodes, StopRule,
 };
 
 use crate::max_flow::grid_flows;
@@ -269,25 +269,25 @@ pub fn spgemm<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, c: &CsrMatrix<T>) -
 
 // ---------------------------------------------------------------- NearestPairs
 
-fn near_tol(d: f64) -> f64 {
-    Tol::NEAREST.bound(d)
+fn near_tol<T: Coord>(d: f64) -> f64 {
+    Tol::nearest::<T>().bound(d)
 }
 
 /// All distances from `q` to B, sorted by `(d2, j)`.
-fn brute_sorted(q: &Point, b: &[Point]) -> Vec<(f64, u32)> {
+fn brute_sorted<T: Coord>(q: &Point<T>, b: &[Point<T>]) -> Vec<(f64, u32)> {
     let mut d: Vec<(f64, u32)> = b
         .iter()
         .enumerate()
-        .map(|(j, p)| (dist2_f64(q, p), j as u32))
+        .map(|(j, p)| (T::exact_d2(q, p), j as u32))
         .collect();
     d.sort_unstable_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
     d
 }
 
-fn brute_nearest(q: &Point, b: &[Point]) -> (f64, u32) {
+fn brute_nearest<T: Coord>(q: &Point<T>, b: &[Point<T>]) -> (f64, u32) {
     let mut best = (f64::INFINITY, u32::MAX);
     for (j, p) in b.iter().enumerate() {
-        let d = dist2_f64(q, p);
+        let d = T::exact_d2(q, p);
         if d < best.0 {
             best = (d, j as u32);
         }
@@ -297,13 +297,13 @@ fn brute_nearest(q: &Point, b: &[Point]) -> (f64, u32) {
 
 /// Checks one returned neighbour: index in range, its exact distance within
 /// tolerance of `want`, its reported `d2` within tolerance of its exact distance.
-fn check_neighbor(
+fn check_neighbor<T: Coord>(
     w: &mut Worst,
     what: &str,
-    q: &Point,
-    b: &[Point],
+    q: &Point<T>,
+    b: &[Point<T>],
     index: u32,
-    d2: f32,
+    d2: T,
     want: f64,
 ) -> Result<f64, String> {
     let Some(p) = b.get(index as usize) else {
@@ -312,18 +312,19 @@ fn check_neighbor(
             b.len()
         ));
     };
-    let exact = dist2_f64(q, p);
-    w.see(ratio((exact - want).abs(), near_tol(want)), || {
+    let exact = T::exact_d2(q, p);
+    w.see(ratio((exact - want).abs(), near_tol::<T>(want)), || {
         format!("{what}: B[{index}] is at d2 = {exact:e}, the optimum is {want:e}")
     });
-    w.see(ratio((d2 as f64 - exact).abs(), near_tol(exact)), || {
-        format!("{what}: reported d2 = {d2:e}, exact distance to B[{index}] is {exact:e}")
-    });
+    w.see(
+        ratio((d2.to_f64() - exact).abs(), near_tol::<T>(exact)),
+        || format!("{what}: reported d2 = {d2}, exact distance to B[{index}] is {exact:e}"),
+    );
     Ok(exact)
 }
 
 /// Certifies `nearest(a, b, out)` by brute force (O(|A| |B|)).
-pub fn nearest(a: &[Point], b: &[Point], out: &[Neighbor]) -> Certificate {
+pub fn nearest<T: Coord>(a: &[Point<T>], b: &[Point<T>], out: &[Neighbor<T>]) -> Certificate {
     if out.len() != a.len() {
         return Err(format!(
             "out has {} entries for |A| = {}",
@@ -341,7 +342,7 @@ pub fn nearest(a: &[Point], b: &[Point], out: &[Neighbor]) -> Certificate {
 
 /// Certifies `knn(a, b, k, out)` by brute force: per query, k distinct
 /// indices whose exact distances match the true k smallest, rank by rank.
-pub fn knn(a: &[Point], b: &[Point], k: usize, out: &[Neighbor]) -> Certificate {
+pub fn knn<T: Coord>(a: &[Point<T>], b: &[Point<T>], k: usize, out: &[Neighbor<T>]) -> Certificate {
     if Some(out.len()) != a.len().checked_mul(k) {
         return Err(format!(
             "out has {} entries for |A| = {} and k = {k}",
@@ -379,7 +380,12 @@ pub fn knn(a: &[Point], b: &[Point], k: usize, out: &[Neighbor]) -> Certificate 
 /// Certifies `closest_pairs(a, b, k)`: `min(k, |A|)` pairs with distinct A
 /// indices, each B its A point's nearest (within tolerance), and the r-th
 /// pair's distance matching the r-th smallest nearest-neighbour distance.
-pub fn closest_pairs(a: &[Point], b: &[Point], k: usize, pairs: &[Pair]) -> Certificate {
+pub fn closest_pairs<T: Coord>(
+    a: &[Point<T>],
+    b: &[Point<T>],
+    k: usize,
+    pairs: &[Pair<T>],
+) -> Certificate {
     let want_len = k.min(a.len());
     if pairs.len() != want_len {
         return Err(format!(
@@ -406,7 +412,7 @@ pub fn closest_pairs(a: &[Point], b: &[Point], k: usize, pairs: &[Pair]) -> Cert
         let what = format!("pair {r} (a = {})", p.a);
         let exact = check_neighbor(&mut w, &what, q, b, p.b, p.d2, nn[p.a as usize])?;
         w.see(
-            ratio((exact - sorted[r]).abs(), near_tol(sorted[r])),
+            ratio((exact - sorted[r]).abs(), near_tol::<T>(sorted[r])),
             || {
                 format!(
                     "{what}: d2 = {exact:e}, the rank-{r} nearest distance is {:e}",
@@ -414,6 +420,91 @@ pub fn closest_pairs(a: &[Point], b: &[Point], k: usize, pairs: &[Pair]) -> Cert
                 )
             },
         );
+    }
+    w.finish()
+}
+
+/// Certifies a radius search by brute force (O(|A| |B|)): row `i` of `got`
+/// must hold exactly the points of B (or, with `upper`, the points `j > i`
+/// of the same set) whose exact squared distance is at most `r^2`, up to
+/// the boundary band of the nearest-pairs tolerance (a pair within it of
+/// `r^2` may be in or out), each once, with reported `d2` within tolerance
+/// of the exact one, sorted by `(d2, j)`. `rows` lists the rows to check
+/// (all of them on small cases, a sample on large ones).
+pub fn within<T: Coord>(
+    a: &[Point<T>],
+    b: &[Point<T>],
+    r: T,
+    upper: bool,
+    rows: &[usize],
+    got: &RadiusNeighbors<T>,
+) -> Certificate {
+    if got.offsets.len() != a.len() + 1
+        || got.offsets.first() != Some(&0)
+        || got.offsets.windows(2).any(|w| w[0] > w[1])
+        || got.offsets.last() != Some(&got.indices.len())
+        || got.indices.len() != got.d2.len()
+    {
+        return Err(format!(
+            "malformed result: {} offsets for |A| = {}, {} indices, {} distances",
+            got.offsets.len(),
+            a.len(),
+            got.indices.len(),
+            got.d2.len()
+        ));
+    }
+    let r = r.to_f64();
+    let r2 = r * r;
+    let band = near_tol::<T>(r2);
+    let mut w = Worst::new();
+    for &i in rows {
+        let (idx, d2) = got.row(i);
+        let q = &a[i];
+        let mut seen = std::collections::HashSet::with_capacity(idx.len());
+        let mut prev: Option<(f64, u32)> = None;
+        for (&j, &d) in idx.iter().zip(d2) {
+            let Some(p) = b.get(j as usize) else {
+                return Err(format!(
+                    "row {i}: index {j} out of range for |B| = {}",
+                    b.len()
+                ));
+            };
+            if upper && j as usize <= i {
+                return Err(format!("row {i}: j = {j} is not above the row"));
+            }
+            if !seen.insert(j) {
+                return Err(format!("row {i}: B[{j}] returned twice"));
+            }
+            let exact = T::exact_d2(q, p);
+            if exact > r2 + band {
+                return Err(format!(
+                    "row {i}: B[{j}] at d2 = {exact:e} is beyond r^2 = {r2:e}"
+                ));
+            }
+            w.see(
+                ratio((d.to_f64() - exact).abs(), near_tol::<T>(exact)),
+                || format!("row {i}: reported d2 = {d}, exact distance to B[{j}] is {exact:e}"),
+            );
+            if let Some((pe, pj)) = prev
+                && (exact < pe - near_tol::<T>(pe) || (exact == pe && j < pj))
+            {
+                return Err(format!(
+                    "row {i}: B[{j}] comes after B[{pj}]: not sorted by (d2, j)"
+                ));
+            }
+            prev = Some((exact, j));
+        }
+        for (j, p) in b.iter().enumerate() {
+            if upper && j <= i {
+                continue;
+            }
+            let exact = T::exact_d2(q, p);
+            if exact < r2 - band && !seen.contains(&(j as u32)) {
+                return Err(format!(
+                    "row {i}: B[{j}] at d2 = {exact:e} <= r^2 = {r2:e} is missing"
+                ));
+            }
+        }
     }
     w.finish()
 }

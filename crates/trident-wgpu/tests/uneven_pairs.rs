@@ -71,12 +71,7 @@ fn uneven_data_matches_reference() {
     };
     let (a, b) = uneven();
     for (knn_k, pairs_k) in [(1, 1), (8, 20), (3, a.len() + 5)] {
-        let input = Input::Pairs(PairsCase {
-            a: a.clone(),
-            b: b.clone(),
-            knn_k,
-            pairs_k,
-        });
+        let input = Input::Pairs(PairsCase::new(a.clone(), b.clone(), knn_k, pairs_k));
         let exp = input.expected(&ReferenceBackend).unwrap();
         let got = input.produce(&be).unwrap();
         let v = input.compare(&exp, &got);

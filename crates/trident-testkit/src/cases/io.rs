@@ -282,17 +282,19 @@ pub fn write_spgemm<T: Scalar>(path: &Path, c: &SpgemmCase<T>) -> Result<()> {
 }
 
 /// Writes a NearestPairs case (kind `points`).
-pub fn write_points(path: &Path, c: &PairsCase) -> Result<()> {
+pub fn write_points<T: trident_core::Coord>(path: &Path, c: &PairsCase<T>) -> Result<()> {
     let meta = vec![
+        ("dtype", T::NAME.to_string()),
         ("knn_k", c.knn_k.to_string()),
         ("pairs_k", c.pairs_k.to_string()),
+        ("radius", format!("{:e}", c.radius.to_f64())),
     ];
-    let flat = |p: &[trident_core::Point]| p.iter().flatten().copied().collect::<Vec<f32>>();
+    let flat = |p: &[trident_core::Point<T>]| p.iter().flatten().copied().collect::<Vec<T>>();
     write_raw(
         path,
         "points",
         &meta,
-        &[raw("a", &flat(&c.a)), raw("b", &flat(&c.b))],
+        &[raw_scalar("a", &flat(&c.a)), raw_scalar("b", &flat(&c.b))],
     )
 }
 

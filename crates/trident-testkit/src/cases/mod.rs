@@ -35,8 +35,9 @@ pub use flow::{
     segmentation_grid, synthetic_image, synthetic_volume,
 };
 pub use points::{
-    CLUSTER_SIGMA, CLUSTERS, COORD_RANGE, PairsCase, cluster_centers, clustered_points,
-    lattice_points, pairs_clustered, pairs_uniform, uniform_points,
+    CLUSTER_SIGMA, CLUSTERS, COORD_RANGE, PairsCase, RADIUS_NEIGHBOURS, UTM_ORIGIN,
+    cluster_centers, clustered_points, lattice_points, pairs_clustered, pairs_uniform, pairs_utm,
+    to_f64_case, uniform_points, utm_points,
 };
 pub use sparse::{
     RMAT_ABC, SpgemmCase, convert, poisoned, poisson2d, power_law_row, random_csr, rmat,

@@ -10,12 +10,7 @@ fn pc(
     knn_k: usize,
     pairs_k: usize,
 ) -> Input {
-    Input::Pairs(PairsCase {
-        a,
-        b,
-        knn_k,
-        pairs_k,
-    })
+    Input::Pairs(PairsCase::new(a, b, knn_k, pairs_k))
 }
 
 pub(crate) fn pairs_cases(size: Size) -> Vec<Case> {
@@ -122,6 +117,44 @@ pub(crate) fn pairs_cases(size: Size) -> Vec<Case> {
             )
         },
     );
+    // f64 coordinates: the same families in f64, and what f32 cannot hold.
+    let (ua, ub) = pick(size, (1500usize, 1000usize), (100_000, 60_000));
+    add(
+        &mut v,
+        format!("pairs-utm-f64-{}-{}", tag(ua), tag(ub)),
+        p,
+        false,
+        move |s| Input::new(pairs_utm(ua, ub, s)),
+    );
+    add(
+        &mut v,
+        format!("pairs-uniform-f64-{ta}-{tb}"),
+        p,
+        false,
+        move |s| Input::new(to_f64_case(&pairs_uniform(na, nb, s))),
+    );
+    add(&mut v, "pairs-edge-lattice-f64".into(), p, true, |s| {
+        let b = lattice_points(6, s);
+        let a: Vec<_> = lattice_points(5, s ^ 1)
+            .iter()
+            .map(|q| [q[0] + 0.5, q[1] + 0.5, q[2] + 0.5])
+            .collect();
+        let mut c = to_f64_case(&PairsCase::new(a, b, 9, 50));
+        // Radius 1.5: each lattice point's 18 neighbours at 1 and sqrt(2),
+        // and none at sqrt(3) = 1.73.
+        c.radius = 1.5;
+        Input::new(c)
+    });
+    add(&mut v, "pairs-edge-duplicates-f64".into(), p, true, |s| {
+        let base = uniform_points(30, s);
+        let b: Vec<_> = (0..3).flat_map(|_| base.iter().copied()).collect();
+        let mut a = uniform_points(40, s ^ 1);
+        a.extend_from_slice(&base[..10]);
+        Input::new(to_f64_case(&PairsCase::new(a, b, 5, 20)))
+    });
+    // f64 coordinates at the ends of the range are known-answer cases of
+    // the conformance suite (their distances are beyond what a checker in
+    // f64 can hold).
     v
 }
 
