@@ -71,11 +71,71 @@ pub fn select_cases(names: &[String]) -> std::result::Result<Vec<Case>, Vec<Stri
         .collect())
 }
 
+/// The GEMM calls shaped as BLAS users write them ([`gemm_variant`]).
+pub const GEMM_VARIANTS: [&str; 7] = ["tn", "nt", "tt", "ld", "ab", "odd", "all"];
+
+/// One GEMM call shaped as BLAS users write it, at size `n` (odd sizes near
+/// it): `tn`, `nt`, `tt` (transposes), `ld` (every buffer padded by 8
+/// elements per row), `ab` (alpha 1.5, beta -0.5), `odd` (`(n-1) x (n+3) x
+/// (n-5)`) and `all` (both transposed, padding 3, alpha and beta, odd
+/// sizes). `None` for another name.
+pub fn gemm_variant<T: trident::Scalar>(n: usize, variant: &str) -> Option<cases::GemmCase<T>> {
+    use trident::{GemmParams, Op};
+    let p = |op_a, op_b, alpha: f64, beta: f64| GemmParams {
+        alpha: T::from_f64(alpha),
+        beta: T::from_f64(beta),
+        op_a,
+        op_b,
+        ..GemmParams::default()
+    };
+    let (m, nn, k, params, pad) = match variant {
+        "tn" => (n, n, n, p(Op::T, Op::N, 1.0, 0.0), 0),
+        "nt" => (n, n, n, p(Op::N, Op::T, 1.0, 0.0), 0),
+        "tt" => (n, n, n, p(Op::T, Op::T, 1.0, 0.0), 0),
+        "ld" => (n, n, n, p(Op::N, Op::N, 1.0, 0.0), 8),
+        "ab" => (n, n, n, p(Op::N, Op::N, 1.5, -0.5), 0),
+        "odd" => (n - 1, n + 3, n - 5, p(Op::N, Op::N, 1.0, 0.0), 0),
+        "all" => (n - 1, n + 3, n - 5, p(Op::T, Op::T, 1.5, -0.5), 3),
+        _ => return None,
+    };
+    Some(cases::gemm_general(m, nn, k, params, pad, 0x6e44))
+}
+
+/// Every [`GEMM_VARIANTS`] at size `n`, named `gemm-<n>-<variant>` (and
+/// `-f64`).
+pub fn gemm_variant_cases<T: trident::Scalar>(n: usize) -> Vec<(String, cases::GemmCase<T>)> {
+    let suffix = if T::NAME == "f64" { "-f64" } else { "" };
+    GEMM_VARIANTS
+        .iter()
+        .filter_map(|v| Some((format!("gemm-{n}-{v}{suffix}"), gemm_variant(n, v)?)))
+        .collect()
+}
+
 /// Cases outside the benchmark table, selectable by name only: `gemm-2048` (the
-/// CPU backend's GEMM target size) and the f64 GEMMs the CPU tables
-/// compare with numpy (`gemm-2048-f64`, `gemm-4096-f64`).
+/// CPU backend's GEMM target size), the f64 GEMMs the CPU tables
+/// compare with numpy (`gemm-2048-f64`, `gemm-4096-f64`), and the
+/// BLAS-shaped variants of `gemm-1024` ([`gemm_variant`]).
 pub fn extra_cases() -> Vec<Case> {
-    vec![
+    let mut v = Vec::new();
+    for variant in GEMM_VARIANTS {
+        v.push(Case::new(
+            format!("gemm-1024-{variant}"),
+            "dense_gemm",
+            false,
+            move |_| {
+                Input::Gemm32(gemm_variant(1024, variant).unwrap_or_else(|| cases::gemm(1024, 0)))
+            },
+        ));
+        v.push(Case::new(
+            format!("gemm-1024-{variant}-f64"),
+            "dense_gemm",
+            false,
+            move |_| {
+                Input::Gemm64(gemm_variant(1024, variant).unwrap_or_else(|| cases::gemm(1024, 0)))
+            },
+        ));
+    }
+    v.extend(vec![
         Case::new("gemm-2048", "dense_gemm", false, |s| {
             Input::Gemm32(cases::gemm(2048, s))
         }),
@@ -85,7 +145,8 @@ pub fn extra_cases() -> Vec<Case> {
         Case::new("gemm-4096-f64", "dense_gemm", false, |s| {
             Input::Gemm64(cases::gemm(4096, s))
         }),
-    ]
+    ]);
+    v
 }
 
 /// The benchmark cases of one primitive (one of [`trident::PRIMITIVES`]).
