@@ -82,7 +82,11 @@ struct Params {
     n: u32, // points of `src`
     k: u32, // knn: neighbours per query; top-k: pairs
     tmask: u32, // hash table size - 1
-    rnd: u32, // top-k round 0..3; np_setup: target bits; np_query: loop budget
+    rnd: u32, // top-k round 0..3; np_setup: target bits; queries: loop budget
+    rad: f32, // radius search: r; else 0
+    rad2: f32, // r * r, rounded once to f32 by the host
+    upper: u32, // self_pairs: 1, keep only j > i
+    _pad: u32,
 }
 
 struct Neighbor {

@@ -126,12 +126,19 @@ const CUT: u32 = 0xffff_fffe;
 pub const LANE_BUDGET: u32 = 4000;
 
 #[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
     n: u32,
     k: u32,
     tmask: u32,
     rnd: u32,
+    /// Radius search: r (0 otherwise, which leaves the grid as it was).
+    rad: f32,
+    /// `r * r` in f32: the shader compares with it as the contract says.
+    rad2: f32,
+    /// `self_pairs`: 1 (only `j > i`).
+    upper: u32,
+    _pad: u32,
 }
 
 /// A pair as `np_compact` writes it.
@@ -206,6 +213,7 @@ impl WgpuBackend {
             k: count("k", k)?,
             tmask: w.tmask,
             rnd: round,
+            ..Params::default()
         }))
     }
 
@@ -223,46 +231,68 @@ impl WgpuBackend {
         knn: Option<usize>,
         out: &WgpuBuffer<Neighbor>,
     ) -> Result<()> {
-        let run = |enc: &mut Encoder<'_>,
-                   k: &'static Kernel,
-                   pp: &wgpu::Buffer,
-                   src: &WgpuBuffer<f32>,
-                   groups: u64|
-         -> Result<()> {
-            let args = np_args(pp, src, w, out);
-            enc.dispatch(k, &args, self.grid(groups)?)
-        };
+        self.np_record_grid(enc, w, b, nb, 0.0, out)?;
+        let pa = self.np_params(w, na, knn.unwrap_or(1), self.np_budget())?;
+        self.np_record_order(enc, w, a, na, &pa, out)?;
+        let query = if knn.is_some() { &KNN } else { &NEAREST };
+        np_run(self, enc, query, &pa, a, w, out, na.div_ceil(QWG as usize))
+    }
+
+    /// Records the grid on B, with cells at least `rad / 2` wide (0: as the
+    /// density of B asks).
+    fn np_record_grid(
+        &self,
+        enc: &mut Encoder<'_>,
+        w: &Work,
+        b: &WgpuBuffer<f32>,
+        nb: usize,
+        rad: f32,
+        out: &WgpuBuffer<Neighbor>,
+    ) -> Result<()> {
         let pb = self.uniform(&Params {
             n: count("|B|", nb)?,
-            k: 0,
             tmask: w.tmask,
             rnd: CELL_TARGET.to_bits(),
+            rad,
+            ..Params::default()
         });
-        let pa = self.np_params(w, na, knn.unwrap_or(1), self.np_budget())?;
-        let per = |n: usize, size: u64| (n as u64).div_ceil(size);
+        let run = |enc: &mut Encoder<'_>, k: &'static Kernel, groups: usize| {
+            np_run(self, enc, k, &pb, b, w, out, groups)
+        };
+        let per = nb.div_ceil(WG as usize);
         enc.zero(&w.gw);
         enc.zero(&w.cnt);
         enc.zero(&w.tkey);
         enc.zero(&w.tcnt);
-        // The grid on B.
-        run(enc, &BBOX, &pb, b, per(nb, WG).clamp(1, NPART))?;
-        run(enc, &SETUP, &pb, b, 1)?;
+        run(enc, &BBOX, per.clamp(1, NPART as usize))?;
+        run(enc, &SETUP, 1)?;
         enc.copy(&w.gw, 0, &w.gp, 0, GRID_WORDS)?;
-        run(enc, &COARSE_COUNT, &pb, b, per(nb, WG))?;
-        run(enc, &SUMSQ, &pb, b, NPART)?;
-        run(enc, &FINALIZE, &pb, b, 1)?;
+        run(enc, &COARSE_COUNT, per)?;
+        run(enc, &SUMSQ, NPART as usize)?;
+        run(enc, &FINALIZE, 1)?;
         enc.copy(&w.gw, 0, &w.gp, 0, GRID_WORDS)?;
-        run(enc, &INSERT, &pb, b, per(nb, WG))?;
+        run(enc, &INSERT, per)?;
         self.scan_exclusive_u32(enc, &w.tcnt, w.tcnt.len())?;
-        run(enc, &SCATTER, &pb, b, per(nb, WG))?;
-        run(enc, &PACK, &pb, b, per(w.tkey.len(), WG))?;
-        // A by coarse cell.
+        run(enc, &SCATTER, per)?;
+        run(enc, &PACK, w.tkey.len().div_ceil(WG as usize))
+    }
+
+    /// Records the order of A's queries by coarse cell (`pa`: A's params),
+    /// once the grid on B is recorded.
+    fn np_record_order(
+        &self,
+        enc: &mut Encoder<'_>,
+        w: &Work,
+        a: &WgpuBuffer<f32>,
+        na: usize,
+        pa: &wgpu::Buffer,
+        out: &WgpuBuffer<Neighbor>,
+    ) -> Result<()> {
+        let per = na.div_ceil(WG as usize);
         enc.zero(&w.cnt);
-        run(enc, &COARSE_COUNT, &pa, a, per(na, WG))?;
+        np_run(self, enc, &COARSE_COUNT, pa, a, w, out, per)?;
         self.scan_exclusive_u32(enc, &w.cnt, COARSE_CELLS)?;
-        run(enc, &ORDER, &pa, a, per(na, WG))?;
-        let query = if knn.is_some() { &KNN } else { &NEAREST };
-        run(enc, query, &pa, a, per(na, QWG))
+        np_run(self, enc, &ORDER, pa, a, w, out, per)
     }
 
     /// The loop budget of one query: [`LANE_BUDGET`] where the adapter is a
@@ -432,6 +462,21 @@ impl WgpuBackend {
             self.np_search(a, b, Some(k), out).map(|_| ())
         })
     }
+}
+
+/// Records `k` over `groups` workgroups with the bindings of [`np_args`].
+#[allow(clippy::too_many_arguments)]
+fn np_run(
+    be: &WgpuBackend,
+    enc: &mut Encoder<'_>,
+    k: &'static Kernel,
+    pp: &wgpu::Buffer,
+    src: &WgpuBuffer<f32>,
+    w: &Work,
+    out: &WgpuBuffer<Neighbor>,
+    groups: usize,
+) -> Result<()> {
+    enc.dispatch(k, &np_args(pp, src, w, out), be.grid(groups as u64)?)
 }
 
 /// The 13 bindings of a dispatch, in `BINDS` order.
