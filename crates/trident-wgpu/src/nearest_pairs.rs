@@ -25,6 +25,10 @@
 //! beyond). Its limits: at most `2^30` pairs, 8 bytes a pair, within one
 //! `max_storage_buffer_binding_size` (a clear `TooLarge` past them).
 //!
+//! f64 coordinates: WGSL has no f64, and rounding to f32 would change the
+//! answer, so every f64 call answers `Unsupported` once its input is valid
+//! and the facade hands it to the next backend.
+//!
 //! Limits, explicit: 13 bindings (12 storage buffers) per kernel, checked
 //! against `max_storage_buffers_per_shader_stage`; every binding against
 //! `max_storage_buffer_binding_size` (by the dispatch); a grid of at most
@@ -770,11 +774,21 @@ fn unscale_radius(found: &mut RadiusNeighbors, shift: i32) {
     }
 }
 
-/// f64 coordinates: not yet on this backend; the facade passes the call on.
+/// Why f64 calls go elsewhere: the answer of every f64 method once its input
+/// is valid.
+fn no_f64() -> Error {
+    Error::Unsupported(
+        "NearestPairs in f64 on wgpu: WGSL has no f64; the call goes to the next backend".into(),
+    )
+}
+
+/// f64 coordinates: WGSL has no f64 (and rounding the points to f32 would
+/// change the answer), so every call answers [`Error::Unsupported`] once its
+/// input has passed validation, and the facade passes it to the next backend.
 impl NearestPairs<f64> for WgpuBackend {
     fn nearest(&self, a: &[Point<f64>], b: &[Point<f64>], out: &mut [Neighbor<f64>]) -> Result<()> {
         validate::nearest(a, b, out)?;
-        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+        Err(no_f64())
     }
     fn knn(
         &self,
@@ -784,7 +798,7 @@ impl NearestPairs<f64> for WgpuBackend {
         out: &mut [Neighbor<f64>],
     ) -> Result<()> {
         validate::knn(a, b, k, out)?;
-        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+        Err(no_f64())
     }
     fn closest_pairs(
         &self,
@@ -793,7 +807,7 @@ impl NearestPairs<f64> for WgpuBackend {
         _k: usize,
     ) -> Result<Vec<Pair<f64>>> {
         validate::closest_pairs(a, b)?;
-        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+        Err(no_f64())
     }
     fn within(
         &self,
@@ -803,7 +817,7 @@ impl NearestPairs<f64> for WgpuBackend {
         _max_pairs: usize,
     ) -> Result<RadiusNeighbors<f64>> {
         validate::within(a, b, r)?;
-        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+        Err(no_f64())
     }
     fn self_pairs(
         &self,
@@ -812,7 +826,7 @@ impl NearestPairs<f64> for WgpuBackend {
         _max_pairs: usize,
     ) -> Result<RadiusNeighbors<f64>> {
         validate::self_pairs(p, r)?;
-        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+        Err(no_f64())
     }
 }
 
