@@ -32,6 +32,12 @@
 // radix select on the 64-bit key (d2 bits, index of A), 16 bits a round,
 // finds the k-th smallest key exactly; the k pairs at or below it are
 // compacted and the host sorts those k.
+// Radius search (within, self_pairs) over the same grid, built with cells at
+// least r / 2 wide: np_radius_count counts each query's pairs, the host reads
+// the total and sizes the output from it, np_radius_fill writes each row
+// (rows of at most SHORT pairs sorted in the invocation, longer ones listed),
+// np_radius_sort sorts each listed row with one workgroup. The section's
+// header says more.
 //
 // Loop budget (np_query): Mesa's llvmpipe stops every loop of a shader once
 // LP_MAX_TGSI_LOOP_ITERATIONS = 65535 iterations have run in total (one
@@ -66,6 +72,10 @@ const W_SELK: u32 = 8u; // top-k: rank still to find in the current prefix
 const W_SELD: u32 = 9u; // top-k: selected bits of d2
 const W_SELA: u32 = 10u; // top-k: selected bits of the index of A
 const W_CUT: u32 = 11u; // queries that ran out of loop budget
+const W_TOT_LO: u32 = 12u; // radius count: pairs found, low word
+const W_TOT_HI: u32 = 13u; // radius count: pairs found, high word (carries)
+const W_LONG: u32 = 14u; // radius count: rows longer than SHORT
+const W_CUT2: u32 = 15u; // radius fill: rows that ran out of loop budget
 // Neighbour index of a query that ran out of loop budget (never an index of
 // B: the host keeps |B| below it).
 const CUT: u32 = 0xfffffffeu;
@@ -76,13 +86,19 @@ const W_INVH: u32 = 23u;
 const W_EPS: u32 = 24u; // slack for bounds (coordinate magnitude, cell side)
 const W_G: u32 = 25u; // 3: grid dims (i32 bits)
 const W_TARGET: u32 = 28u; // points per cell aimed at
+const W_BAD: u32 = 29u; // radius fill: rows whose pairs differ from their count
+const W_LIST: u32 = 30u; // radius fill: rows listed for np_radius_sort
 const W_PART: u32 = 256u; // NPART partial sums of np_sumsq
 
 struct Params {
     n: u32, // points of `src`
-    k: u32, // knn: neighbours per query; top-k: pairs
+    k: u32, // knn: neighbours per query; top-k: pairs; np_radius_sort: rows listed
     tmask: u32, // hash table size - 1
-    rnd: u32, // top-k round 0..3; np_setup: target bits; np_query: loop budget
+    rnd: u32, // top-k round 0..3; np_setup: target bits; queries: loop budget
+    rad: f32, // radius search: r (np_finalize: cells at least r / 2 wide); else 0
+    rad2: f32, // r * r, rounded once to f32 by the host
+    upper: u32, // self_pairs: 1, keep only j > i
+    _pad: u32,
 }
 
 struct Neighbor {
@@ -294,6 +310,9 @@ fn np_finalize() {
     // most MAX_CELLS_PER_POINT cells per point over the coarse box's volume.
     let lvol = 3.0 * log(f32(COARSE)) - lcinv;
     h = max(h, exp((lvol - log(MAX_CELLS_PER_POINT * f32(pp.n))) / 3.0));
+    // Radius search: cells of at least r / 2, so a ball meets at most 5 per
+    // axis whatever r is (beyond the box's extent, one or two cells do).
+    h = max(h, min(pp.rad * 0.5, maxext));
     h = max(h, maxext / f32(MAX_AXIS - 2));
     if (!(h > 0.0) || !(h < 3.0e38) || maxext == 0.0) {
         h = 1.0;
@@ -777,6 +796,352 @@ fn np_compact(
         let p = atomicAdd(&gw[W_CAND], 1u);
         if (p < pp.k) {
             cand[p] = Cand(e.d2, i, e.index);
+        }
+    }
+}
+
+// ------------------------------------------------------------ radius search
+//
+// Every pair (i, j) with d2 = dx*dx + dy*dy + dz*dz (the expression of
+// visit_cell) at most pp.rad2, j > i as well for self_pairs (pp.upper), rows
+// sorted by (d2, j). Bindings as above; `hist` holds one count per row of A
+// plus a trailing 0, which the host's scan turns into row offsets (the last
+// one the total), and `cand` the rows left to np_radius_sort (in `a`).
+//
+// Cells: each query visits the cells whose index range meets
+// [q - w, q + w] per axis, w = r (1 + 1e-6) + qeps. A point b of the ball
+// (d2 <= r2 as computed, so |b - q| <= r (1 + 2e-7) on every axis) lies in
+// that box with the slack of qeps to spare, and the cell index
+// floor((p - lo) * inv_h) is monotone in p, so b's cell is one of them.
+// Cells are at least r / 2 wide (np_finalize): at most 5 per axis, 125 in
+// all, and cell_may_hold skips those beyond the ball.
+//
+// Counting and filling walk the same cells and points and spend the same loop
+// budget (radius_walk), so a row cut short in one pass is cut in the other:
+// the host recomputes those rows (pp.rnd leaves room under LANE_BUDGET for the
+// fill's sort of a short row, which does not spend). A row that is not cut
+// must fill exactly its count; one that does not is counted in gw[W_BAD] and
+// the host fails the call rather than return it.
+//
+// Totals: each count is below 2^32 but their sum need not be; the count pass
+// adds with carry (a wrapped atomicAdd returned an old value larger than the
+// result) into gw[W_TOT_HI]:gw[W_TOT_LO], per workgroup then once globally.
+//
+// Sorting a long row (np_radius_sort): bitonic sort in the form where every
+// comparator puts the smaller key first (each merge starts with a "flip" that
+// compares mirrored positions), so positions past the row's end act as +inf
+// and never move: the row needs no padding in memory. Blocks of CHUNK are
+// sorted in workgroup memory; the merges past CHUNK run their wide steps in
+// place in `out` and their narrow steps (distance below CHUNK) in workgroup
+// memory again. Any length up to 2^30 (the host's limit).
+
+// Rows of at most this many pairs are sorted by their own invocation.
+const SHORT: u32 = 32u;
+// Count of a row that ran out of loop budget (counts are at most |B| < CUT).
+const RCUT: u32 = 0xffffffffu;
+const SORT_WG: u32 = 256u;
+const CHUNK: u32 = 1024u;
+
+var<private> rfill: bool; // filling (else counting)
+var<private> rfound: u32; // pairs found so far
+var<private> rshort: bool; // fill: the row is sorted in rbuf
+var<private> rpos: u32; // fill: next slot of a long row in `out`
+var<private> rend: u32; // fill: end of the row in `out`
+var<private> rbuf: array<vec2<u32>, 32>; // fill: (d2 bits, j) of a short row, sorted
+
+var<workgroup> wtot: array<atomic<u32>, 3>; // count: low, high, long rows
+var<workgroup> wseg: vec2<u32>; // sort: start and length of the row
+var<workgroup> wkey: array<vec2<u32>, 1024>; // sort: (d2 bits, j)
+
+fn key_gt(a: vec2<u32>, b: vec2<u32>) -> bool {
+    return a.x > b.x || (a.x == b.x && a.y > b.y);
+}
+
+fn radius_take(d: f32, j: u32) {
+    rfound = rfound + 1u;
+    if (!rfill) {
+        return;
+    }
+    if (rshort) {
+        // More than counted: the row is reported as bad, its slots untouched.
+        if (rfound > SHORT) {
+            return;
+        }
+        let key = vec2<u32>(bitcast<u32>(d), j);
+        var p = rfound - 1u;
+        while (p > 0u && key_gt(rbuf[p - 1u], key)) {
+            rbuf[p] = rbuf[p - 1u];
+            p = p - 1u;
+        }
+        rbuf[p] = key;
+    } else if (rpos < rend) {
+        out[rpos] = Neighbor(j, d);
+        rpos = rpos + 1u;
+    }
+}
+
+fn radius_cell(c: vec3<i32>, i: u32) {
+    if (!cell_may_hold(c, pp.rad2)) {
+        return;
+    }
+    let key1 = cell_key(c) + 1u;
+    var s = hash(key1) & pp.tmask;
+    loop {
+        if (!spend()) {
+            return;
+        }
+        let e = table[s];
+        if (e.x == key1) {
+            for (var t = e.y; t < e.y + e.z; t = t + 1u) {
+                if (!spend()) {
+                    return;
+                }
+                let b = pts[t];
+                let dx = q.x - bitcast<f32>(b.x);
+                let dy = q.y - bitcast<f32>(b.y);
+                let dz = q.z - bitcast<f32>(b.z);
+                let d2 = dx * dx + dy * dy + dz * dz;
+                if (d2 <= pp.rad2 && (pp.upper == 0u || b.w > i)) {
+                    radius_take(d2, b.w);
+                }
+            }
+            return;
+        }
+        if (e.x == 0u) {
+            return;
+        }
+        s = (s + 1u) & pp.tmask;
+    }
+}
+
+// The cell of p clamped to the grid, as b_key1 computes it per axis.
+fn radius_cell_of(p: vec3<f32>, inv_h: f32) -> vec3<i32> {
+    let f = floor((p - glo) * inv_h);
+    return vec3<i32>(clamp(f, vec3<f32>(0.0), vec3<f32>(gdim - vec3<i32>(1))));
+}
+
+// Offers every point of B within r of a[i] to radius_take; `cut` is set when
+// the loop budget ran out.
+fn radius_walk(i: u32) {
+    work = 0u;
+    cut = false;
+    rfound = 0u;
+    make_query(point(i));
+    let w = pp.rad * 1.000001 + qeps;
+    let c0 = radius_cell_of(q - vec3<f32>(w), gpf(W_INVH));
+    let c1 = radius_cell_of(q + vec3<f32>(w), gpf(W_INVH));
+    for (var z = c0.z; z <= c1.z; z = z + 1) {
+        for (var y = c0.y; y <= c1.y; y = y + 1) {
+            for (var x = c0.x; x <= c1.x; x = x + 1) {
+                if (cut || !spend()) {
+                    return;
+                }
+                radius_cell(vec3<i32>(x, y, z), i);
+            }
+            if (cut || !spend()) {
+                return;
+            }
+        }
+        if (cut || !spend()) {
+            return;
+        }
+    }
+}
+
+// Per query: its count into hist[i] (RCUT if cut), and the workgroup's sum
+// and long rows into gw with carry.
+@compute @workgroup_size(128)
+fn np_radius_count(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    if (lid < 3u) {
+        atomicStore(&wtot[lid], 0u);
+    }
+    workgroupBarrier();
+    let t = gidx(wid, nwg, lid, QWG);
+    if (t == 0u) {
+        atomicStore(&hist[pp.n], 0u);
+    }
+    var found = 0u;
+    if (t < pp.n) {
+        let i = order[t];
+        rfill = false;
+        radius_walk(i);
+        if (cut) {
+            atomicAdd(&gw[W_CUT], 1u);
+            atomicStore(&hist[i], RCUT);
+        } else {
+            atomicStore(&hist[i], rfound);
+            found = rfound;
+            if (found > SHORT) {
+                atomicAdd(&wtot[2], 1u);
+            }
+        }
+    }
+    let old = atomicAdd(&wtot[0], found);
+    if (old + found < old) {
+        atomicAdd(&wtot[1], 1u);
+    }
+    workgroupBarrier();
+    if (lid == 0u) {
+        let lo = atomicLoad(&wtot[0]);
+        let g = atomicAdd(&gw[W_TOT_LO], lo);
+        atomicAdd(&gw[W_TOT_HI], atomicLoad(&wtot[1]) + select(0u, 1u, g + lo < g));
+        atomicAdd(&gw[W_LONG], atomicLoad(&wtot[2]));
+    }
+}
+
+// Per query, once hist holds row offsets: its pairs into out[start..end]
+// (sorted if at most SHORT), and long rows listed in cand for np_radius_sort
+// (pp.k slots; not the rows cut short, which the host writes and sorts).
+@compute @workgroup_size(128)
+fn np_radius_fill(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let t = gidx(wid, nwg, lid, QWG);
+    if (t >= pp.n) {
+        return;
+    }
+    let i = order[t];
+    let start = atomicLoad(&hist[i]);
+    let len = atomicLoad(&hist[i + 1u]) - start;
+    rfill = true;
+    rshort = len <= SHORT;
+    rpos = start;
+    rend = start + len;
+    radius_walk(i);
+    if (cut) {
+        // The host writes this row.
+        atomicAdd(&gw[W_CUT2], 1u);
+    } else if (rfound != len) {
+        atomicAdd(&gw[W_BAD], 1u);
+    } else if (rshort) {
+        for (var p = 0u; p < len; p = p + 1u) {
+            out[start + p] = Neighbor(rbuf[p].y, bitcast<f32>(rbuf[p].x));
+        }
+    }
+    if (!rshort && !cut) {
+        let slot = atomicAdd(&gw[W_LIST], 1u);
+        if (slot < pp.k) {
+            cand[slot] = Cand(0.0, i, 0u);
+        }
+    }
+}
+
+// Comparator p of a sort step at distance h (log2 lh): a flip pairs mirrored
+// positions of each block of 2h, a half-cleaner positions h apart.
+fn sort_pair(p: u32, h: u32, lh: u32, flip: bool) -> vec2<u32> {
+    let base = (p >> lh) << (lh + 1u);
+    let off = p & (h - 1u);
+    if (flip) {
+        return vec2<u32>(base + off, base + 2u * h - 1u - off);
+    }
+    return vec2<u32>(base + off, base + off + h);
+}
+
+// One step over the whole row in `out`; the positions from `len` on are +inf.
+fn sort_global_step(s: u32, len: u32, half: u32, h: u32, flip: bool, lid: u32) {
+    let lh = firstTrailingBit(h);
+    for (var p = lid; p < half; p = p + SORT_WG) {
+        let pr = sort_pair(p, h, lh, flip);
+        if (pr.y < len) {
+            let x = out[s + pr.x];
+            let y = out[s + pr.y];
+            if (key_less(y.d2, y.index, x.d2, x.index)) {
+                out[s + pr.x] = y;
+                out[s + pr.y] = x;
+            }
+        }
+    }
+    storageBarrier();
+}
+
+fn sort_chunk_step(size: u32, h: u32, flip: bool, lid: u32) {
+    let lh = firstTrailingBit(h);
+    for (var p = lid; p < size / 2u; p = p + SORT_WG) {
+        let pr = sort_pair(p, h, lh, flip);
+        let x = wkey[pr.x];
+        let y = wkey[pr.y];
+        if (key_gt(x, y)) {
+            wkey[pr.x] = y;
+            wkey[pr.y] = x;
+        }
+    }
+    workgroupBarrier();
+}
+
+// The `size` positions of the row from `base` on, through workgroup memory:
+// sorted whole (`full`), or only the steps of distance below `size` of a
+// merge.
+fn sort_chunk(s: u32, len: u32, base: u32, size: u32, full: bool, lid: u32) {
+    for (var v = lid; v < size; v = v + SORT_WG) {
+        var key = vec2<u32>(0xffffffffu);
+        if (base + v < len) {
+            let e = out[s + base + v];
+            key = vec2<u32>(bitcast<u32>(e.d2), e.index);
+        }
+        wkey[v] = key;
+    }
+    workgroupBarrier();
+    if (full) {
+        for (var k = 2u; k <= size; k = k * 2u) {
+            sort_chunk_step(size, k / 2u, true, lid);
+            for (var h = k / 4u; h > 0u; h = h / 2u) {
+                sort_chunk_step(size, h, false, lid);
+            }
+        }
+    } else {
+        for (var h = size / 2u; h > 0u; h = h / 2u) {
+            sort_chunk_step(size, h, false, lid);
+        }
+    }
+    for (var v = lid; v < size; v = v + SORT_WG) {
+        if (base + v < len) {
+            out[s + base + v] = Neighbor(wkey[v].y, bitcast<f32>(wkey[v].x));
+        }
+    }
+    storageBarrier();
+}
+
+// One workgroup per listed row (pp.k rows): sorts it by (d2, j).
+@compute @workgroup_size(256)
+fn np_radius_sort(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let w = wid.x + wid.y * nwg.x;
+    if (w >= pp.k) {
+        return;
+    }
+    if (lid == 0u) {
+        let i = cand[w].a;
+        let s = atomicLoad(&hist[i]);
+        wseg = vec2<u32>(s, atomicLoad(&hist[i + 1u]) - s);
+    }
+    let seg = workgroupUniformLoad(&wseg);
+    let s = seg.x;
+    let len = seg.y;
+    if (len < 2u) {
+        return;
+    }
+    // The row's length rounded up to a power of two (len <= 2^30).
+    let n2 = 1u << (32u - countLeadingZeros(len - 1u));
+    let size = min(n2, CHUNK);
+    for (var base = 0u; base < len; base = base + size) {
+        sort_chunk(s, len, base, size, true, lid);
+    }
+    for (var k = 2u * size; k <= n2; k = k * 2u) {
+        sort_global_step(s, len, n2 / 2u, k / 2u, true, lid);
+        for (var h = k / 4u; h >= size; h = h / 2u) {
+            sort_global_step(s, len, n2 / 2u, h, false, lid);
+        }
+        for (var base = 0u; base < len; base = base + size) {
+            sort_chunk(s, len, base, size, false, lid);
         }
     }
 }

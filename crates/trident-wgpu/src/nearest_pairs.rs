@@ -11,7 +11,23 @@
 //! them.
 //!
 //! Every call records all its work into one command buffer: nothing goes back
-//! to the host between the upload of A and B and the download of the result.
+//! to the host between the upload of A and B and the download of the result
+//! (radius search reads its pair count back once, to size its output).
+//!
+//! Radius search (`within`, `self_pairs`) runs over the same grid, built with
+//! cells at least `r / 2` wide so that a ball meets at most 5 cells per axis
+//! whatever `r` is: a count pass, one read back of the total (64-bit: counts
+//! are added with carry), `validate::radius_count` before the output is
+//! allocated, a scan of the counts into row offsets, a fill pass, and a sort
+//! of each row by `(d2, j)` on the device (rows of up to 32 pairs in their
+//! query's invocation, longer ones by a workgroup each: a bitonic sort that
+//! needs no padding, in workgroup memory up to 1024 pairs and in place
+//! beyond). Its limits: at most `2^30` pairs, 8 bytes a pair, within one
+//! `max_storage_buffer_binding_size` (a clear `TooLarge` past them).
+//!
+//! f64 coordinates: WGSL has no f64, and rounding to f32 would change the
+//! answer, so every f64 call answers `Unsupported` once its input is valid
+//! and the facade hands it to the next backend.
 //!
 //! Limits, explicit: 13 bindings (12 storage buffers) per kernel, checked
 //! against `max_storage_buffers_per_shader_stage`; every binding against
@@ -24,8 +40,9 @@
 //! loop budget below that cap ([`LANE_BUDGET`]); a query that runs out is
 //! marked by the shader and counted, and [`WgpuBackend::np_finish_cut`]
 //! recomputes exactly those queries on the host (the same f32 distance, ties
-//! to the smaller index). Very uneven data (far queries, cells full of
-//! duplicates) is then slower on llvmpipe, never wrong.
+//! to the smaller index); radius rows likewise. Very uneven data (far
+//! queries, cells full of duplicates) is then slower on llvmpipe, never
+//! wrong.
 
 use trident_core::{
     Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, RadiusNeighbors, Result,
@@ -67,8 +84,8 @@ const BINDS: &[Bind] = &[
     Bind::ReadWrite, // 8 pts: B by cell
     Bind::ReadWrite, // 9 order: A by coarse cell
     Bind::ReadWrite, // 10 out: neighbours
-    Bind::ReadWrite, // 11 hist: top-k histograms
-    Bind::ReadWrite, // 12 cand: top-k pairs
+    Bind::ReadWrite, // 11 hist: top-k histograms; radius: row counts, then offsets
+    Bind::ReadWrite, // 12 cand: top-k pairs; radius: the long rows to sort
 ];
 
 /// Storage buffers each kernel binds (all of `BINDS` but the uniform).
@@ -97,6 +114,9 @@ kernels! {
     HIST = SHADER."np_hist",
     SELECT = SHADER."np_select",
     COMPACT = SHADER."np_compact",
+    RADIUS_COUNT = SHADER."np_radius_count",
+    RADIUS_FILL = SHADER."np_radius_fill",
+    RADIUS_SORT = SHADER."np_radius_sort",
 }
 
 /// Points per grid cell aimed at: 8, as the CUDA backend measured on an H100
@@ -124,14 +144,37 @@ const CUT: u32 = 0xffff_fffe;
 /// vector of up to 16 lanes then runs at most 16 x 4000 = 64000 < 65535
 /// (the shader's header gives the argument).
 pub const LANE_BUDGET: u32 = 4000;
+/// Of [`LANE_BUDGET`], what a radius query's walk leaves for the loops of
+/// its fill that do not spend: the insertion sort of a row of up to the
+/// shader's `SHORT` = 32 pairs (496 shifts) and its copy out (32).
+const RADIUS_SORT_RESERVE: u32 = 600;
+/// Count the shader writes for a row that ran out of loop budget (`RCUT`).
+const RCUT: u32 = u32::MAX;
+/// Words of `gw` the radius passes report in (`W_*` of the shader).
+const W_TOT_LO: usize = 12;
+const W_TOT_HI: usize = 13;
+const W_LONG: usize = 14;
+const W_CUT2: usize = 15;
+const W_BAD: usize = 29;
+const W_LIST: usize = 30;
+/// Pairs one radius search may hold on the device: its row offsets are u32
+/// and the sort's powers of two must not wrap.
+const MAX_RADIUS_PAIRS: u64 = 1 << 30;
 
 #[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
     n: u32,
     k: u32,
     tmask: u32,
     rnd: u32,
+    /// Radius search: r (0 otherwise, which leaves the grid as it was).
+    rad: f32,
+    /// `r * r` in f32: the shader compares with it as the contract says.
+    rad2: f32,
+    /// `self_pairs`: 1 (only `j > i`).
+    upper: u32,
+    _pad: u32,
 }
 
 /// A pair as `np_compact` writes it.
@@ -206,6 +249,7 @@ impl WgpuBackend {
             k: count("k", k)?,
             tmask: w.tmask,
             rnd: round,
+            ..Params::default()
         }))
     }
 
@@ -223,46 +267,68 @@ impl WgpuBackend {
         knn: Option<usize>,
         out: &WgpuBuffer<Neighbor>,
     ) -> Result<()> {
-        let run = |enc: &mut Encoder<'_>,
-                   k: &'static Kernel,
-                   pp: &wgpu::Buffer,
-                   src: &WgpuBuffer<f32>,
-                   groups: u64|
-         -> Result<()> {
-            let args = np_args(pp, src, w, out);
-            enc.dispatch(k, &args, self.grid(groups)?)
-        };
+        self.np_record_grid(enc, w, b, nb, 0.0, out)?;
+        let pa = self.np_params(w, na, knn.unwrap_or(1), self.np_budget())?;
+        self.np_record_order(enc, w, a, na, &pa, out)?;
+        let query = if knn.is_some() { &KNN } else { &NEAREST };
+        np_run(self, enc, query, &pa, a, w, out, na.div_ceil(QWG as usize))
+    }
+
+    /// Records the grid on B, with cells at least `rad / 2` wide (0: as the
+    /// density of B asks).
+    fn np_record_grid(
+        &self,
+        enc: &mut Encoder<'_>,
+        w: &Work,
+        b: &WgpuBuffer<f32>,
+        nb: usize,
+        rad: f32,
+        out: &WgpuBuffer<Neighbor>,
+    ) -> Result<()> {
         let pb = self.uniform(&Params {
             n: count("|B|", nb)?,
-            k: 0,
             tmask: w.tmask,
             rnd: CELL_TARGET.to_bits(),
+            rad,
+            ..Params::default()
         });
-        let pa = self.np_params(w, na, knn.unwrap_or(1), self.np_budget())?;
-        let per = |n: usize, size: u64| (n as u64).div_ceil(size);
+        let run = |enc: &mut Encoder<'_>, k: &'static Kernel, groups: usize| {
+            np_run(self, enc, k, &pb, b, w, out, groups)
+        };
+        let per = nb.div_ceil(WG as usize);
         enc.zero(&w.gw);
         enc.zero(&w.cnt);
         enc.zero(&w.tkey);
         enc.zero(&w.tcnt);
-        // The grid on B.
-        run(enc, &BBOX, &pb, b, per(nb, WG).clamp(1, NPART))?;
-        run(enc, &SETUP, &pb, b, 1)?;
+        run(enc, &BBOX, per.clamp(1, NPART as usize))?;
+        run(enc, &SETUP, 1)?;
         enc.copy(&w.gw, 0, &w.gp, 0, GRID_WORDS)?;
-        run(enc, &COARSE_COUNT, &pb, b, per(nb, WG))?;
-        run(enc, &SUMSQ, &pb, b, NPART)?;
-        run(enc, &FINALIZE, &pb, b, 1)?;
+        run(enc, &COARSE_COUNT, per)?;
+        run(enc, &SUMSQ, NPART as usize)?;
+        run(enc, &FINALIZE, 1)?;
         enc.copy(&w.gw, 0, &w.gp, 0, GRID_WORDS)?;
-        run(enc, &INSERT, &pb, b, per(nb, WG))?;
+        run(enc, &INSERT, per)?;
         self.scan_exclusive_u32(enc, &w.tcnt, w.tcnt.len())?;
-        run(enc, &SCATTER, &pb, b, per(nb, WG))?;
-        run(enc, &PACK, &pb, b, per(w.tkey.len(), WG))?;
-        // A by coarse cell.
+        run(enc, &SCATTER, per)?;
+        run(enc, &PACK, w.tkey.len().div_ceil(WG as usize))
+    }
+
+    /// Records the order of A's queries by coarse cell (`pa`: A's params),
+    /// once the grid on B is recorded.
+    fn np_record_order(
+        &self,
+        enc: &mut Encoder<'_>,
+        w: &Work,
+        a: &WgpuBuffer<f32>,
+        na: usize,
+        pa: &wgpu::Buffer,
+        out: &WgpuBuffer<Neighbor>,
+    ) -> Result<()> {
+        let per = na.div_ceil(WG as usize);
         enc.zero(&w.cnt);
-        run(enc, &COARSE_COUNT, &pa, a, per(na, WG))?;
+        np_run(self, enc, &COARSE_COUNT, pa, a, w, out, per)?;
         self.scan_exclusive_u32(enc, &w.cnt, COARSE_CELLS)?;
-        run(enc, &ORDER, &pa, a, per(na, WG))?;
-        let query = if knn.is_some() { &KNN } else { &NEAREST };
-        run(enc, query, &pa, a, per(na, QWG))
+        np_run(self, enc, &ORDER, pa, a, w, out, per)
     }
 
     /// The loop budget of one query: [`LANE_BUDGET`] where the adapter is a
@@ -273,6 +339,142 @@ impl WgpuBackend {
         } else {
             u32::MAX
         }
+    }
+
+    /// The loop budget of a radius query's walk: as [`Self::np_budget`], less
+    /// [`RADIUS_SORT_RESERVE`] on a CPU adapter.
+    fn np_radius_budget(&self) -> u32 {
+        self.np_budget().saturating_sub(RADIUS_SORT_RESERVE)
+    }
+
+    /// Every pair of A and B (scaled for f32) with `dist2 <= r * r` in f32,
+    /// `j > i` too when `upper` (B is then A), rows sorted by `(d2, j)`; `d2`
+    /// as computed on the scaled points.
+    fn np_radius(
+        &self,
+        a: &[Point],
+        b: &[Point],
+        upper: bool,
+        r: f32,
+        max_pairs: usize,
+    ) -> Result<RadiusNeighbors> {
+        let (na, nb) = (a.len(), b.len());
+        if na == 0 || nb == 0 {
+            return Ok(RadiusNeighbors {
+                offsets: vec![0; na + 1],
+                ..Default::default()
+            });
+        }
+        let da = self.upload_named(a, "points A")?;
+        let db = if upper {
+            None
+        } else {
+            Some(self.upload_named(b, "points B")?)
+        };
+        let fa = da.cast_ref::<f32>()?;
+        let fb = db.as_ref().unwrap_or(&da).cast_ref::<f32>()?;
+        let mut w = self.np_work(na, nb, 0)?;
+        // The count kernel writes every row and the trailing 0.
+        w.hist = self.alloc_uninit(na + 1, "radius row counts")?;
+        let mut params = Params {
+            n: count("|A|", na)?,
+            k: 0,
+            tmask: w.tmask,
+            rnd: self.np_radius_budget(),
+            rad: r,
+            rad2: r * r,
+            upper: upper as u32,
+            _pad: 0,
+        };
+        let pa = self.uniform(&params);
+        let no_out = self.alloc::<Neighbor>(1, "radius no output yet")?;
+        let groups = na.div_ceil(QWG as usize);
+        let mut enc = self.encoder("radius count");
+        self.np_record_grid(&mut enc, &w, &fb, nb, r, &no_out)?;
+        self.np_record_order(&mut enc, &w, &fa, na, &pa, &no_out)?;
+        np_run(self, &mut enc, &RADIUS_COUNT, &pa, &fa, &w, &no_out, groups)?;
+        enc.submit();
+        let mut words = [0u32; 32];
+        self.download_into(&w.gw, &mut words)?;
+        let mut total = (words[W_TOT_HI] as u64) << 32 | words[W_TOT_LO] as u64;
+        let long = words[W_LONG] as usize;
+        validate::radius_count(total as u128, max_pairs)?;
+        // Rows the device ran out of loop budget on (llvmpipe only): on the
+        // host, with the shader's test, counted in before anything is sized.
+        let cut = words[W_CUT] as usize;
+        let mut host_rows = Vec::new();
+        if cut > 0 {
+            let mut counts = vec![0u32; na];
+            self.download_into(&w.hist, &mut counts)?;
+            let r2 = r * r;
+            for (i, c) in counts.iter_mut().enumerate() {
+                if *c != RCUT {
+                    continue;
+                }
+                let row = radius_row_host(&a[i], b, r2, upper.then_some(i));
+                total += row.len() as u64;
+                validate::radius_count(total as u128, max_pairs)?;
+                *c = row.len() as u32;
+                host_rows.push((i, row));
+            }
+            if host_rows.len() != cut {
+                return Err(crate::context::failure(
+                    "radius search",
+                    format!(
+                        "{cut} rows ran out of loop budget but {} were marked",
+                        host_rows.len()
+                    ),
+                ));
+            }
+            self.upload_into(&counts, &w.hist)?;
+        }
+        let limit = (self.ctx.limits.max_storage_buffer_binding_size / 8).min(MAX_RADIUS_PAIRS);
+        if total > limit {
+            return Err(Error::TooLarge {
+                field: "pairs within r on wgpu (8-byte pairs in one storage binding, u32 row offsets)",
+                value: total as u128,
+                limit: limit as u128,
+            });
+        }
+        if total == 0 {
+            return Ok(RadiusNeighbors {
+                offsets: vec![0; na + 1],
+                ..Default::default()
+            });
+        }
+        let out = self.alloc_uninit::<Neighbor>(total as usize, "radius pairs")?;
+        w.cand = self.alloc_uninit(long.max(1), "radius long rows")?;
+        params.k = count("radius long rows", long)?;
+        let pf = self.uniform(&params);
+        let mut enc = self.encoder("radius fill");
+        self.scan_exclusive_u32(&mut enc, &w.hist, na + 1)?;
+        np_run(self, &mut enc, &RADIUS_FILL, &pf, &fa, &w, &out, groups)?;
+        np_run(self, &mut enc, &RADIUS_SORT, &pf, &fa, &w, &out, long)?;
+        enc.submit();
+        self.download_into(&w.gw, &mut words)?;
+        let (cut2, bad, listed) = (words[W_CUT2] as usize, words[W_BAD], words[W_LIST] as usize);
+        if cut2 != cut || bad != 0 || listed != long {
+            return Err(crate::context::failure(
+                "radius search",
+                format!(
+                    "the fill disagrees with the count: {cut2} rows cut (count: {cut}), \
+                     {bad} rows of another length, {listed} long rows (count: {long})"
+                ),
+            ));
+        }
+        let mut offsets = vec![0u32; na + 1];
+        self.download_into(&w.hist, &mut offsets)?;
+        let mut pairs = vec![Neighbor::default(); total as usize];
+        self.download_into(&out, &mut pairs)?;
+        let offsets: Vec<usize> = offsets.into_iter().map(|o| o as usize).collect();
+        for (i, row) in host_rows {
+            pairs[offsets[i]..offsets[i + 1]].copy_from_slice(&row);
+        }
+        Ok(RadiusNeighbors {
+            offsets,
+            indices: pairs.iter().map(|p| p.index).collect(),
+            d2: pairs.iter().map(|p| p.d2).collect(),
+        })
     }
 
     /// After a search has run: the queries that ran out of loop budget (their
@@ -434,6 +636,21 @@ impl WgpuBackend {
     }
 }
 
+/// Records `k` over `groups` workgroups with the bindings of [`np_args`].
+#[allow(clippy::too_many_arguments)]
+fn np_run(
+    be: &WgpuBackend,
+    enc: &mut Encoder<'_>,
+    k: &'static Kernel,
+    pp: &wgpu::Buffer,
+    src: &WgpuBuffer<f32>,
+    w: &Work,
+    out: &WgpuBuffer<Neighbor>,
+    groups: usize,
+) -> Result<()> {
+    enc.dispatch(k, &np_args(pp, src, w, out), be.grid(groups as u64)?)
+}
+
 /// The 13 bindings of a dispatch, in `BINDS` order.
 fn np_args<'a>(
     pp: &'a wgpu::Buffer,
@@ -526,23 +743,52 @@ impl NearestPairs for WgpuBackend {
         a: &[Point],
         b: &[Point],
         r: f32,
-        _max_pairs: usize,
+        max_pairs: usize,
     ) -> Result<RadiusNeighbors> {
         validate::within(a, b, r)?;
-        Err(Error::Unsupported("radius search on wgpu".into()))
+        // Scaled as for the other calls; r with the points, so the test
+        // d2 <= r * r keeps its meaning.
+        let (a, b, shift) = trident_core::scaled_for_range(a, b);
+        let r = trident_core::scale_coord(r, shift);
+        let mut found = self.scoped("within", || self.np_radius(&a, &b, false, r, max_pairs))?;
+        unscale_radius(&mut found, shift);
+        Ok(found)
     }
 
-    fn self_pairs(&self, p: &[Point], r: f32, _max_pairs: usize) -> Result<RadiusNeighbors> {
+    fn self_pairs(&self, p: &[Point], r: f32, max_pairs: usize) -> Result<RadiusNeighbors> {
         validate::self_pairs(p, r)?;
-        Err(Error::Unsupported("radius search on wgpu".into()))
+        let (p, _, shift) = trident_core::scaled_for_range(p, &[]);
+        let r = trident_core::scale_coord(r, shift);
+        let mut found = self.scoped("self_pairs", || self.np_radius(&p, &p, true, r, max_pairs))?;
+        unscale_radius(&mut found, shift);
+        Ok(found)
     }
 }
 
-/// f64 coordinates: not yet on this backend; the facade passes the call on.
+/// Reported radius-search distances back in the caller's units.
+fn unscale_radius(found: &mut RadiusNeighbors, shift: i32) {
+    if shift != 0 {
+        for d in &mut found.d2 {
+            *d = unscale_d2(*d, shift);
+        }
+    }
+}
+
+/// Why f64 calls go elsewhere: the answer of every f64 method once its input
+/// is valid.
+fn no_f64() -> Error {
+    Error::Unsupported(
+        "NearestPairs in f64 on wgpu: WGSL has no f64; the call goes to the next backend".into(),
+    )
+}
+
+/// f64 coordinates: WGSL has no f64 (and rounding the points to f32 would
+/// change the answer), so every call answers [`Error::Unsupported`] once its
+/// input has passed validation, and the facade passes it to the next backend.
 impl NearestPairs<f64> for WgpuBackend {
     fn nearest(&self, a: &[Point<f64>], b: &[Point<f64>], out: &mut [Neighbor<f64>]) -> Result<()> {
         validate::nearest(a, b, out)?;
-        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+        Err(no_f64())
     }
     fn knn(
         &self,
@@ -552,7 +798,7 @@ impl NearestPairs<f64> for WgpuBackend {
         out: &mut [Neighbor<f64>],
     ) -> Result<()> {
         validate::knn(a, b, k, out)?;
-        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+        Err(no_f64())
     }
     fn closest_pairs(
         &self,
@@ -561,7 +807,7 @@ impl NearestPairs<f64> for WgpuBackend {
         _k: usize,
     ) -> Result<Vec<Pair<f64>>> {
         validate::closest_pairs(a, b)?;
-        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+        Err(no_f64())
     }
     fn within(
         &self,
@@ -571,7 +817,7 @@ impl NearestPairs<f64> for WgpuBackend {
         _max_pairs: usize,
     ) -> Result<RadiusNeighbors<f64>> {
         validate::within(a, b, r)?;
-        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+        Err(no_f64())
     }
     fn self_pairs(
         &self,
@@ -580,8 +826,30 @@ impl NearestPairs<f64> for WgpuBackend {
         _max_pairs: usize,
     ) -> Result<RadiusNeighbors<f64>> {
         validate::self_pairs(p, r)?;
-        Err(Error::Unsupported("f64 coordinates on wgpu".into()))
+        Err(no_f64())
     }
+}
+
+/// One row of a radius search on the host, as the shader computes it: the
+/// points of B with `dist2(q, b) <= r2` in f32 (`j > i` only, for `Some(i)`),
+/// sorted by `(d2, j)`.
+fn radius_row_host(q: &Point, b: &[Point], r2: f32, above: Option<usize>) -> Vec<Neighbor> {
+    let from = above.map_or(0, |i| i + 1);
+    let mut row: Vec<Neighbor> = b
+        .iter()
+        .enumerate()
+        .skip(from)
+        .filter_map(|(j, p)| {
+            let d2 = trident_core::dist2(q, p);
+            (d2 <= r2).then_some(Neighbor {
+                index: j as u32,
+                d2,
+            })
+        })
+        .collect();
+    // d2 >= 0, so its bits order like its value.
+    row.sort_unstable_by_key(|n| (n.d2.to_bits(), n.index));
+    row
 }
 
 /// Reported distances back in the caller's units after [`trident_core::scaled_for_range`].
