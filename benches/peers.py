@@ -134,15 +134,34 @@ def dense(arr, rows, cols, ld):
 def peer_gemm(meta, arrays, reps, _args):
     a = dense(arrays["a"], int(meta["a_rows"]), int(meta["a_cols"]), int(meta["lda"]))
     b = dense(arrays["b"], int(meta["b_rows"]), int(meta["b_cols"]), int(meta["ldb"]))
-    a = a.T if meta["op_a"] == "T" else a
-    b = b.T if meta["op_b"] == "T" else b
-    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     alpha, beta = float(meta["alpha"]), float(meta["beta"])
-    if alpha == 1.0 and beta == 0.0:
-        call, what = (lambda _: a @ b), "A @ B"
+    ta, tb = meta["op_a"] == "T", meta["op_b"] == "T"
+    plain = alpha == 1.0 and beta == 0.0 and not ta and not tb
+    try:
+        from scipy.linalg import blas
+    except ImportError:
+        blas = None
+    if plain or blas is None:
+        a = np.ascontiguousarray(a.T if ta else a)
+        b = np.ascontiguousarray(b.T if tb else b)
+        if plain:
+            call, what = (lambda _: a @ b), "A @ B"
+        else:
+            c = dense(arrays["c"], int(meta["c_rows"]), int(meta["c_cols"]), int(meta["ldc"]))
+            call, what = (lambda _: alpha * (a @ b) + beta * c), "alpha * (A @ B) + beta * C"
     else:
-        c = dense(arrays["c"], int(meta["c_rows"]), int(meta["c_cols"]), int(meta["ldc"]))
-        call, what = (lambda _: alpha * (a @ b) + beta * c), "alpha * (A @ B) + beta * C"
+        # One BLAS call with the transposes and alpha/beta, as a BLAS user
+        # writes it. BLAS is column-major: the row-major C = op(A) op(B) is
+        # the column-major C^T = op(B)^T op(A)^T, and a row-major X is the
+        # column-major X^T (X.T, no copy). Padded views (a slice of a wider
+        # array) are copied by scipy's wrapper, inside the timed call, as a
+        # user of scipy would see.
+        gemm = blas.sgemm if a.dtype == np.float32 else blas.dgemm
+        c = (dense(arrays["c"], int(meta["c_rows"]), int(meta["c_cols"]), int(meta["ldc"]))
+             if beta != 0.0 else None)
+        ct = None if c is None else c.T
+        call = (lambda _: gemm(alpha, b.T, a.T, beta=beta, c=ct, trans_a=tb, trans_b=ta).T)
+        what = f"scipy.linalg.blas.{gemm.__name__.split('.')[-1]} (op_a {meta['op_a']}, op_b {meta['op_b']}, alpha {alpha:g}, beta {beta:g})"
     times, _ = timed(reps, call)
     threads, arch = blas_info()
     on = (f", {threads} BLAS threads" if threads else "") + (f", {arch} kernels" if arch else "")

@@ -6,8 +6,9 @@
 //!   default backend (rayon) plus the reference.
 //! - `device-build [--features LIST]`: builds the plain binaries the GPU machine
 //!   runs (it has no Rust toolchain) into `.device/`: `trident` with the given
-//!   backend features (default `cuda,wgpu`), the CUDA bench binaries (`host_bench` too), and the
-//!   CUDA crate's test binaries in `.device/tests/`. `benches/gpu/run.sh` runs
+//!   backend features (default `cuda,wgpu`), the CUDA bench binaries
+//!   (`host_bench`, `radius_bench` and `bench_table` too), and the GPU
+//!   crates' test binaries in `.device/tests/`. `benches/gpu/run.sh` runs
 //!   them there.
 //!
 //! Few dependencies on purpose: it only spawns `$CARGO`.
@@ -94,6 +95,10 @@ fn device_build(args: &[String]) -> Result<(), String> {
         "cuda_omp_bench",
         "--bin",
         "host_bench",
+        "--bin",
+        "radius_bench",
+        "--bin",
+        "bench_table",
     ]);
     run(c)?;
     let mut c = cargo();
@@ -117,6 +122,8 @@ fn device_build(args: &[String]) -> Result<(), String> {
         "flow_bench",
         "cuda_omp_bench",
         "host_bench",
+        "radius_bench",
+        "bench_table",
         "wgpu_bench",
     ] {
         std::fs::copy(target.join("release").join(name), dir.join(name))

@@ -137,9 +137,8 @@ fn check_view_finite<T: Scalar>(field: &'static str, m: &MatRef<'_, T>) -> Resul
     // reporting the first bad element in row-major order.
     let (rows, cols) = (m.rows(), m.cols());
     let bad = scan_parts(rows, rows * cols >= FINITE_PAR_MIN, |r| {
-        r.into_iter().find_map(|i| {
-            first_bad_serial(m.row(i), &|v: T| v.is_finite()).map(|j| (i, j))
-        })
+        r.into_iter()
+            .find_map(|i| first_bad_serial(m.row(i), &|v: T| v.is_finite()).map(|j| (i, j)))
     })
     .into_iter()
     .find_map(|first| first);
