@@ -47,10 +47,19 @@ macro_rules! scalar_probes {
 scalar_probes!(gemm32, spgemm32, encode32, f32);
 scalar_probes!(gemm64, spgemm64, encode64, f64);
 
-fn nearest(b: &dyn Primitives) -> Result<()> {
+/// The f32 and f64 NearestPairs probes: `nearest` and `within`, the
+/// calls a backend may have in one type and not the other.
+fn nearest32(b: &dyn Primitives) -> Result<()> {
     let p = [[0.0f32; 3]];
     let mut out = [Neighbor::default()];
-    b.nearest(&p, &p, &mut out)
+    b.nearest(&p, &p, &mut out)?;
+    b.within(&p, &p, 1.0, 1).map(drop)
+}
+fn nearest64(b: &dyn Primitives) -> Result<()> {
+    let p = [[0.0f64; 3]];
+    let mut out = [Neighbor::<f64>::default()];
+    b.nearest(&p, &p, &mut out)?;
+    b.within(&p, &p, 1.0, 1).map(drop)
 }
 
 fn max_flow(b: &dyn Primitives) -> Result<()> {
@@ -70,12 +79,13 @@ fn max_flow(b: &dyn Primitives) -> Result<()> {
 }
 
 /// The probes, in report order.
-const PROBES: [(&str, &str, Probe); 8] = [
+const PROBES: [(&str, &str, Probe); 9] = [
     ("dense_gemm", "f32", gemm32),
     ("dense_gemm", "f64", gemm64),
     ("sparse_gemm", "f32", spgemm32),
     ("sparse_gemm", "f64", spgemm64),
-    ("nearest_pairs", "", nearest),
+    ("nearest_pairs", "f32", nearest32),
+    ("nearest_pairs", "f64", nearest64),
     ("sparse_coder", "f32", encode32),
     ("sparse_coder", "f64", encode64),
     ("max_flow", "", max_flow),
