@@ -113,10 +113,17 @@ pub fn gemm_variant_cases<T: trident::Scalar>(n: usize) -> Vec<(String, cases::G
 
 /// Cases outside the benchmark table, selectable by name only: `gemm-2048` (the
 /// CPU backend's GEMM target size), the f64 GEMMs the CPU tables
-/// compare with numpy (`gemm-2048-f64`, `gemm-4096-f64`), and the
-/// BLAS-shaped variants of `gemm-1024` ([`gemm_variant`]).
+/// compare with numpy (`gemm-2048-f64`, `gemm-4096-f64`), and `gemm-1024`
+/// (and `-f64`) with its BLAS-shaped variants ([`gemm_variant`]).
 pub fn extra_cases() -> Vec<Case> {
-    let mut v = Vec::new();
+    let mut v = vec![
+        Case::new("gemm-1024", "dense_gemm", false, |s| {
+            Input::Gemm32(cases::gemm(1024, s))
+        }),
+        Case::new("gemm-1024-f64", "dense_gemm", false, |s| {
+            Input::Gemm64(cases::gemm(1024, s))
+        }),
+    ];
     for variant in GEMM_VARIANTS {
         v.push(Case::new(
             format!("gemm-1024-{variant}"),
