@@ -53,6 +53,11 @@ or an .npy of the input's shape (Y x X, or Z x Y x X for a volume).
 Volumes: an .npy of shape Z x Y x X (uint8, int8/16/32/64, uint16/32/64, bool,
 float32 or float64); their mask is written as .npy (uint8, 1 = foreground).";
 
+/// `--lambda`'s default.
+const LAMBDA: f64 = 5.0;
+/// `--sigma`'s default for 8-bit inputs, in grey levels.
+const SIGMA_8BIT: f64 = 10.0;
+
 /// How the data term's models are chosen.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModelArg {
@@ -100,7 +105,7 @@ pub struct Args {
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(["4", "8", "6", "18", "26"]))]
     connectivity: Option<String>,
     /// Weight of the smoothness term.
-    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = LAMBDA, allow_negative_numbers = true)]
     lambda: f64,
     /// Intensity difference that counts as an edge, in the input's units, or
     /// `auto` (from the data). Default: 10 for 8-bit inputs, auto otherwise.
@@ -204,7 +209,7 @@ fn params(args: &Args) -> CliResult<Params> {
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     let p = params(&args)?;
     let t0 = Instant::now();
-    let (field, colour_image) = read_input(&args, &ctx.progress)?;
+    let (field, colour_image) = read_input(&args.image, args.grey, &ctx.progress)?;
     let (d, h, w) = field.field.shape;
     let three_d = field.shape_is_3d;
     let connectivity: u32 = match args.connectivity.as_deref() {
@@ -293,7 +298,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     let offsets = energy::offsets(connectivity);
     let sigma2 = match (p.sigma, f.eight_bit) {
         (Sigma::Value(v), _) => v * v,
-        (Sigma::Default, true) => 100.0,
+        (Sigma::Default, true) => SIGMA_8BIT * SIGMA_8BIT,
         (Sigma::Default, false) | (Sigma::Auto, _) => energy::auto_sigma2(f, &offsets),
     };
     let terms = Terms {
@@ -387,6 +392,47 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     })
 }
 
+/// The graph `trident segment PATH` cuts with its defaults (no seeds: the
+/// 2-means models; 4- or 6-connected), as a case for `trident bench`.
+pub fn default_graph(
+    path: &Path,
+    progress: &crate::progress::Progress,
+) -> CliResult<trident::GridGraph> {
+    let (input, _) = read_input(path, false, progress)?;
+    let f = &input.field;
+    let n = f.nodes();
+    let bright = &energy::two_means(f);
+    let pick = |want: bool| (0..n).filter(move |&v| bright[v] == want);
+    let (fg, bg) = (
+        Model::fit(f, Family::Gauss, pick(true)),
+        Model::fit(f, Family::Gauss, pick(false)),
+    );
+    let connectivity = if input.shape_is_3d { 6 } else { 4 };
+    let offsets = energy::offsets(connectivity);
+    let sigma2 = if f.eight_bit {
+        SIGMA_8BIT * SIGMA_8BIT
+    } else {
+        energy::auto_sigma2(f, &offsets)
+    };
+    let labels = vec![Label::Unknown; n];
+    let terms = Terms {
+        labels: &labels,
+        fg: &fg,
+        bg: &bg,
+        lambda: LAMBDA,
+        sigma2,
+        connectivity,
+    };
+    match energy::build(f, &terms) {
+        Ok((Graph::Grid(g), _)) => Ok(g),
+        Ok((Graph::Network(_), _)) => Err(Fail::Failed(format!(
+            "{}: a {connectivity}-connected energy is a grid",
+            path.display()
+        ))),
+        Err(e) => Err(Fail::from_lib(&path.display().to_string(), e)),
+    }
+}
+
 /// The samples read from the input, with how they are laid out.
 struct Input {
     field: Field,
@@ -415,8 +461,11 @@ impl Input {
 }
 
 /// The input as samples, and whether it is a colour image.
-fn read_input(args: &Args, progress: &crate::progress::Progress) -> CliResult<(Input, bool)> {
-    let path = &args.image;
+fn read_input(
+    path: &Path,
+    grey: bool,
+    progress: &crate::progress::Progress,
+) -> CliResult<(Input, bool)> {
     if io::extension(path) == "npy" {
         let s = read_samples(path, progress)?;
         let (shape, three_d) = match s.shape[..] {
@@ -469,7 +518,7 @@ fn read_input(args: &Args, progress: &crate::progress::Progress) -> CliResult<(I
     let rgb = trident_io::img::read_rgb(&bytes).map_err(|e| io::read_fail(path, e))?;
     let colour = rgb.pixels.iter().any(|p| p[0] != p[1] || p[1] != p[2]);
     let (w, h) = (rgb.width as usize, rgb.height as usize);
-    let (channels, values) = if colour && !args.grey {
+    let (channels, values) = if colour && !grey {
         (3, rgb.pixels.iter().flatten().map(|&c| c as f64).collect())
     } else if colour {
         // The grey levels `image` makes of colour (Rec. 709 luma).
