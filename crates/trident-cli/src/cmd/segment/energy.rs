@@ -11,9 +11,9 @@
 //! with `D_p(l) = -ln P(I_p | model of l)` and
 //! `w_pq = lambda exp(-|I_p - I_q|^2 / (2 sigma^2)) / dist(p, q)`
 //! (Boykov and Jolly, ICCV 2001; |.| the Euclidean norm over the channels).
-//! Seeded pixels are hard: their other label costs [`Graph::hard`], more than
-//! all of their n-links. Every cost is scaled by [`SCALE`] and rounded to the
-//! integer capacities max-flow takes.
+//! Seeded pixels are hard: their other label costs K (returned by
+//! [`build`]), more than all of their n-links. Every cost is scaled by
+//! [`SCALE`] and rounded to the integer capacities max-flow takes.
 
 use nalgebra::{DMatrix, DVector};
 use trident::{Arc, Dir, FlowNetwork, GridGraph};
