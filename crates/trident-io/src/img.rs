@@ -116,6 +116,23 @@ pub fn read_gray_with(bytes: &[u8], limits: &Limits) -> Result<Image<u8>> {
     })
 }
 
+/// RGB colour, 8 bits a channel (grey images come back with three equal
+/// channels, alpha is dropped), for models that use colour.
+pub fn read_rgb(bytes: &[u8]) -> Result<Image<[u8; 3]>> {
+    read_rgb_with(bytes, &Limits::default())
+}
+
+/// [`read_rgb`] under `limits`.
+pub fn read_rgb_with(bytes: &[u8], limits: &Limits) -> Result<Image<[u8; 3]>> {
+    let img = decode(bytes, limits)?.into_rgb8();
+    let (width, height) = img.dimensions();
+    Ok(Image {
+        width,
+        height,
+        pixels: img.pixels().map(|p| p.0).collect(),
+    })
+}
+
 /// A binary mask: grey level >= 128 is `true` (foreground).
 pub fn read_mask(bytes: &[u8]) -> Result<Image<bool>> {
     read_mask_with(bytes, &Limits::default())

@@ -1,8 +1,11 @@
-//! `trident bench --case NAME... [--plot out.svg] [--repeat N] [--py-peers
-//! benches/peers.py]`: a small benchmark over named verify cases
-//! (`trident_testkit::cases`), every backend here (or `--backend`) and the
-//! peers of [`super::peers`] on the same input in the same run, the median
-//! of N timed runs after one warm-up.
+//! `trident bench [--case NAME...] [--mtx F] [--points A B] ... [--plot
+//! out.svg] [--repeat N] [--py-peers benches/peers.py]`: a small benchmark over
+//! named verify cases (`trident_testkit::cases`) and the user's own files
+//! ([`files`]), every backend here (or `--backend`) and the peers of
+//! [`super::peers`] on the same input in the same run, the median of N timed
+//! runs after one warm-up. The plot groups the bars of each case, gives every
+//! backend and peer one colour whatever the run, writes each bar's ratio to
+//! the fastest peer on it, and names the machine ([`plot`]).
 //!
 //! This is deliberately smaller than `cargo bench -p trident-benches`
 //! (criterion, GPU peers such as cuBLAS): that package is a workspace tool
@@ -12,22 +15,26 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use plotters::prelude::*;
 use serde_json::json;
 use trident_testkit::cases;
 use trident_testkit::check;
 
+mod files;
+mod plot;
+
 use super::peers;
 use crate::fail::{CliResult, Fail};
-use crate::io::output::Output;
 use crate::{Ctx, Outcome};
 
 /// `trident bench` flags.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Verify case names (e.g. from `trident verify` output); at least one.
-    #[arg(long, required = true, num_args = 1..)]
+    /// Verify case names (e.g. from `trident verify` output). At least one
+    /// case or file.
+    #[arg(long, num_args = 1..)]
     case: Vec<String>,
+    #[command(flatten)]
+    files: files::FileArgs,
     /// Timed runs per (case, backend); the median is reported.
     #[arg(long, default_value_t = 3)]
     repeat: usize,
@@ -56,6 +63,8 @@ struct Timing {
     kind: &'static str,
     median_s: Option<f64>,
     note: String,
+    /// `median_s` over the fastest peer's on the same case.
+    ratio: Option<f64>,
 }
 
 /// Runs the cases, prints the table, draws the plot.
@@ -63,11 +72,20 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     if args.repeat == 0 {
         return Err(Fail::Usage("--repeat must be at least 1".into()));
     }
-    let mut picked = Vec::new();
+    if args.case.is_empty() && args.files.is_empty() {
+        return Err(Fail::Usage(
+            "give --case NAME or a file (--mtx, --npy, --points, --omp, --dimacs, --image)".into(),
+        ));
+    }
+    // (name, primitive, input) of every case, named ones first.
+    let mut picked: Vec<(String, &'static str, trident_testkit::cases::Input)> = Vec::new();
     for name in &args.case {
         let c =
             cases::find_case(name).ok_or_else(|| Fail::Usage(format!("no case named {name:?}")))?;
-        picked.push(c);
+        picked.push((c.name.clone(), c.primitive, c.input(args.seed)));
+    }
+    for (name, input) in files::cases(&args.files, &ctx.progress)? {
+        picked.push((name, input.primitive(), input));
     }
     let names: Vec<String> = match &ctx.backend {
         Some(b) => vec![b.clone()],
@@ -92,15 +110,14 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
         .bar((picked.len() * backends.len()) as u64, "bench", false);
     let mut rows = Vec::new();
     let mut skipped_peers = Vec::new();
-    for c in &picked {
-        let input = c.input(args.seed);
+    for (case, primitive, input) in &picked {
         for (bname, b) in &backends {
-            bar.set_message(format!("{} on {bname}", c.name));
+            bar.set_message(format!("{case} on {bname}"));
             let mut times = Vec::new();
             let mut note = String::new();
             for i in 0..=args.repeat {
                 let t = Instant::now();
-                let r = check::produce(b.as_ref(), &input);
+                let r = check::produce(b.as_ref(), input);
                 let s = t.elapsed().as_secs_f64();
                 match r {
                     Ok(_) if i > 0 => times.push(s),
@@ -113,63 +130,69 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
             }
             times.sort_by(f64::total_cmp);
             rows.push(Timing {
-                case: c.name.clone(),
-                primitive: c.primitive,
+                case: case.clone(),
+                primitive,
                 backend: bname.clone(),
                 kind: "backend",
                 median_s: times.get(times.len() / 2).copied(),
                 note,
+                ratio: None,
             });
             bar.inc(1);
         }
         let mut peer_rows = Vec::new();
         if !args.no_peers {
-            bar.set_message(format!("{} on its Rust peer", c.name));
-            match peers::rust(&input, args.repeat) {
+            bar.set_message(format!("{case} on its Rust peer"));
+            match peers::rust(input, args.repeat) {
                 Some(p) => peer_rows.push(p),
-                None => skipped_peers.push(json!({"case": c.name, "peer": "rust",
-                    "reason": format!("no in-process peer for {} (the Python peers: --py-peers benches/peers.py)", c.primitive)})),
+                None => skipped_peers.push(json!({"case": case, "peer": "rust",
+                    "reason": format!("no in-process peer for {primitive} (the Python peers: --py-peers benches/peers.py)")})),
             }
         }
         if let Some(script) = &args.py_peers {
-            bar.set_message(format!("{} on the Python peers", c.name));
-            match peers::python(script, &c.name, &input, args.repeat) {
+            bar.set_message(format!("{case} on the Python peers"));
+            match peers::python(script, case, input, args.repeat) {
                 Ok(found) if found.is_empty() => skipped_peers.push(
-                    json!({"case": c.name, "peer": "python", "reason": "peers.py has no peer for this case"}),
+                    json!({"case": case, "peer": "python", "reason": "peers.py has no peer for this case"}),
                 ),
                 Ok(found) => peer_rows.extend(found),
                 Err(reason) => {
-                    skipped_peers.push(json!({"case": c.name, "peer": "python", "reason": reason}))
+                    skipped_peers.push(json!({"case": case, "peer": "python", "reason": reason}))
                 }
             }
         }
         rows.extend(peer_rows.into_iter().map(|p| Timing {
-            case: c.name.clone(),
-            primitive: c.primitive,
+            case: case.clone(),
+            primitive,
             backend: p.peer,
             kind: "peer",
             median_s: p.median_s,
             note: p.note,
+            ratio: None,
         }));
     }
     bar.finish_and_clear();
+    set_ratios(&mut rows);
+    let machine = plot::machine(&backends);
     if let Some(p) = &args.plot {
-        plot(p, &rows)?;
+        plot::draw(p, &rows, &machine)?;
     }
     let mut text = format!(
-        "{:<28} {:<14} {:<24} {:>12}  note\n",
-        "case", "primitive", "backend / peer", "median"
+        "{:<28} {:<14} {:<24} {:>12} {:>10}  note\n",
+        "case", "primitive", "backend / peer", "median", "/ peer"
     );
     for r in &rows {
         let t = r
             .median_s
             .map_or("-".to_string(), |s| format!("{:.3} ms", s * 1e3));
+        let ratio = r.ratio.map_or("-".to_string(), |x| format!("{x:.2}x"));
         text.push_str(&format!(
-            "{:<28} {:<14} {:<24} {:>12}  {}\n",
+            "{:<28} {:<14} {:<24} {:>12} {:>10}  {}\n",
             r.case,
             r.primitive,
             label(r),
             t,
+            ratio,
             r.note
         ));
     }
@@ -184,11 +207,14 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     }
     let json_rows: Vec<_> = rows
         .iter()
-        .map(|r| json!({"case": r.case, "primitive": r.primitive, "backend": r.backend, "kind": r.kind, "median_s": r.median_s, "note": r.note}))
+        .map(|r| json!({"case": r.case, "primitive": r.primitive, "backend": r.backend, "kind": r.kind, "median_s": r.median_s, "ratio_to_best_peer": r.ratio, "note": r.note}))
         .collect();
+    text.push_str(&format!(
+        "/ peer: median over the fastest peer's on the case; {machine}\n"
+    ));
     Ok(Outcome {
         text,
-        json: json!({"ok": true, "seed": args.seed, "repeat": args.repeat, "rows": json_rows, "unavailable": unavailable,
+        json: json!({"ok": true, "seed": args.seed, "repeat": args.repeat, "machine": machine, "rows": json_rows, "unavailable": unavailable,
             "skipped_peers": skipped_peers, "plot": args.plot.as_ref().map(|p| p.display().to_string())}),
         ok: true,
     })
@@ -202,82 +228,18 @@ fn label(r: &Timing) -> String {
     }
 }
 
-/// One bar per (case, backend or peer), coloured by backend or peer,
-/// log-scale milliseconds.
-fn plot(path: &std::path::Path, rows: &[Timing]) -> CliResult<()> {
-    let mut svg = String::new();
-    let draw = |svg: &mut String| -> Result<(), Box<dyn std::error::Error>> {
-        let timed: Vec<&Timing> = rows.iter().filter(|r| r.median_s.is_some()).collect();
-        let ms: Vec<f64> = timed
-            .iter()
+/// Each timed row's median over the fastest peer's on its case (none where
+/// the case has no timed peer).
+fn set_ratios(rows: &mut [Timing]) {
+    let best = |case: &str, rows: &[Timing]| {
+        rows.iter()
+            .filter(|r| r.case == case && r.kind == "peer")
             .filter_map(|r| r.median_s)
-            .map(|s| (s * 1e3).max(1e-4))
-            .collect();
-        let (lo, hi) = ms
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(l, h), &v| (l.min(v), h.max(v)));
-        let (lo, hi) = if ms.is_empty() {
-            (1e-3, 1.0)
-        } else {
-            (lo / 2.0, hi * 2.0)
-        };
-        let root = SVGBackend::with_string(svg, (960, 540)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "trident bench: backends and peers, median time per call",
-                ("sans-serif", 22),
-            )
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..timed.len().max(1) as f64, (lo..hi).log_scale())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_desc("ms (log)")
-            .draw()?;
-        let labels: Vec<String> = timed.iter().map(|r| label(r)).collect();
-        let mut backends: Vec<&str> = labels.iter().map(String::as_str).collect();
-        backends.sort();
-        backends.dedup();
-        for (bi, b) in backends.iter().enumerate() {
-            let color = Palette99::pick(bi).to_rgba();
-            let bars: Vec<(usize, f64)> = labels
-                .iter()
-                .zip(&ms)
-                .enumerate()
-                .filter(|(_, (l, _))| l.as_str() == *b)
-                .map(|(i, (_, &v))| (i, v))
-                .collect();
-            chart
-                .draw_series(bars.iter().map(|&(i, v)| {
-                    Rectangle::new([(i as f64 + 0.1, lo), (i as f64 + 0.9, v)], color.filled())
-                }))?
-                .label(*b)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
-                });
-        }
-        for (i, r) in timed.iter().enumerate() {
-            chart.draw_series(std::iter::once(Text::new(
-                r.case.clone(),
-                (i as f64 + 0.15, lo * 1.05),
-                ("sans-serif", 11)
-                    .into_font()
-                    .transform(FontTransform::Rotate270),
-            )))?;
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()?;
-        root.present()?;
-        Ok(())
+            .filter(|&t| t > 0.0)
+            .min_by(f64::total_cmp)
     };
-    draw(&mut svg)
-        .map_err(|e| Fail::Failed(format!("{}: cannot draw the plot: {e}", path.display())))?;
-    Output::create(path)?.write_all_and_commit(svg.as_bytes())
+    for i in 0..rows.len() {
+        let b = best(&rows[i].case, rows);
+        rows[i].ratio = rows[i].median_s.zip(b).map(|(t, b)| t / b);
+    }
 }

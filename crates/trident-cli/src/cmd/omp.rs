@@ -4,12 +4,18 @@
 //! `residual_norm2` (the inputs' float type): signal `i` has the atoms
 //! `atoms[offsets[i]:offsets[i+1]]` in selection order, as
 //! `trident::SparseCodes` lays them out.
+//!
+//! The dictionary is `n x K` with one atom per column (the layout of
+//! `trident::Dictionary` and of scikit-learn's `orthogonal_mp`), or, with
+//! `--atoms-as-rows`, `K x n` with one atom per row (scikit-learn's
+//! `components_` and `sparse_encode(dictionary=...)`). [`STOP_RULES`] is the
+//! help text that says where the stop rules differ from scikit-learn's.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::json;
-use trident::{Dictionary, MatRef, Scalar, SparseCoder, StopRule};
+use trident::{Dictionary, MatRef, Scalar, SparseCoder, StopRule, UNIT_NORM_TOL};
 use trident_io::npy;
 
 use super::secs;
@@ -17,23 +23,63 @@ use crate::fail::{CliResult, Fail};
 use crate::io;
 use crate::{Ctx, Outcome};
 
+/// `trident omp --help`'s closing text: the stop rules, and each place where
+/// they differ from scikit-learn's OMP, since users port code from it.
+pub const STOP_RULES: &str = "\
+Stop rules (scikit-learn's names: n_nonzero_coefs = --sparsity, tol = --error):
+  --sparsity T   at most T atoms per signal, and never more than min(n, K)
+                 (scikit-learn raises an error for T > K instead).
+  --error E      stop as soon as ||r||^2 <= E. The rule is checked before every
+                 step, so a signal with ||x||^2 <= E gets no atom at all;
+                 scikit-learn checks tol only after adding an atom, so it
+                 gives such a signal one atom.
+  both           whichever comes first; in scikit-learn tol overrides
+                 n_nonzero_coefs.
+Every signal also stops when its residual is exactly 0, after min(n, K) atoms,
+and when the best correlation is zero up to rounding: |<d_j, r>| <=
+64 sqrt(n) eps ||x|| with eps of float64. That rule is relative to the signal,
+so a signal of 1e-12 is coded like the same signal at scale 1; scikit-learn's
+is absolute (<d_j, r>^2 < eps of the dtype: |<d_j, r>| < 1.5e-8 in float64,
+3.5e-4 in float32), so it gives near-zero signals no atom (with a
+RuntimeWarning). A nearly dependent atom is taken here as long as its Cholesky
+pivot is positive in float64; scikit-learn stops once the pivot is at or below
+eps of the dtype. Ties go to the smallest atom index.
+scikit-learn does not check that atoms have unit norm; here a norm off 1 by
+more than 1e-3 is an error, and --normalize scales the atoms first (the
+coefficients are then those of the scaled atoms). sparse_encode(algorithm=
+'omp') passes n_nonzero_coefs only (its alpha does not reach the coder in
+scikit-learn 1.9): the match is --sparsity.";
+
 /// `trident omp` flags.
 #[derive(clap::Args, Debug)]
 #[command(group = clap::ArgGroup::new("rule").required(true).multiple(true).args(["sparsity", "error"]))]
+#[command(after_long_help = STOP_RULES)]
 pub struct Args {
-    /// Dictionary, n x K .npy, one atom per column (unit norm, or use --normalize).
+    /// Dictionary .npy: n x K, one atom per column (unit norm, or use
+    /// --normalize); K x n with --atoms-as-rows.
     #[arg(long)]
     dict: PathBuf,
+    /// The dictionary holds one atom per row (K x n), as scikit-learn's
+    /// `components_` and `sparse_encode(X, dictionary)` do.
+    #[arg(long)]
+    atoms_as_rows: bool,
     /// Signals, L x n .npy, one signal per row.
     #[arg(long)]
     signals: PathBuf,
-    /// Most atoms per signal.
+    /// Most atoms per signal (scikit-learn's n_nonzero_coefs).
     #[arg(long)]
     sparsity: Option<usize>,
-    /// Target squared residual norm; with --sparsity too, whichever comes first.
-    #[arg(long)]
+    /// Target squared residual norm ||x - D g||^2 (scikit-learn's tol; see
+    /// --help for where the two differ); with --sparsity too, whichever comes
+    /// first.
+    #[arg(
+        long,
+        visible_alias = "tol",
+        value_name = "E",
+        allow_negative_numbers = true
+    )]
     error: Option<f64>,
-    /// Scale the dictionary's columns to unit norm instead of rejecting them.
+    /// Scale the atoms to unit norm instead of rejecting them.
     #[arg(long)]
     normalize: bool,
     /// Output .npz.
@@ -43,16 +89,11 @@ pub struct Args {
 
 /// Reads, codes, writes.
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
-    let t0 = Instant::now();
-    let d = io::read_npy_matrix(&args.dict, &ctx.progress)?;
-    let x = io::read_npy_matrix(&args.signals, &ctx.progress)?;
-    if x.cols != d.rows {
-        return Err(Fail::BadInput(format!(
-            "{} has signals of length {} but the dictionary {} has n = {} rows",
-            args.signals.display(),
-            x.cols,
-            args.dict.display(),
-            d.rows
+    if let Some(e) = args.error
+        && !(e >= 0.0 && e.is_finite())
+    {
+        return Err(Fail::Usage(format!(
+            "--error (--tol) {e}: expected a finite number >= 0"
         )));
     }
     let rule = match (args.sparsity, args.error) {
@@ -64,58 +105,111 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
         (None, Some(e)) => StopRule::Error(e),
         (None, None) => return Err(Fail::Usage("give --sparsity or --error".into())),
     };
-    if let Some(e) = args.error
-        && !(e >= 0.0 && e.is_finite())
-    {
-        return Err(Fail::Usage(format!(
-            "--error {e}: expected a finite number >= 0"
+    let t0 = Instant::now();
+    let d = io::read_npy_matrix(&args.dict, &ctx.progress)?;
+    let x = io::read_npy_matrix(&args.signals, &ctx.progress)?;
+    // The signal length n, in either layout.
+    let n = if args.atoms_as_rows { d.cols } else { d.rows };
+    if x.cols != n {
+        return Err(Fail::BadInput(length_mismatch(
+            &args, x.cols, d.rows, d.cols,
         )));
     }
     let read_s = secs(t0);
     if d.is_f64() || x.is_f64() {
-        go(
-            ctx,
-            &args,
-            rule,
-            (d.rows, d.cols, d.to_f64()),
-            (x.rows, x.to_f64()),
-            read_s,
-        )
+        let dict = dictionary(&args, d.rows, d.cols, d.to_f64())?;
+        go(ctx, &args, rule, dict, (x.rows, x.to_f64()), read_s)
     } else {
-        go(
-            ctx,
-            &args,
-            rule,
-            (d.rows, d.cols, d.to_f32()),
-            (x.rows, x.to_f32()),
-            read_s,
-        )
+        let dict = dictionary(&args, d.rows, d.cols, d.to_f32())?;
+        go(ctx, &args, rule, dict, (x.rows, x.to_f32()), read_s)
     }
+}
+
+/// The message for signals whose length is not the dictionary's `n`, with a
+/// hint when the other layout would fit (the usual slip when coming from
+/// scikit-learn, whose dictionaries hold one atom per row).
+fn length_mismatch(args: &Args, len: usize, rows: usize, cols: usize) -> String {
+    let (dict, sig) = (args.dict.display(), args.signals.display());
+    let (n, axis, layout) = if args.atoms_as_rows {
+        (cols, "columns", "K x n, one atom per row (--atoms-as-rows)")
+    } else {
+        (rows, "rows", "n x K, one atom per column")
+    };
+    let mut m = format!(
+        "{sig} has signals of length {len} but the dictionary {dict} ({rows} x {cols}, read as {layout}) has n = {n} {axis}"
+    );
+    if args.atoms_as_rows && rows == len {
+        m.push_str(&format!(
+            "; its atoms look like columns (n = {rows}): drop --atoms-as-rows"
+        ));
+    } else if !args.atoms_as_rows && cols == len {
+        m.push_str(&format!(
+            "; its transpose would fit: if it holds one atom per row (scikit-learn's components_, {rows} atoms of length {cols}), pass --atoms-as-rows"
+        ));
+    }
+    m
+}
+
+/// The dictionary as `n x K` with unit-norm columns: transposed from rows if
+/// asked, its atoms' norms checked here so the message can name the atom as
+/// the file lays it out (a row or a column).
+fn dictionary<T: Scalar>(
+    args: &Args,
+    rows: usize,
+    cols: usize,
+    data: Vec<T>,
+) -> CliResult<Dictionary<T>> {
+    let (n, k, data) = if args.atoms_as_rows {
+        let mut t = Vec::with_capacity(data.len());
+        for i in 0..cols {
+            t.extend((0..rows).map(|j| data[j * cols + i]));
+        }
+        (cols, rows, t)
+    } else {
+        (rows, cols, data)
+    };
+    let axis = if args.atoms_as_rows { "row" } else { "column" };
+    let dname = args.dict.display();
+    let mut norms = vec![0f64; k];
+    for i in 0..n {
+        for (j, s) in norms.iter_mut().enumerate() {
+            let v = data[i * k + j].to_f64();
+            *s += v * v;
+        }
+    }
+    for (j, s) in norms.iter().enumerate() {
+        let norm = s.sqrt();
+        if args.normalize && norm == 0.0 {
+            return Err(Fail::BadInput(format!(
+                "{dname}: atom {j} ({axis} {j}) is zero and cannot be normalized"
+            )));
+        }
+        if !args.normalize && (norm - 1.0).abs() > UNIT_NORM_TOL {
+            return Err(Fail::BadInput(format!(
+                "{dname}: atom {j} ({axis} {j}) has norm {norm:.6}, expected 1 within {UNIT_NORM_TOL} (--normalize scales the atoms)"
+            )));
+        }
+    }
+    if args.normalize {
+        Dictionary::normalize(n, k, data)
+    } else {
+        Dictionary::new(n, k, data)
+    }
+    .map_err(|e| Fail::from_lib(&dname.to_string(), e))
 }
 
 fn go<T: Scalar + npy::Element>(
     ctx: &Ctx,
     args: &Args,
     rule: StopRule,
-    (n, atoms, dict): (usize, usize, Vec<T>),
+    dict: Dictionary<T>,
     (l, signals): (usize, Vec<T>),
     read_s: f64,
 ) -> CliResult<Outcome>
 where
     trident::Trident: SparseCoder<T>,
 {
-    let dname = args.dict.display().to_string();
-    let dict = if args.normalize {
-        Dictionary::normalize(n, atoms, dict)
-    } else {
-        Dictionary::new(n, atoms, dict)
-    }
-    .map_err(|e| match Fail::from_lib(&dname, e) {
-        Fail::BadInput(m) if !args.normalize => {
-            Fail::BadInput(format!("{m} (--normalize scales the columns)"))
-        }
-        f => f,
-    })?;
+    let (n, atoms) = (dict.n(), dict.atoms());
     let x = MatRef::dense(&signals, l, n)
         .map_err(|e| Fail::from_lib(&args.signals.display().to_string(), e))?;
     let engine = ctx.engine()?;

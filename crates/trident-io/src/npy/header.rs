@@ -262,6 +262,11 @@ fn found(s: &[u8], i: usize) -> String {
 /// where the dict fits 64 KiB, else 2.0), padded so the data starts at a
 /// multiple of 64 bytes as numpy writes it.
 pub(super) fn header_bytes(dtype: Dtype, shape: &[u64]) -> Vec<u8> {
+    header_with_descr(dtype.descr(), shape)
+}
+
+/// [`header_bytes`] for any `descr`, e.g. `'|u1'`, which [`Dtype`] lacks.
+pub(super) fn header_with_descr(descr: &str, shape: &[u64]) -> Vec<u8> {
     let dims = match shape {
         [] => "()".to_string(),
         [d] => format!("({d},)"),
@@ -274,10 +279,7 @@ pub(super) fn header_bytes(dtype: Dtype, shape: &[u64]) -> Vec<u8> {
                 .join(", ")
         ),
     };
-    let dict = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': {dims}, }}",
-        dtype.descr()
-    );
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
     let padded = |pre: usize| dict.len() + 1 + (64 - (pre + dict.len() + 1) % 64) % 64;
     let v1 = padded(10) <= u16::MAX as usize;
     let pre = if v1 { 10 } else { 12 };

@@ -20,6 +20,7 @@ use std::io::Write;
 mod header;
 
 use header::{Header, header, header_bytes};
+pub use samples::{Samples, encode_u8, read_samples, write_u8};
 
 use crate::{At, Error, Result};
 
@@ -197,6 +198,9 @@ macro_rules! element {
         }
     };
 }
+
+// After `each_data!`, which it uses.
+mod samples;
 
 element!(f32, F32, 4);
 element!(f64, F64, 8);
