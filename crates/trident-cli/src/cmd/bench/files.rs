@@ -122,12 +122,7 @@ pub fn cases(args: &FileArgs, progress: &Progress) -> CliResult<Vec<(String, Inp
         let knn_k = 8.min(b.len());
         out.push((
             name("points", &refs),
-            Input::new(PairsCase {
-                a,
-                b,
-                knn_k,
-                pairs_k: 100,
-            }),
+            Input::new(PairsCase::new(a, b, knn_k, 100)),
         ));
     }
     for pair in &args.omp {
