@@ -946,3 +946,35 @@ fn maxflow_bad_dimacs_files() {
         fails(&["maxflow", s(&g), "--cut", s(&cut)], 3, needle, &cut);
     }
 }
+
+#[test]
+fn a_successful_run_on_a_named_backend_writes_nothing_to_stderr() {
+    // Only the backend asked for is constructed: probing the GPU ones loads
+    // the Vulkan loader, whose Mesa device-select layer has libwayland print
+    // "error: XDG_RUNTIME_DIR is invalid" when that variable is unset (in a
+    // build with the `wgpu` feature).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.npy"), dir.path().join("b.npy"));
+    write_npy(&a, &[2, 2], &[1.0f32, 2.0, 3.0, 4.0]);
+    write_npy(&b, &[2, 2], &[1.0f32, 0.0, 0.0, 1.0]);
+    let (mtx, csv, max) = (fixture("a.mtx"), fixture("a.csv"), fixture("tiny.max"));
+    let out = |n: &str| dir.path().join(n);
+    let (c_mtx, c_npy, p_csv, cut) = (out("c.mtx"), out("c.npy"), out("p.csv"), out("cut.txt"));
+    let runs: [Vec<&str>; 4] = [
+        vec!["spgemm", s(&mtx), s(&mtx), "-o", s(&c_mtx)],
+        vec!["gemm", s(&a), s(&b), "-o", s(&c_npy)],
+        vec!["pairs", s(&csv), s(&csv), "--knn", "1", "-o", s(&p_csv)],
+        vec!["maxflow", s(&max), "--cut", s(&cut)],
+    ];
+    for args in runs {
+        let o = Command::new(env!("CARGO_BIN_EXE_trident"))
+            .args(&args)
+            .args(["--backend", "rayon"])
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("TRIDENT_BACKEND")
+            .output()
+            .expect("run trident");
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{args:?} wrote to stderr");
+    }
+}
