@@ -43,6 +43,7 @@ pub struct Args {
 
 /// Reads, codes, writes.
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
+    io::output_format("omp", "--output", &args.output, &[("npz", ())])?;
     let t0 = Instant::now();
     let d = io::read_npy_matrix(&args.dict, &ctx.progress)?;
     let x = io::read_npy_matrix(&args.signals, &ctx.progress)?;

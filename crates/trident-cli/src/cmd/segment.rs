@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use trident::{GridGraph, MaxFlow};
-use trident_io::img::{Image, Seed};
+use trident_io::img::{Image, ImageFormat, Seed};
 
 use super::secs;
 use crate::fail::{CliResult, Fail};
@@ -35,7 +35,7 @@ const MIN_VAR: f64 = 4.0;
 pub struct Args {
     /// Input image (PNG or JPEG; colour is converted to grey levels).
     image: PathBuf,
-    /// Output mask: 255 foreground, 0 background (PNG unless the name ends in .jpg).
+    /// Output mask, .png or .jpg/.jpeg: 255 foreground, 0 background.
     #[arg(short, long)]
     output: PathBuf,
     /// Scribble image of the same size: red pixels are foreground, blue background.
@@ -84,6 +84,16 @@ impl Model {
 
 /// Reads, builds the grid, cuts, writes the mask.
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
+    let format = io::output_format(
+        "segment",
+        "--output",
+        &args.output,
+        &[
+            ("png", ImageFormat::Png),
+            ("jpg", ImageFormat::Jpeg),
+            ("jpeg", ImageFormat::Jpeg),
+        ],
+    )?;
     for (name, v) in [("--lambda", args.lambda), ("--sigma", args.sigma)] {
         if !(v.is_finite() && v >= 0.0) || (name == "--sigma" && v == 0.0) {
             return Err(Fail::Usage(format!(
@@ -147,7 +157,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
         height: h,
         pixels: cut.source_side,
     };
-    io::write_mask(&args.output, &mask)?;
+    io::write_mask(&args.output, &mask, format)?;
     let write_s = secs(t2);
     let fg_pixels = mask.pixels.iter().filter(|&&b| b).count();
     Ok(Outcome {
