@@ -529,7 +529,8 @@ pub fn write_array(w: impl Write, a: &Array) -> Result<()> {
 /// another, C order) as an `|S<width>` array of `shape`; `&[]` is a 0-d
 /// array, which is how numpy stores a `bytes` scalar such as `b'csr'`.
 pub fn write_bytes(mut w: impl Write, shape: &[u64], width: usize, bytes: &[u8]) -> Result<()> {
-    let ok = width > 0 && bytes.len().is_multiple_of(width) && count(shape) == Some(bytes.len() / width);
+    let ok =
+        width > 0 && bytes.len().is_multiple_of(width) && count(shape) == Some(bytes.len() / width);
     if !ok {
         return Err(trident_core::Error::dim(
             "data",
