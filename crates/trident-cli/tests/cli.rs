@@ -1215,3 +1215,34 @@ fn pairs_write_npz_npy_and_euclidean_csv() {
         "a,b,distance\n0,0,1\n1,1,1\n"
     );
 }
+
+#[test]
+fn pairs_read_lidar_xyz_with_extra_columns_and_a_header() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b, out) = (
+        dir.path().join("a.xyz"),
+        dir.path().join("b.txt"),
+        dir.path().join("p.csv"),
+    );
+    std::fs::write(
+        &a,
+        "X Y Z Intensity R G B\n0 0 0 12 255 0 0\n5 5 5 40 0 0 255\n",
+    )
+    .expect("xyz");
+    std::fs::write(&b, "# scan 2\n5 5 4.5 1\n0 0 1 2\n").expect("txt");
+    let o = trident(&["pairs", s(&a), s(&b), "-o", s(&out)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("out"),
+        "a,b,d2\n0,1,1\n1,0,0.25\n"
+    );
+    // Fewer than three columns: the line is named.
+    std::fs::write(&b, "1 2 3\n4 5\n").expect("txt");
+    std::fs::remove_file(&out).expect("rm");
+    fails(
+        &["pairs", s(&a), s(&b), "-o", s(&out)],
+        3,
+        "b.txt:line 2: expected `x y z` (at least 3 fields), found 2",
+        &out,
+    );
+}

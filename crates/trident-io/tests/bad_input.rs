@@ -331,11 +331,11 @@ fn points_text() {
     let read = |s: &str| points::read_text(s.as_bytes());
     fails(
         read("1,2,3\n4,5\n"),
-        &["line 2: expected `x,y,z` (3 fields), found 2"],
+        &["line 2: expected `x,y,z` (at least 3 fields), found 2"],
     );
     fails(
-        read("1 2 3\n4 5 6 7\n"),
-        &["line 2: expected `x y z` (3 fields), found 4"],
+        read("1 2 3\n4 5\n"),
+        &["line 2: expected `x y z` (at least 3 fields), found 2 in \"4 5\""],
     );
     fails(
         read("0,0,0\n1,NaN,0\n"),
@@ -345,11 +345,18 @@ fn points_text() {
         read("x,y,z\n1,two,3\n"),
         &["line 2", "\"two\" is not a number"],
     );
-    fails(read("\"1,2,3\n"), &["line 1", "unterminated double quote"]);
+    // A quote left open swallows the rest of the file into one field.
+    fails(read("1,2,3\n\"4,5,6\n7,8,9\n"), &["line 2", "found 1"]);
     fails(read("1 2 1e39\n"), &["line 1", "not finite"]);
+    // After the header, a row of words is an error, not a second header.
+    fails(
+        read("x y z\n1 2 3\nx y z\n"),
+        &["line 3", "\"x\" is not a number"],
+    );
     // A header alone, and nothing at all, are empty point sets.
     assert!(read("x,y,z\n").unwrap().is_empty());
     assert!(read("").unwrap().is_empty());
+    assert!(points::read_csv("".as_bytes()).unwrap().is_empty());
     fails(
         points::read_npy(&npy::encode(&[2, 2], &[0.0f32; 4]).unwrap()),
         &["header", "expected N x 3"],
@@ -362,6 +369,10 @@ fn points_text() {
     assert_eq!(
         points::Format::from_extension("xyz"),
         Some(points::Format::Text)
+    );
+    assert_eq!(
+        points::Format::from_extension("csv"),
+        Some(points::Format::Csv)
     );
     assert_eq!(points::Format::from_extension("obj"), None);
 }

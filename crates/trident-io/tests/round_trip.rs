@@ -347,6 +347,29 @@ fn space_separated_xyz_reads() {
     );
 }
 
+/// LiDAR exports: extra columns ignored, headers naming x, y, z pick the
+/// columns, comments at line ends, CRLF, quoted CSV fields.
+#[test]
+fn lidar_style_text_reads() {
+    let xyz = |s: &str| points::read_xyz(s.as_bytes()).unwrap();
+    let csv = |s: &str| points::read_csv(s.as_bytes()).unwrap();
+    let want = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+    assert_eq!(xyz("1 2 3 40 255 0 0\n4 5 6 41 0 255 0\n"), want);
+    assert_eq!(xyz("1 2 3 # first\r\n\n4\t5\t6 7\r\n"), want);
+    assert_eq!(xyz("Intensity X Y Z\n40 1 2 3\n41 4 5 6\n"), want);
+    assert_eq!(xyz("//X Y Z\n1 2 3\n4 5 6\n"), want);
+    assert_eq!(csv("//X,Y,Z,Intensity\n1,2,3,40\n4,5,6,41\n"), want);
+    assert_eq!(csv("id,z,y,x\n0,3,2,1\n1,6,5,4\n"), want);
+    assert_eq!(csv("# exported\n\"1\", 2 ,3,\"a, b\"\r\n4,5,6\n"), want);
+    // Rows of different lengths, a label in the fourth column of data rows.
+    assert_eq!(csv("1,2,3,ground\n4,5,6\n"), want);
+    // A .xyz / .txt with commas is CSV.
+    assert_eq!(
+        points::read(b"x,y,z,i\n1,2,3,0\n4,5,6,0\n", points::Format::Text).unwrap(),
+        want
+    );
+}
+
 /// The members of a CSR `.npz` byte for byte as the NPY format specifies
 /// them and numpy writes them: `format` a 0-d `|S3` array holding `csr`,
 /// `shape` two `<i8`, index arrays `<i4` while everything fits int32.

@@ -179,9 +179,13 @@ pub fn encode_fail(path: &Path, e: trident_io::Error) -> Fail {
 pub fn read_points(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
     let ext = extension(path);
     match Format::from_extension(&ext) {
-        Some(Format::Text) => {
+        Some(format @ (Format::Text | Format::Csv)) => {
             let (reader, pb) = open(path, progress)?;
-            let pts = trident_io::points::read_text(reader).map_err(|e| read_fail(path, e))?;
+            let pts = match format {
+                Format::Csv => trident_io::points::read_csv(reader),
+                _ => trident_io::points::read_text(reader),
+            }
+            .map_err(|e| read_fail(path, e))?;
             pb.finish_and_clear();
             Ok(pts)
         }
@@ -189,7 +193,9 @@ pub fn read_points(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
         None => Err(bad_file(
             path,
             "name",
-            format!("unknown point format {ext:?}; expected .npy (N x 3), .ply, .csv or .xyz"),
+            format!(
+                "unknown point format {ext:?}; expected .npy (N x 3), .ply, .csv, .xyz or .txt"
+            ),
         )),
     }
 }
