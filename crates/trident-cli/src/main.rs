@@ -50,7 +50,7 @@ enum Command {
     Verify(cmd::verify::Args),
     /// Which backends are compiled in, which run here and which one is picked.
     Backends,
-    /// Sparse x sparse: C = A B (or A B^T) on Matrix Market files.
+    /// Sparse x sparse: C = A B (or A B^T) on Matrix Market or scipy .npz files.
     Spgemm(cmd::spgemm::Args),
     /// Dense x dense: C = A B on float32/float64 .npy matrices.
     Gemm(cmd::gemm::Args),

@@ -584,17 +584,22 @@ fn maxflow_dimacs_and_cut() {
     let bad = dir.path().join("bad.max");
     std::fs::write(&bad, "p max 2 1\nn 1 s\nn 2 t\na 1 x 3\n").expect("w");
     fails(
-        &["maxflow", s(&bad), "--cut", s(&cut.with_extension("2"))],
+        &[
+            "maxflow",
+            s(&bad),
+            "--cut",
+            s(&cut.with_file_name("cut2.txt")),
+        ],
         3,
         "line 4",
-        &cut.with_extension("2"),
+        &cut.with_file_name("cut2.txt"),
     );
     std::fs::write(&bad, "p max 2 1\nn 1 s\nn 2 t\na 1 2 -3\n").expect("w");
     fails(
         &["maxflow", s(&bad)],
         3,
         "negative",
-        &cut.with_extension("3"),
+        &cut.with_file_name("cut3.txt"),
     );
 }
 
@@ -905,18 +910,30 @@ fn every_output_is_all_or_nothing_and_an_unwritable_path_is_exit_4() {
     write_npy(&b, &[2, 2], &[1.0f32, 0.0, 0.0, 1.0]);
     let img = dir.path().join("img.png");
     scene(20, 12).save(&img).expect("png");
-    let bad = dir.path().join("no/such/dir/out");
+    let bad = |ext: &str| dir.path().join(format!("no/such/dir/out.{ext}"));
     let (mtx, csv, max) = (fixture("a.mtx"), fixture("a.csv"), fixture("tiny.max"));
-    let runs: [Vec<&str>; 6] = [
-        vec!["spgemm", s(&mtx), s(&mtx), "-o", s(&bad)],
-        vec!["gemm", s(&a), s(&b), "-o", s(&bad)],
-        vec!["pairs", s(&csv), s(&csv), "-o", s(&bad)],
-        omp_sparsity_1(&d, &x, &bad),
-        vec!["maxflow", s(&max), "--cut", s(&bad)],
-        vec!["segment", s(&img), "-o", s(&bad)],
+    let outs = [
+        bad("mtx"),
+        bad("npz"),
+        bad("npy"),
+        bad("csv"),
+        bad("npz"),
+        bad("npz"),
+        bad("txt"),
+        bad("png"),
     ];
-    for args in runs {
-        fails(&args, 4, "out", &bad);
+    let runs: [Vec<&str>; 8] = [
+        vec!["spgemm", s(&mtx), s(&mtx), "-o", s(&outs[0])],
+        vec!["spgemm", s(&mtx), s(&mtx), "-o", s(&outs[1])],
+        vec!["gemm", s(&a), s(&b), "-o", s(&outs[2])],
+        vec!["pairs", s(&csv), s(&csv), "-o", s(&outs[3])],
+        vec!["pairs", s(&csv), s(&csv), "--knn", "1", "-o", s(&outs[4])],
+        omp_sparsity_1(&d, &x, &outs[5]),
+        vec!["maxflow", s(&max), "--cut", s(&outs[6])],
+        vec!["segment", s(&img), "-o", s(&outs[7])],
+    ];
+    for (args, bad) in runs.into_iter().zip(&outs) {
+        fails(&args, 4, "out", bad);
         // With --json the failure is one JSON object naming the exit code.
         let mut with_json = args.clone();
         with_json.push("--json");
@@ -945,4 +962,287 @@ fn maxflow_bad_dimacs_files() {
         std::fs::write(&g, text).expect("write");
         fails(&["maxflow", s(&g), "--cut", s(&cut)], 3, needle, &cut);
     }
+}
+
+#[test]
+fn a_successful_run_on_a_named_backend_writes_nothing_to_stderr() {
+    // Only the backend asked for is constructed: probing the GPU ones loads
+    // the Vulkan loader, whose Mesa device-select layer has libwayland print
+    // "error: XDG_RUNTIME_DIR is invalid" when that variable is unset (in a
+    // build with the `wgpu` feature).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.npy"), dir.path().join("b.npy"));
+    write_npy(&a, &[2, 2], &[1.0f32, 2.0, 3.0, 4.0]);
+    write_npy(&b, &[2, 2], &[1.0f32, 0.0, 0.0, 1.0]);
+    let (mtx, csv, max) = (fixture("a.mtx"), fixture("a.csv"), fixture("tiny.max"));
+    let out = |n: &str| dir.path().join(n);
+    let (c_mtx, c_npy, p_csv, cut) = (out("c.mtx"), out("c.npy"), out("p.csv"), out("cut.txt"));
+    let runs: [Vec<&str>; 4] = [
+        vec!["spgemm", s(&mtx), s(&mtx), "-o", s(&c_mtx)],
+        vec!["gemm", s(&a), s(&b), "-o", s(&c_npy)],
+        vec!["pairs", s(&csv), s(&csv), "--knn", "1", "-o", s(&p_csv)],
+        vec!["maxflow", s(&max), "--cut", s(&cut)],
+    ];
+    for args in runs {
+        let o = Command::new(env!("CARGO_BIN_EXE_trident"))
+            .args(&args)
+            .args(["--backend", "rayon"])
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("TRIDENT_BACKEND")
+            .output()
+            .expect("run trident");
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{args:?} wrote to stderr");
+    }
+}
+
+#[test]
+fn every_output_option_rejects_an_extension_it_cannot_write() {
+    // Checked before any input is read (the inputs here do not exist): a
+    // usage error naming what the command writes, and no file.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = |n: &str| dir.path().join(n);
+    let cases: [(Vec<&str>, &str, &str); 8] = [
+        (
+            vec!["spgemm", "a.mtx", "b.mtx", "-o"],
+            "c.tif",
+            "writes .mtx, .npz",
+        ),
+        (
+            vec!["spgemm", "a.mtx", "b.mtx", "-o"],
+            "c",
+            "without an extension",
+        ),
+        (vec!["gemm", "a.npy", "b.npy", "-o"], "c.npz", "writes .npy"),
+        (
+            vec!["pairs", "a.csv", "b.csv", "-o"],
+            "p.mtx",
+            "writes .csv, .npy, .npz",
+        ),
+        (
+            vec![
+                "omp",
+                "--dict",
+                "d.npy",
+                "--signals",
+                "x.npy",
+                "--sparsity",
+                "1",
+                "-o",
+            ],
+            "c.npy",
+            "writes .npz",
+        ),
+        (vec!["maxflow", "g.max", "--cut"], "cut.csv", "writes .txt"),
+        (
+            vec!["segment", "i.png", "-o"],
+            "m.tif",
+            "writes .png, .jpg, .jpeg",
+        ),
+        (
+            vec!["bench", "--case", "x", "--plot"],
+            "p.png",
+            "writes .svg",
+        ),
+    ];
+    for (mut args, name, needle) in cases {
+        let target = out(name);
+        args.push(s(&target));
+        fails(&args, 2, needle, &target);
+    }
+}
+
+/// The members of an `.npz` as `(name, dtype descr, shape)`, read with the
+/// zip crate and npyz (not with trident-io).
+fn npz_members(path: &Path) -> Vec<(String, String, Vec<u64>)> {
+    use std::io::Read;
+    let mut z = zip::ZipArchive::new(std::fs::File::open(path).expect("npz")).expect("zip");
+    (0..z.len())
+        .map(|i| {
+            let mut f = z.by_index(i).expect("member");
+            let name = f.name().trim_end_matches(".npy").to_string();
+            let mut bytes = Vec::new();
+            f.read_to_end(&mut bytes).expect("read member");
+            let npy = npyz::NpyFile::new(&bytes[..]).expect("npy member");
+            let descr = npy.header().dtype().descr().trim_matches('\'').to_string();
+            (name, descr, npy.shape().to_vec())
+        })
+        .collect()
+}
+
+/// One member of an `.npz` as values of `T`.
+fn npz_member<T: npyz::Deserialize>(path: &Path, member: &str) -> Vec<T> {
+    use std::io::Read;
+    let mut z = zip::ZipArchive::new(std::fs::File::open(path).expect("npz")).expect("zip");
+    let mut f = z.by_name(&format!("{member}.npy")).expect("member");
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).expect("read member");
+    npyz::NpyFile::new(&bytes[..])
+        .expect("npy")
+        .into_vec()
+        .expect("values")
+}
+
+#[test]
+fn spgemm_writes_and_reads_scipy_npz() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (c, c2) = (dir.path().join("c.npz"), dir.path().join("c2.mtx"));
+    let a = fixture("a.mtx");
+    let o = trident(&["spgemm", s(&a), s(&a), "-o", s(&c)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // scipy.sparse.save_npz's members, in its order, with its dtypes.
+    let members = npz_members(&c);
+    let want = [
+        ("indices", "<i4", vec![5]),
+        ("indptr", "<i4", vec![4]),
+        ("format", "|S3", vec![]),
+        ("shape", "<i8", vec![2]),
+        ("data", "<f8", vec![5]),
+    ];
+    assert_eq!(members.len(), want.len());
+    for ((n, d, sh), (wn, wd, wsh)) in members.iter().zip(&want) {
+        assert_eq!((n.as_str(), d.as_str(), sh), (*wn, *wd, wsh));
+    }
+    assert_eq!(npz_member::<i64>(&c, "shape"), [3, 3]);
+    assert_eq!(npz_member::<i32>(&c, "indptr"), [0, 2, 3, 5]);
+    assert_eq!(npz_member::<f64>(&c, "data"), [9.0, 12.0, 9.0, 24.0, 33.0]);
+    // The .npz reads back as an input: C A = A^3, written as Matrix Market.
+    let o = trident(&["spgemm", s(&c), s(&a), "-o", s(&c2)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(sprs_dense(&c2).0, 3);
+    // An .npz that is not a CSR matrix: bad input, naming the member.
+    let bad = dir.path().join("bad.npz");
+    {
+        use std::io::{Read, Write};
+        let mut z = zip::ZipArchive::new(std::fs::File::open(&c).expect("npz")).expect("zip");
+        let mut w = zip::ZipWriter::new(std::fs::File::create(&bad).expect("create"));
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        for i in 0..z.len() {
+            let mut f = z.by_index(i).expect("member");
+            let mut bytes = Vec::new();
+            f.read_to_end(&mut bytes).expect("read");
+            if f.name() == "format.npy" {
+                let n = bytes.len();
+                bytes[n - 3..].copy_from_slice(b"csc");
+            }
+            w.start_file(f.name(), opts).expect("start");
+            w.write_all(&bytes).expect("write");
+        }
+        w.finish().expect("finish");
+    }
+    fails(
+        &[
+            "spgemm",
+            s(&bad),
+            s(&a),
+            "-o",
+            s(&dir.path().join("c3.mtx")),
+        ],
+        3,
+        "only csr",
+        &dir.path().join("c3.mtx"),
+    );
+}
+
+#[test]
+fn pairs_write_npz_npy_and_euclidean_csv() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.npy"), dir.path().join("b.npy"));
+    write_npy(&a, &[2, 3], &[0.0f32, 0.0, 0.0, 5.0, 5.0, 4.0]);
+    write_npy(
+        &b,
+        &[3, 3],
+        &[0.0f32, 0.0, 1.0, 5.0, 5.0, 5.0, 3.0, 4.0, 0.0],
+    );
+    let out = |n: &str| dir.path().join(n);
+    let run = |args: &[&str]| {
+        let o = trident(&[args, &["--json"][..]].concat());
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        json(&o)
+    };
+    // knn 2 as .npz: int64 indices and float32 d2, N x k.
+    let knn = out("knn.npz");
+    run(&["pairs", s(&a), s(&b), "--knn", "2", "-o", s(&knn)]);
+    assert_eq!(
+        npz_members(&knn),
+        [
+            ("indices".into(), "<i8".into(), vec![2, 2]),
+            ("d2".into(), "<f4".into(), vec![2, 2])
+        ]
+    );
+    assert_eq!(npz_member::<i64>(&knn, "indices"), [0, 2, 1, 2]);
+    assert_eq!(npz_member::<f32>(&knn, "d2"), [1.0, 25.0, 1.0, 21.0]);
+    // --euclidean: float64 distances under the name `distances`.
+    let v = run(&[
+        "pairs",
+        s(&a),
+        s(&b),
+        "--knn",
+        "2",
+        "--euclidean",
+        "-o",
+        s(&knn),
+    ]);
+    assert_eq!(v["distance"], "distance");
+    assert_eq!(
+        npz_member::<f64>(&knn, "distances"),
+        [1.0, 5.0, 1.0, 21f64.sqrt()]
+    );
+    // Closest pairs as .npz and .npy.
+    let cp = out("cp.npz");
+    run(&["pairs", s(&a), s(&b), "--k", "1", "-o", s(&cp)]);
+    assert_eq!(npz_member::<i64>(&cp, "a"), [0]);
+    assert_eq!(npz_member::<i64>(&cp, "b"), [0]);
+    let cpn = out("cp.npy");
+    run(&["pairs", s(&a), s(&b), "--k", "2", "-o", s(&cpn)]);
+    let bytes = std::fs::read(&cpn).expect("npy");
+    let f = npyz::NpyFile::new(&bytes[..]).expect("npy");
+    assert_eq!(f.shape(), [2, 2]);
+    assert_eq!(f.into_vec::<i64>().expect("i64"), [0, 0, 1, 1]);
+    // Nearest as .npy: the indices alone.
+    let near = out("near.npy");
+    run(&["pairs", s(&a), s(&b), "-o", s(&near)]);
+    let bytes = std::fs::read(&near).expect("npy");
+    let f = npyz::NpyFile::new(&bytes[..]).expect("npy");
+    assert_eq!(f.shape(), [2]);
+    assert_eq!(f.into_vec::<i64>().expect("i64"), [0, 1]);
+    // Euclidean CSV names its column.
+    let csv = out("near.csv");
+    run(&["pairs", s(&a), s(&b), "--euclidean", "-o", s(&csv)]);
+    assert_eq!(
+        std::fs::read_to_string(&csv).expect("csv"),
+        "a,b,distance\n0,0,1\n1,1,1\n"
+    );
+}
+
+#[test]
+fn pairs_read_lidar_xyz_with_extra_columns_and_a_header() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b, out) = (
+        dir.path().join("a.xyz"),
+        dir.path().join("b.txt"),
+        dir.path().join("p.csv"),
+    );
+    std::fs::write(
+        &a,
+        "X Y Z Intensity R G B\n0 0 0 12 255 0 0\n5 5 5 40 0 0 255\n",
+    )
+    .expect("xyz");
+    std::fs::write(&b, "# scan 2\n5 5 4.5 1\n0 0 1 2\n").expect("txt");
+    let o = trident(&["pairs", s(&a), s(&b), "-o", s(&out)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("out"),
+        "a,b,d2\n0,1,1\n1,0,0.25\n"
+    );
+    // Fewer than three columns: the line is named.
+    std::fs::write(&b, "1 2 3\n4 5\n").expect("txt");
+    std::fs::remove_file(&out).expect("rm");
+    fails(
+        &["pairs", s(&a), s(&b), "-o", s(&out)],
+        3,
+        "b.txt:line 2: expected `x y z` (at least 3 fields), found 2",
+        &out,
+    );
 }

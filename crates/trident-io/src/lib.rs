@@ -7,7 +7,9 @@
 //! | --- | --- | --- |
 //! | [`mtx`] | Matrix Market coordinate (`real`, `integer`, `pattern`; `general`, `symmetric`, `skew-symmetric`) | [`CsrMatrix`](trident_core::CsrMatrix) |
 //! | [`npy`] | NPY arrays (float32/64, int32/64, uint32/64; C or Fortran order) | [`npy::Array`], [`npy::Matrix`] |
-//! | [`npz`] | NPZ archives of NPY members, stored as `numpy.savez` does | named [`npy::Array`]s |
+//! | [`npz`] | NPZ archives of NPY members, stored as `numpy.savez` does; sparse matrices as `scipy.sparse.save_npz` lays them out | named [`npy::Array`]s, [`CsrMatrix`](trident_core::CsrMatrix) |
+//! | [`neighbors`] | nearest-neighbour results as CSV, NPY or NPZ (written only) | indices and distances |
+//! | [`sparse`] | a sparse matrix as `.mtx` or scipy `.npz`, chosen by extension | [`CsrMatrix`](trident_core::CsrMatrix) |
 //! | [`ply`] | PLY point clouds (`ascii`, `binary_little_endian`, `binary_big_endian`) | [`Point`](trident_core::Point)s |
 //! | [`points`] | CSV / XYZ text (comma- or whitespace-separated), and NPY `N x 3` | [`Point`](trident_core::Point)s |
 //! | [`img`] | PNG / JPEG: grey levels, scribble seeds, binary masks | [`img::Image`] |
@@ -36,10 +38,12 @@
 pub mod dimacs;
 pub mod img;
 pub mod mtx;
+pub mod neighbors;
 pub mod npy;
 pub mod npz;
 pub mod ply;
 pub mod points;
+pub mod sparse;
 mod text;
 
 use std::fmt;

@@ -1,16 +1,27 @@
-//! Point sets (`N x 3`, f32) as text, `x,y,z` or `x y z` per line (CSV,
-//! XYZ), or as an `N x 3` `.npy` matrix; PLY is in [`crate::ply`].
+//! Point sets (`N x 3`, f32) as text, CSV (`.csv`) or whitespace-separated
+//! columns (`.xyz`, `.txt`), or as an `N x 3` `.npy` matrix; PLY is in
+//! [`crate::ply`].
 //!
-//! Text: a line is split at commas when it has one (CSV, double-quoted fields
-//! allowed), else at runs of spaces and tabs (XYZ); blank lines and `#`
-//! comments are skipped, and a first line that is not all numbers is a header.
+//! Text, as `numpy.loadtxt` and LiDAR tools (CloudCompare, PDAL) read it:
+//! - Blank lines are skipped; `#` starts a comment (to the end of the line in
+//!   XYZ, a whole line in CSV, where `#` may sit inside a quoted field).
+//! - The first row is a header when one of its fields is not a number. A
+//!   header naming columns `x`, `y` and `z` (any case, CloudCompare's `//X`
+//!   too) picks those columns; otherwise the first three are the coordinates.
+//! - Further columns (intensity, colour, normals) are ignored: a row needs
+//!   at least three; rows may differ in length.
+//! - CSV ([`read_csv`]) is read by the `csv` crate: double-quoted fields,
+//!   `""` escapes, spaces around fields trimmed. XYZ ([`read_xyz`]) splits at
+//!   runs of spaces and tabs; a `.xyz` / `.txt` whose first row has a comma
+//!   is read as CSV ([`read_text`] decides).
 //!
 //! ```
-//! let pts = trident_io::points::read_text("x y z\n0 0 1\n2.5\t-1 0\n".as_bytes()).unwrap();
+//! let pts = trident_io::points::read_text("x y z\n0 0 1\n2.5\t-1 0 # kept\n".as_bytes()).unwrap();
 //! assert_eq!(pts, [[0.0, 0.0, 1.0], [2.5, -1.0, 0.0]]);
+//! let lidar = "//X,Y,Z,Intensity\n1,2,3,40\n4,5,6,41\n";
+//! assert_eq!(trident_io::points::read_csv(lidar.as_bytes()).unwrap(), [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
 //! ```
 
-use std::borrow::Cow;
 use std::io::{BufRead, Write};
 
 use trident_core::Point;
@@ -26,8 +37,11 @@ pub enum Format {
     Npy,
     /// `.ply`, see [`crate::ply`].
     Ply,
-    /// `.csv`, `.xyz`, `.txt`: see [`read_text`].
+    /// `.xyz`, `.txt`: whitespace-separated, or CSV when the first row has
+    /// commas; see [`read_text`].
     Text,
+    /// `.csv`: see [`read_csv`].
+    Csv,
 }
 
 impl Format {
@@ -36,7 +50,8 @@ impl Format {
         match ext {
             "npy" => Some(Format::Npy),
             "ply" => Some(Format::Ply),
-            "csv" | "txt" | "xyz" => Some(Format::Text),
+            "csv" => Some(Format::Csv),
+            "txt" | "xyz" => Some(Format::Text),
             _ => None,
         }
     }
@@ -48,6 +63,7 @@ pub fn read(bytes: &[u8], format: Format) -> Result<Vec<Point>> {
         Format::Npy => read_npy(bytes),
         Format::Ply => crate::ply::read(bytes),
         Format::Text => read_text(bytes),
+        Format::Csv => read_csv(bytes),
     }
 }
 
@@ -95,73 +111,143 @@ pub(crate) fn coord(s: &str) -> std::result::Result<f32, String> {
     Ok(x)
 }
 
-/// The fields of a CSV line: split at commas outside double quotes, quotes
-/// removed (`""` inside quotes is one `"`).
-fn csv_fields(line: &str) -> std::result::Result<Vec<Cow<'_, str>>, String> {
-    if !line.contains('"') {
-        return Ok(line.split(',').map(Cow::Borrowed).collect());
+/// Which columns hold x, y and z: named by a header, else the first three.
+fn columns(header: Option<&[&str]>) -> [usize; 3] {
+    let Some(h) = header else {
+        return [0, 1, 2];
+    };
+    let name = |f: &str| {
+        f.trim()
+            .trim_start_matches("//")
+            .trim()
+            .to_ascii_lowercase()
+    };
+    let find = |want: &str| h.iter().position(|f| name(f) == want);
+    match (find("x"), find("y"), find("z")) {
+        (Some(x), Some(y), Some(z)) => [x, y, z],
+        _ => [0, 1, 2],
     }
-    let mut out = Vec::new();
-    let mut field = String::new();
-    let mut chars = line.chars().peekable();
-    let mut quoted = false;
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                chars.next();
-                field.push('"');
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(Cow::Owned(std::mem::take(&mut field))),
-            (c, _) => field.push(c),
-        }
-    }
-    if quoted {
-        return Err("unterminated double quote".into());
-    }
-    out.push(Cow::Owned(field));
-    Ok(out)
 }
 
-/// Points from text: `x,y,z` (CSV) or `x y z` (XYZ, spaces or tabs) per line.
-/// A first line that does not parse as numbers is a header; blank lines and
-/// lines starting with `#` are skipped.
-pub fn read_text(r: impl BufRead) -> Result<Vec<Point>> {
-    let mut lines = Lines::new(r);
+/// The point in `fields` at `cols`, or why not (`shape` names the layout).
+fn point(fields: &[&str], cols: [usize; 3], shape: &str) -> std::result::Result<Point, String> {
+    let need = cols.iter().max().map_or(3, |&c| c + 1);
+    if fields.len() < need {
+        return Err(format!(
+            "expected {shape} (at least {need} fields), found {} in {:?}",
+            fields.len(),
+            fields.join(if shape.contains(',') { "," } else { " " })
+        ));
+    }
+    let mut p = [0f32; 3];
+    for (d, &c) in cols.iter().enumerate() {
+        p[d] = coord(fields[c])?;
+    }
+    Ok(p)
+}
+
+/// Whether a first row is a header: one of its first three fields is not a
+/// number (later columns may hold labels in data rows too).
+fn is_header(fields: &[&str]) -> bool {
+    fields
+        .iter()
+        .take(3)
+        .any(|x| x.trim().parse::<f64>().is_err())
+}
+
+/// Points from CSV (see the module docs). Errors name the line.
+pub fn read_csv(r: impl BufRead) -> Result<Vec<Point>> {
+    let mut rd = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .comment(Some(b'#'))
+        .trim(csv::Trim::All)
+        .from_reader(r);
     let mut pts: Vec<Point> = Vec::new();
-    let mut first = true;
-    while let Some((no, line)) = lines.next_line("a point")? {
-        let bad = |m: String| Error::format(At::Line(no), m);
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') {
+    let mut cols = None;
+    let mut rec = csv::ByteRecord::new();
+    loop {
+        let more = rd.read_byte_record(&mut rec).map_err(|e| {
+            let line = e.position().map_or(0, |p| p.line() as usize);
+            match e.into_kind() {
+                csv::ErrorKind::Io(e) => Error::Io(e),
+                k => Error::format(At::Line(line), format!("not CSV: {k:?}")),
+            }
+        })?;
+        if !more {
+            break;
+        }
+        let line = rec.position().map_or(0, |p| p.line() as usize);
+        let bad = |m: String| Error::format(At::Line(line), m);
+        let fields: Vec<&str> = rec
+            .iter()
+            .map(std::str::from_utf8)
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| bad(format!("not UTF-8 text: {e}")))?;
+        // A line of only spaces is a record of one empty field.
+        if fields.iter().all(|f| f.is_empty()) {
             continue;
         }
-        let comma = t.contains(',');
-        let f: Vec<Cow<str>> = if comma {
-            csv_fields(t).map_err(bad)?
-        } else {
-            t.split_whitespace().map(Cow::Borrowed).collect()
+        let c = match cols {
+            Some(c) => c,
+            None if is_header(&fields) => {
+                cols = Some(columns(Some(&fields)));
+                continue;
+            }
+            None => *cols.insert(columns(None)),
         };
-        let was_first = std::mem::replace(&mut first, false);
-        if was_first && f.iter().any(|x| x.trim().parse::<f64>().is_err()) {
-            continue; // header
-        }
-        if f.len() != 3 {
-            let shape = if comma { "`x,y,z`" } else { "`x y z`" };
-            return Err(bad(format!(
-                "expected {shape} (3 fields), found {} in {t:?}",
-                f.len()
-            )));
-        }
-        let mut p = [0f32; 3];
-        for (d, s) in f.iter().enumerate() {
-            p[d] = coord(s).map_err(bad)?;
-        }
+        let p = point(&fields, c, "`x,y,z`").map_err(bad)?;
         pts.try_reserve(1)
             .map_err(|e| bad(format!("out of memory: {e}")))?;
         pts.push(p);
     }
     Ok(pts)
+}
+
+/// Points from whitespace-separated columns (`.xyz`, `.txt`; see the module
+/// docs). Errors name the line.
+pub fn read_xyz(r: impl BufRead) -> Result<Vec<Point>> {
+    let mut lines = Lines::new(r);
+    let mut pts: Vec<Point> = Vec::new();
+    let mut cols = None;
+    while let Some((no, line)) = lines.next_line("a point")? {
+        let bad = |m: String| Error::format(At::Line(no), m);
+        let t = line.split('#').next().unwrap_or("");
+        let fields: Vec<&str> = t.split_whitespace().collect();
+        if fields.is_empty() {
+            continue;
+        }
+        let c = match cols {
+            Some(c) => c,
+            None if is_header(&fields) => {
+                cols = Some(columns(Some(&fields)));
+                continue;
+            }
+            None => *cols.insert(columns(None)),
+        };
+        let p = point(&fields, c, "`x y z`").map_err(bad)?;
+        pts.try_reserve(1)
+            .map_err(|e| bad(format!("out of memory: {e}")))?;
+        pts.push(p);
+    }
+    Ok(pts)
+}
+
+/// Points from text, CSV or whitespace-separated: CSV when the first line
+/// that is not blank or a comment has a comma (see the module docs).
+pub fn read_text(mut r: impl BufRead) -> Result<Vec<Point>> {
+    let mut bytes = Vec::new();
+    r.read_to_end(&mut bytes)?;
+    let first = bytes
+        .split(|&b| b == b'\n')
+        .map(|l| l.split(|&b| b == b'#').next().unwrap_or(&[]))
+        .find(|l| !l.trim_ascii().is_empty())
+        .unwrap_or(&[]);
+    if first.contains(&b',') {
+        read_csv(&bytes[..])
+    } else {
+        read_xyz(&bytes[..])
+    }
 }
 
 /// Writes points as CSV with an `x,y,z` header line, coordinates in their

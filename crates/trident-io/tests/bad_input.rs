@@ -212,6 +212,80 @@ fn npz() {
 }
 
 #[test]
+fn scipy_csr_npz() {
+    let m = CsrMatrix::new(2, 2, vec![0, 1, 2], vec![1, 0], vec![1.0f64, 2.0]).unwrap();
+    let good = npz::read(&npz::encode_csr(&m).unwrap()).unwrap();
+    // `good` with member `name` replaced by `a` (or dropped).
+    let with = |name: &str, a: Option<npy::Array>| {
+        let members: Vec<npz::Member> = good
+            .iter()
+            .filter_map(|(n, arr)| {
+                let arr = if n == name { a.clone()? } else { arr.clone() };
+                Some((n.clone(), npy::encode_array(&arr).unwrap()))
+            })
+            .collect();
+        npz::encode(&members).unwrap()
+    };
+    let arr = |shape: Vec<u64>, data: npy::Data| Some(npy::Array { shape, data });
+    let read = |b: &[u8]| npz::read_csr::<f64>(b);
+    fails(
+        read(&with("indptr", None)),
+        &[
+            "no member \"indptr\"",
+            "indices, indptr, format, shape, data",
+        ],
+    );
+    fails(
+        read(&with(
+            "format",
+            arr(
+                vec![],
+                npy::Data::Bytes {
+                    width: 3,
+                    bytes: b"csc".to_vec(),
+                },
+            ),
+        )),
+        &["format.npy:header", "\"csc\"", "only csr"],
+    );
+    fails(
+        read(&with("indptr", arr(vec![3], npy::Data::I32(vec![0, 2, 1])))),
+        &["indptr.npy:data", "element 2", "non-decreasing"],
+    );
+    fails(
+        read(&with("indices", arr(vec![2], npy::Data::I32(vec![1, 2])))),
+        &[
+            "indices.npy:data",
+            "element 1",
+            "column 2 out of range 0..2",
+        ],
+    );
+    fails(
+        read(&with("shape", arr(vec![2], npy::Data::I64(vec![-1, 2])))),
+        &["shape.npy:data", "-1 x 2"],
+    );
+    fails(
+        read(&with("data", arr(vec![2], npy::Data::I32(vec![1, 2])))),
+        &[
+            "data.npy:header",
+            "dtype int32: expected float32 or float64",
+        ],
+    );
+    fails(
+        read(&with("data", arr(vec![1], npy::Data::F64(vec![1.0])))),
+        &["needs 3 indptr values", "found 3, 1 and 2"],
+    );
+    // An f64 beyond f32's range does not fit an f32 matrix.
+    let big = with("data", arr(vec![2], npy::Data::F64(vec![1.0, 1e300])));
+    fails(
+        npz::read_csr::<f32>(&big),
+        &["data.npy:data", "element 1", "f32"],
+    );
+    // Not an archive at all.
+    fails(read(b"%%MatrixMarket"), &["byte 0", "not an .npz archive"]);
+}
+
+#[test]
 fn ply() {
     fails(ply::read(b"PLY\n"), &["line 1", "not a PLY file"]);
     fails(
@@ -257,11 +331,11 @@ fn points_text() {
     let read = |s: &str| points::read_text(s.as_bytes());
     fails(
         read("1,2,3\n4,5\n"),
-        &["line 2: expected `x,y,z` (3 fields), found 2"],
+        &["line 2: expected `x,y,z` (at least 3 fields), found 2"],
     );
     fails(
-        read("1 2 3\n4 5 6 7\n"),
-        &["line 2: expected `x y z` (3 fields), found 4"],
+        read("1 2 3\n4 5\n"),
+        &["line 2: expected `x y z` (at least 3 fields), found 2 in \"4 5\""],
     );
     fails(
         read("0,0,0\n1,NaN,0\n"),
@@ -271,11 +345,18 @@ fn points_text() {
         read("x,y,z\n1,two,3\n"),
         &["line 2", "\"two\" is not a number"],
     );
-    fails(read("\"1,2,3\n"), &["line 1", "unterminated double quote"]);
+    // A quote left open swallows the rest of the file into one field.
+    fails(read("1,2,3\n\"4,5,6\n7,8,9\n"), &["line 2", "found 1"]);
     fails(read("1 2 1e39\n"), &["line 1", "not finite"]);
+    // After the header, a row of words is an error, not a second header.
+    fails(
+        read("x y z\n1 2 3\nx y z\n"),
+        &["line 3", "\"x\" is not a number"],
+    );
     // A header alone, and nothing at all, are empty point sets.
     assert!(read("x,y,z\n").unwrap().is_empty());
     assert!(read("").unwrap().is_empty());
+    assert!(points::read_csv("".as_bytes()).unwrap().is_empty());
     fails(
         points::read_npy(&npy::encode(&[2, 2], &[0.0f32; 4]).unwrap()),
         &["header", "expected N x 3"],
@@ -288,6 +369,10 @@ fn points_text() {
     assert_eq!(
         points::Format::from_extension("xyz"),
         Some(points::Format::Text)
+    );
+    assert_eq!(
+        points::Format::from_extension("csv"),
+        Some(points::Format::Csv)
     );
     assert_eq!(points::Format::from_extension("obj"), None);
 }

@@ -82,6 +82,7 @@ fn read_all(data: &[u8]) {
         points::Format::Npy,
         points::Format::Ply,
         points::Format::Text,
+        points::Format::Csv,
     ] {
         if let Ok(p) = points::read(data, format) {
             let mut out = Vec::new();

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use trident_core::{Arc, CsrMatrix, FlowNetwork, Point, Scalar};
 use trident_io::img::{self, Image, ImageFormat, Seed};
 use trident_io::npy::{self, Array, Data};
-use trident_io::{dimacs, mtx, npz, ply, points};
+use trident_io::{dimacs, mtx, npz, ply, points, sparse};
 
 fn config() -> ProptestConfig {
     ProptestConfig::with_cases(64)
@@ -93,7 +93,7 @@ fn points_strategy() -> impl Strategy<Value = Vec<Point>> {
 /// An array of `dtype` index `t` with random bits (NaNs included: the binary
 /// format keeps them) and 0 to 4 dimensions of 0 to 4.
 fn array() -> impl Strategy<Value = Array> {
-    (0usize..6, proptest::collection::vec(0u64..5, 0..5)).prop_flat_map(|(t, shape)| {
+    (0usize..7, proptest::collection::vec(0u64..5, 0..5)).prop_flat_map(|(t, shape)| {
         let n = shape.iter().product::<u64>() as usize;
         proptest::collection::vec(any::<u64>(), n).prop_map(move |raw| {
             let data = match t {
@@ -102,6 +102,15 @@ fn array() -> impl Strategy<Value = Array> {
                 2 => Data::I32(raw.iter().map(|&x| x as i32).collect()),
                 3 => Data::I64(raw.iter().map(|&x| x as i64).collect()),
                 4 => Data::U32(raw.iter().map(|&x| x as u32).collect()),
+                // Byte strings of 1 to 4 bytes.
+                5 => Data::Bytes {
+                    width: 1 + raw.first().map_or(0, |&x| x % 4) as usize,
+                    bytes: raw
+                        .iter()
+                        .flat_map(|&x| x.to_le_bytes())
+                        .take(raw.len() * (1 + raw.first().map_or(0, |&x| x % 4) as usize))
+                        .collect(),
+                },
                 _ => Data::U64(raw.clone()),
             };
             Array {
@@ -123,6 +132,7 @@ fn same_array(a: &Array, b: &Array) {
             Data::I64(v) => v.iter().map(|&x| x as u64).collect(),
             Data::U32(v) => v.iter().map(|&x| x as u64).collect(),
             Data::U64(v) => v.clone(),
+            Data::Bytes { bytes, .. } => bytes.iter().map(|&b| b as u64).collect(),
         }
     };
     assert_eq!(a.data.dtype(), b.data.dtype());
@@ -156,6 +166,18 @@ proptest! {
         let mut out = Vec::new();
         mtx::write(&mut out, &m).unwrap();
         same_csr(&mtx::read::<f32>(&out[..]).unwrap(), &m);
+    }
+
+    #[test]
+    fn scipy_csr_npz_round_trip(m in csr(finite_f64()), m32 in csr(finite_f32())) {
+        let bytes = npz::encode_csr(&m).unwrap();
+        same_csr(&npz::read_csr::<f64>(&bytes).unwrap(), &m);
+        same_csr(&sparse::read::<f64>(&bytes, sparse::Format::Npz).unwrap(), &m);
+        let bytes = npz::encode_csr(&m32).unwrap();
+        same_csr(&npz::read_csr::<f32>(&bytes).unwrap(), &m32);
+        // The generic reader sees scipy's five members.
+        let names: Vec<String> = npz::read(&bytes).unwrap().into_iter().map(|(n, _)| n).collect();
+        prop_assert_eq!(names, ["indices", "indptr", "format", "shape", "data"]);
     }
 
     #[test]
@@ -323,4 +345,178 @@ fn space_separated_xyz_reads() {
         points::read_text(text.as_bytes()).unwrap(),
         [[1.0, 2.0, 3.0], [4.5, -6.0, 0.7]]
     );
+}
+
+/// LiDAR exports: extra columns ignored, headers naming x, y, z pick the
+/// columns, comments at line ends, CRLF, quoted CSV fields.
+#[test]
+fn lidar_style_text_reads() {
+    let xyz = |s: &str| points::read_xyz(s.as_bytes()).unwrap();
+    let csv = |s: &str| points::read_csv(s.as_bytes()).unwrap();
+    let want = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+    assert_eq!(xyz("1 2 3 40 255 0 0\n4 5 6 41 0 255 0\n"), want);
+    assert_eq!(xyz("1 2 3 # first\r\n\n4\t5\t6 7\r\n"), want);
+    assert_eq!(xyz("Intensity X Y Z\n40 1 2 3\n41 4 5 6\n"), want);
+    assert_eq!(xyz("//X Y Z\n1 2 3\n4 5 6\n"), want);
+    assert_eq!(csv("//X,Y,Z,Intensity\n1,2,3,40\n4,5,6,41\n"), want);
+    assert_eq!(csv("id,z,y,x\n0,3,2,1\n1,6,5,4\n"), want);
+    assert_eq!(csv("# exported\n\"1\", 2 ,3,\"a, b\"\r\n4,5,6\n"), want);
+    // Rows of different lengths, a label in the fourth column of data rows.
+    assert_eq!(csv("1,2,3,ground\n4,5,6\n"), want);
+    // A .xyz / .txt with commas is CSV.
+    assert_eq!(
+        points::read(b"x,y,z,i\n1,2,3,0\n4,5,6,0\n", points::Format::Text).unwrap(),
+        want
+    );
+}
+
+/// The members of a CSR `.npz` byte for byte as the NPY format specifies
+/// them and numpy writes them: `format` a 0-d `|S3` array holding `csr`,
+/// `shape` two `<i8`, index arrays `<i4` while everything fits int32.
+#[test]
+fn scipy_csr_npz_members_follow_the_npy_spec() {
+    let m = CsrMatrix::new(2, 3, vec![0, 2, 3], vec![0, 2, 1], vec![1.0f32, 2.0, 3.0]).unwrap();
+    let members = npz::read(&npz::encode_csr(&m).unwrap()).unwrap();
+    let get = |n: &str| &members.iter().find(|(k, _)| k == n).unwrap().1;
+    assert_eq!(get("format").shape, Vec::<u64>::new());
+    assert_eq!(
+        get("format").data,
+        Data::Bytes {
+            width: 3,
+            bytes: b"csr".to_vec()
+        }
+    );
+    assert_eq!(get("shape").data, Data::I64(vec![2, 3]));
+    assert_eq!(get("indptr").data, Data::I32(vec![0, 2, 3]));
+    assert_eq!(get("indices").data, Data::I32(vec![0, 2, 1]));
+    assert_eq!(get("data").data, Data::F32(vec![1.0, 2.0, 3.0]));
+    // The exact bytes of the 0-d byte string: magic, version 1.0, a header
+    // of 118 bytes (10 + 118 = 128, a multiple of 64) ending in a newline.
+    let mut format = Vec::new();
+    npy::write_bytes(&mut format, &[], 3, b"csr").unwrap();
+    let dict = "{'descr': '|S3', 'fortran_order': False, 'shape': (), }";
+    let mut want = b"\x93NUMPY\x01\x00".to_vec();
+    want.extend_from_slice(&118u16.to_le_bytes());
+    want.extend_from_slice(dict.as_bytes());
+    want.resize(10 + 117, b' ');
+    want.push(b'\n');
+    want.extend_from_slice(b"csr");
+    assert_eq!(format, want);
+}
+
+/// What scipy allows and CSR here does not: unsorted columns and duplicates
+/// in a row are sorted and summed.
+#[test]
+fn scipy_csr_npz_with_unsorted_rows_reads_sorted() {
+    let enc = |name: &str, a: Array| (name.to_string(), npy::encode_array(&a).unwrap());
+    let arr = |shape: Vec<u64>, data: Data| Array { shape, data };
+    let members = vec![
+        enc("indices", arr(vec![3], Data::I64(vec![2, 0, 2]))),
+        enc("indptr", arr(vec![2], Data::I64(vec![0, 3]))),
+        enc(
+            "format",
+            arr(
+                vec![],
+                Data::Bytes {
+                    width: 3,
+                    bytes: b"csr".to_vec(),
+                },
+            ),
+        ),
+        enc("shape", arr(vec![2], Data::I64(vec![1, 3]))),
+        enc("data", arr(vec![3], Data::F64(vec![1.0, 2.0, 4.0]))),
+    ];
+    let m: CsrMatrix<f64> = npz::read_csr(&npz::encode(&members).unwrap()).unwrap();
+    assert_eq!(m.indices(), [0, 2]);
+    assert_eq!(m.values(), [2.0, 5.0]);
+}
+
+/// Neighbour results read back by the NPZ/NPY readers with the shapes, names
+/// and dtypes the module documents, and as CSV with the named columns.
+#[test]
+fn neighbor_results_in_every_format() {
+    use trident_io::neighbors::{self, Distance, Format};
+    let idx = [3u32, 1, 0, 2, 2, 4];
+    let d2 = [0.5f32, 1.0, 2.0, 3.0, 4.0, 5.0];
+    let member = |bytes: &[u8], name: &str| {
+        npz::read(bytes)
+            .unwrap()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("no member {name}"))
+            .1
+    };
+    // knn, 3 queries x 2, squared f32.
+    let mut out = Vec::new();
+    neighbors::write_knn(&mut out, Format::Npz, 3, 2, &idx, &d2, Distance::Squared).unwrap();
+    let i = member(&out, "indices");
+    assert_eq!(
+        (i.shape, i.data),
+        (vec![3, 2], Data::I64(vec![3, 1, 0, 2, 2, 4]))
+    );
+    assert_eq!(member(&out, "d2").data, Data::F32(d2.to_vec()));
+    let mut out = Vec::new();
+    neighbors::write_knn(&mut out, Format::Npy, 3, 2, &idx, &d2, Distance::Squared).unwrap();
+    assert_eq!(npy::read_array(&out).unwrap().shape, [3, 2]);
+    // nearest, Euclidean f64.
+    let d = [1.5f64, 0.25, 1e-300];
+    let mut out = Vec::new();
+    neighbors::write_nearest(&mut out, Format::Npz, &idx[..3], &d, Distance::Euclidean).unwrap();
+    assert_eq!(member(&out, "indices").shape, [3]);
+    assert_eq!(member(&out, "distances").data, Data::F64(d.to_vec()));
+    let mut out = Vec::new();
+    neighbors::write_nearest(&mut out, Format::Csv, &idx[..3], &d, Distance::Euclidean).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "a,b,distance\n0,3,1.5\n1,1,0.25\n2,0,1e-300\n"
+    );
+    // closest pairs.
+    let mut out = Vec::new();
+    neighbors::write_pairs(
+        &mut out,
+        Format::Npz,
+        &[2, 0],
+        &[5, 1],
+        &d2[..2],
+        Distance::Squared,
+    )
+    .unwrap();
+    assert_eq!(member(&out, "a").data, Data::I64(vec![2, 0]));
+    assert_eq!(member(&out, "b").data, Data::I64(vec![5, 1]));
+    let mut out = Vec::new();
+    neighbors::write_pairs(
+        &mut out,
+        Format::Npy,
+        &[2, 0],
+        &[5, 1],
+        &d2[..2],
+        Distance::Squared,
+    )
+    .unwrap();
+    let ab = npy::read_array(&out).unwrap();
+    assert_eq!(
+        (ab.shape, ab.data),
+        (vec![2, 2], Data::I64(vec![2, 5, 0, 1]))
+    );
+    let mut out = Vec::new();
+    neighbors::write_pairs(
+        &mut out,
+        Format::Csv,
+        &[2, 0],
+        &[5, 1],
+        &d2[..2],
+        Distance::Squared,
+    )
+    .unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "a,b,d2\n2,5,0.5\n0,1,1\n");
+    // Lengths that do not match the shape are an error, not a short file.
+    let mut out = Vec::new();
+    assert!(
+        neighbors::write_knn(&mut out, Format::Csv, 4, 2, &idx, &d2, Distance::Squared).is_err()
+    );
+    assert!(out.is_empty());
+    // k = 0: an empty N x 0 array.
+    let mut out = Vec::new();
+    neighbors::write_knn::<f32>(&mut out, Format::Npz, 3, 0, &[], &[], Distance::Squared).unwrap();
+    assert_eq!(member(&out, "indices").shape, [3, 0]);
 }

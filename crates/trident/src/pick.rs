@@ -1,10 +1,12 @@
 //! Run-time choice of a backend, with a record of why.
 //!
-//! Probing is done once per process: constructing the GPU backends costs tens
-//! of milliseconds (loading the driver, asking for an adapter), and the answer
-//! does not change while the process runs, so every [`Trident::new`] after the
-//! first reuses the backends (and the reasons for passing some over) that the
-//! first one found. Backends are `Send + Sync` handles, safe to share.
+//! Probing is done once per process and backend, and only for the backends
+//! asked for: constructing the GPU backends costs tens of milliseconds
+//! (loading the driver, asking for an adapter), and the answer does not change
+//! while the process runs, so every [`Trident::new`] after the first reuses the
+//! backends (and the reasons for passing some over) that the first one found,
+//! and [`Trident::only`] constructs the named backend alone. Backends are
+//! `Send + Sync` handles, safe to share.
 
 use std::fmt::Write;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -70,28 +72,22 @@ pub struct Serving {
     pub skipped: Vec<(&'static str, String)>,
 }
 
-/// One probe per process of every compiled-in backend, in [`PREFERENCE`]
-/// order: the handle, or why it cannot run here.
-type Probed = Vec<(
-    &'static str,
-    std::result::Result<Arc<dyn Primitives>, String>,
-)>;
+/// One compiled-in backend's probe: the handle, or why it cannot run here.
+type Probed = std::result::Result<Arc<dyn Primitives>, String>;
 
-fn probed() -> &'static Probed {
-    static PROBED: OnceLock<Probed> = OnceLock::new();
-    PROBED.get_or_init(|| {
-        PREFERENCE
-            .iter()
-            .map(|&name| {
-                let b = crate::backend_by_name(name)
-                    .map(Arc::from)
-                    .map_err(|e| match e {
-                        Error::BackendUnavailable(why) => why,
-                        e => e.to_string(),
-                    });
-                (name, b)
+/// Backend `i` of [`PREFERENCE`], probed on first use only and then kept for
+/// the process: `Trident::only("rayon")` must not load GPU drivers (which
+/// costs time and, through the Vulkan loader's layers, can print to stderr).
+fn probed(i: usize) -> &'static Probed {
+    static PROBED: [OnceLock<Probed>; PREFERENCE.len()] =
+        [const { OnceLock::new() }; PREFERENCE.len()];
+    PROBED[i].get_or_init(|| {
+        crate::backend_by_name(PREFERENCE[i])
+            .map(Arc::from)
+            .map_err(|e| match e {
+                Error::BackendUnavailable(why) => why,
+                e => e.to_string(),
             })
-            .collect()
     })
 }
 
@@ -137,9 +133,11 @@ impl Trident {
 
     /// Uses exactly the backend called `name`, no fallback.
     pub fn only(name: &str) -> Result<Self> {
-        let b: Arc<dyn Primitives> = match probed().iter().find(|(n, _)| *n == name) {
-            Some((_, Ok(b))) => b.clone(),
-            Some((_, Err(why))) => return Err(Error::BackendUnavailable(why.clone())),
+        let b: Arc<dyn Primitives> = match PREFERENCE.iter().position(|&n| n == name) {
+            Some(i) => match probed(i) {
+                Ok(b) => b.clone(),
+                Err(why) => return Err(Error::BackendUnavailable(why.clone())),
+            },
             None => Arc::from(crate::backend_by_name(name)?),
         };
         let candidates = vec![Candidate {
@@ -162,7 +160,8 @@ impl Trident {
     pub fn probe() -> Self {
         let mut chain: Vec<Arc<dyn Primitives>> = Vec::new();
         let mut candidates = Vec::new();
-        for (name, b) in probed() {
+        for (i, name) in PREFERENCE.iter().enumerate() {
+            let b = probed(i);
             match b {
                 Ok(b) => {
                     let mut d = b.describe();

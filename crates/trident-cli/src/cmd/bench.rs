@@ -69,6 +69,9 @@ struct Timing {
 
 /// Runs the cases, prints the table, draws the plot.
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
+    if let Some(p) = &args.plot {
+        crate::io::output_format("bench", "--plot", p, &[("svg", ())])?;
+    }
     if args.repeat == 0 {
         return Err(Fail::Usage("--repeat must be at least 1".into()));
     }

@@ -25,6 +25,7 @@ pub struct Args {
 
 /// Reads, multiplies, writes.
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
+    io::output_format("gemm", "--output", &args.output, &[("npy", ())])?;
     let t0 = Instant::now();
     let a = io::read_npy_matrix(&args.a, &ctx.progress)?;
     let b = io::read_npy_matrix(&args.b, &ctx.progress)?;

@@ -17,13 +17,17 @@ use crate::{Ctx, Outcome};
 pub struct Args {
     /// DIMACS max-flow file (`p max N M`, `n ID s|t`, `a U V CAP`).
     file: PathBuf,
-    /// Write the source side of the minimum cut: 1-based node ids, one per line.
+    /// Write the source side of the minimum cut to this .txt file: 1-based
+    /// node ids, one per line (`numpy.loadtxt` reads it).
     #[arg(long)]
     cut: Option<PathBuf>,
 }
 
 /// Reads, solves, reports.
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
+    if let Some(cut) = &args.cut {
+        crate::io::output_format("maxflow", "--cut", cut, &[("txt", ())])?;
+    }
     let path = &args.file;
     let name = path.display().to_string();
     let t0 = Instant::now();

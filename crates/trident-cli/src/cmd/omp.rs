@@ -89,6 +89,7 @@ pub struct Args {
 
 /// Reads, codes, writes.
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
+    io::output_format("omp", "--output", &args.output, &[("npz", ())])?;
     if let Some(e) = args.error
         && !(e >= 0.0 && e.is_finite())
     {

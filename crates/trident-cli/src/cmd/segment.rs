@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use trident::MaxFlow;
-use trident_io::img::{Image, Seed};
+use trident_io::img::{Image, ImageFormat, Seed};
 use trident_io::npy;
 
 use self::energy::{Family, Field, Graph, Label, Model, Terms};
@@ -207,6 +207,19 @@ fn params(args: &Args) -> CliResult<Params> {
 
 /// Reads, builds the graph, cuts, writes the mask.
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
+    // The mask's format by extension, checked before any input is read
+    // (`None`: a uint8 .npy array).
+    let format = io::output_format(
+        "segment",
+        "--output",
+        &args.output,
+        &[
+            ("png", Some(ImageFormat::Png)),
+            ("jpg", Some(ImageFormat::Jpeg)),
+            ("jpeg", Some(ImageFormat::Jpeg)),
+            ("npy", None),
+        ],
+    )?;
     let p = params(&args)?;
     let t0 = Instant::now();
     let (field, colour_image) = read_input(&args.image, args.grey, &ctx.progress)?;
@@ -232,7 +245,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
             )));
         }
     }
-    let npy_out = io::extension(&args.output) == "npy";
+    let npy_out = format.is_none();
     if three_d && !npy_out {
         return Err(Fail::Usage(format!(
             "-o {}: the mask of a volume is written as .npy",
@@ -349,7 +362,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
             height: h as u32,
             pixels: side.clone(),
         };
-        io::write_mask(&args.output, &mask)?;
+        io::write_mask(&args.output, &mask, format.unwrap_or(ImageFormat::Png))?;
     }
     let write_s = secs(t2);
     let fg_pixels = side.iter().filter(|&&b| b).count();

@@ -1,10 +1,12 @@
-//! `trident spgemm A.mtx B.mtx -o C.mtx [--transpose-b] [--f32]`.
+//! `trident spgemm A.mtx B.mtx -o C.mtx|C.npz [--transpose-b] [--f32]`: inputs
+//! and output in Matrix Market or scipy's sparse `.npz`, by extension.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::json;
 use trident::{CsrMatrix, Scalar, SparseGemm};
+use trident_io::sparse::Format;
 
 use super::secs;
 use crate::fail::{CliResult, Fail};
@@ -14,11 +16,13 @@ use crate::{Ctx, Outcome};
 /// `trident spgemm` flags.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Left factor, Matrix Market coordinate file.
+    /// Left factor: Matrix Market coordinate file (.mtx), or a scipy CSR .npz
+    /// (`scipy.sparse.save_npz(..., compressed=False)`).
     a: PathBuf,
-    /// Right factor, Matrix Market coordinate file.
+    /// Right factor, likewise.
     b: PathBuf,
-    /// Output Matrix Market file (coordinate real general).
+    /// Output: .mtx (Matrix Market coordinate real general) or .npz (scipy
+    /// CSR: `scipy.sparse.load_npz` opens it).
     #[arg(short, long)]
     output: PathBuf,
     /// Multiply by the transpose of B: C = A B^T (B is n x k).
@@ -31,20 +35,30 @@ pub struct Args {
 
 /// Reads, multiplies, writes.
 pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
+    let format = io::output_format(
+        "spgemm",
+        "--output",
+        &args.output,
+        &[("mtx", Format::MatrixMarket), ("npz", Format::Npz)],
+    )?;
     if args.f32 {
-        go::<f32>(ctx, &args)
+        go::<f32>(ctx, &args, format)
     } else {
-        go::<f64>(ctx, &args)
+        go::<f64>(ctx, &args, format)
     }
 }
 
-fn go<T: Scalar>(ctx: &Ctx, args: &Args) -> CliResult<Outcome>
+fn go<T: Scalar + trident_io::npy::Element>(
+    ctx: &Ctx,
+    args: &Args,
+    format: Format,
+) -> CliResult<Outcome>
 where
     trident::Trident: SparseGemm<T>,
 {
     let t0 = Instant::now();
-    let a: CsrMatrix<T> = io::read_mtx(&args.a, &ctx.progress)?;
-    let mut b: CsrMatrix<T> = io::read_mtx(&args.b, &ctx.progress)?;
+    let a: CsrMatrix<T> = io::read_sparse(&args.a, &ctx.progress)?;
+    let mut b: CsrMatrix<T> = io::read_sparse(&args.b, &ctx.progress)?;
     if args.transpose_b {
         b = transpose(&b).map_err(|e| Fail::from_lib(&args.b.display().to_string(), e))?;
     }
@@ -70,7 +84,7 @@ where
     let compute_s = secs(t1);
     pb.finish_and_clear();
     let t2 = Instant::now();
-    io::write_mtx(&args.output, &c)?;
+    io::write_sparse(&args.output, &c, format)?;
     let write_s = secs(t2);
     Ok(Outcome {
         text: format!(

@@ -18,6 +18,7 @@ use trident::{CsrMatrix, Point, Scalar};
 use trident_io::img::{Image, ImageFormat, Seed};
 use trident_io::npy::{self, Element};
 use trident_io::points::Format;
+use trident_io::sparse;
 
 use crate::fail::{CliResult, Fail, bad_file, io_error};
 use crate::io::output::Output;
@@ -53,6 +54,34 @@ pub fn extension(path: &Path) -> String {
         .to_ascii_lowercase()
 }
 
+/// The format an output's extension names, checked before any input is
+/// read: an extension the command cannot write is a usage error (exit 2),
+/// never a file in another format under that name. `formats` pairs each
+/// extension (lower case, no dot) with its format; `flag` and `command` name
+/// the option and the subcommand in the message.
+pub fn output_format<F: Copy>(
+    command: &str,
+    flag: &str,
+    path: &Path,
+    formats: &[(&str, F)],
+) -> CliResult<F> {
+    let ext = extension(path);
+    if let Some((_, f)) = formats.iter().find(|(e, _)| *e == ext) {
+        return Ok(*f);
+    }
+    let names: Vec<String> = formats.iter().map(|(e, _)| format!(".{e}")).collect();
+    let found = if ext.is_empty() {
+        "a name without an extension".to_string()
+    } else {
+        format!("a .{ext} file")
+    };
+    Err(Fail::Usage(format!(
+        "{flag} {}: {command} cannot write {found}; it writes {}",
+        path.display(),
+        names.join(", ")
+    )))
+}
+
 /// An error of `trident_io` while reading `path`, classified for the exit
 /// code: malformed is bad input (3), I/O is 4, and what the core rejects as
 /// [`Fail::from_lib`] says.
@@ -84,7 +113,7 @@ fn read_bytes<T>(
 }
 
 /// Writes `path` all-or-nothing with `write`.
-fn write_file(
+pub fn write_file(
     path: &Path,
     write: impl FnOnce(&mut dyn std::io::Write) -> trident_io::Result<()>,
 ) -> CliResult<()> {
@@ -102,9 +131,23 @@ pub fn read_mtx<T: Scalar>(path: &Path, progress: &Progress) -> CliResult<CsrMat
     Ok(m)
 }
 
-/// Writes `m` as Matrix Market.
-pub fn write_mtx<T: Scalar>(path: &Path, m: &CsrMatrix<T>) -> CliResult<()> {
-    write_file(path, |w| trident_io::mtx::write(w, m))
+/// A sparse matrix: Matrix Market (read as it streams in) or scipy `.npz`,
+/// by extension.
+pub fn read_sparse<T: Scalar>(path: &Path, progress: &Progress) -> CliResult<CsrMatrix<T>> {
+    match sparse::Format::from_extension(&extension(path)) {
+        Some(sparse::Format::Npz) => read_bytes(path, progress, trident_io::npz::read_csr),
+        // Anything else is read as Matrix Market, whose header says if it is not.
+        _ => read_mtx(path, progress),
+    }
+}
+
+/// Writes `m` in `format`.
+pub fn write_sparse<T: Scalar + Element>(
+    path: &Path,
+    m: &CsrMatrix<T>,
+    format: sparse::Format,
+) -> CliResult<()> {
+    write_file(path, |w| sparse::write(w, m, format))
 }
 
 /// A 2-D float32/float64 `.npy` matrix.
@@ -136,9 +179,13 @@ pub fn encode_fail(path: &Path, e: trident_io::Error) -> Fail {
 pub fn read_points(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
     let ext = extension(path);
     match Format::from_extension(&ext) {
-        Some(Format::Text) => {
+        Some(format @ (Format::Text | Format::Csv)) => {
             let (reader, pb) = open(path, progress)?;
-            let pts = trident_io::points::read_text(reader).map_err(|e| read_fail(path, e))?;
+            let pts = match format {
+                Format::Csv => trident_io::points::read_csv(reader),
+                _ => trident_io::points::read_text(reader),
+            }
+            .map_err(|e| read_fail(path, e))?;
             pb.finish_and_clear();
             Ok(pts)
         }
@@ -146,7 +193,9 @@ pub fn read_points(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
         None => Err(bad_file(
             path,
             "name",
-            format!("unknown point format {ext:?}; expected .npy (N x 3), .ply, .csv or .xyz"),
+            format!(
+                "unknown point format {ext:?}; expected .npy (N x 3), .ply, .csv, .xyz or .txt"
+            ),
         )),
     }
 }
@@ -161,8 +210,7 @@ pub fn read_seeds(path: &Path, progress: &Progress) -> CliResult<Image<Seed>> {
     read_bytes(path, progress, trident_io::img::read_seeds)
 }
 
-/// Writes a binary mask: JPEG if the name ends in `.jpg`/`.jpeg`, else PNG.
-pub fn write_mask(path: &Path, mask: &Image<bool>) -> CliResult<()> {
-    let format = ImageFormat::from_extension(&extension(path)).unwrap_or(ImageFormat::Png);
+/// Writes a binary mask in `format` (see [`output_format`]).
+pub fn write_mask(path: &Path, mask: &Image<bool>, format: ImageFormat) -> CliResult<()> {
     write_file(path, |w| trident_io::img::write_mask(w, mask, format))
 }

@@ -262,7 +262,7 @@ fn found(s: &[u8], i: usize) -> String {
 /// where the dict fits 64 KiB, else 2.0), padded so the data starts at a
 /// multiple of 64 bytes as numpy writes it.
 pub(super) fn header_bytes(dtype: Dtype, shape: &[u64]) -> Vec<u8> {
-    header_with_descr(dtype.descr(), shape)
+    header_with_descr(&dtype.descr(), shape)
 }
 
 /// [`header_bytes`] for any `descr`, e.g. `'|u1'`, which [`Dtype`] lacks.

@@ -1,6 +1,7 @@
 //! NPY arrays (<https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html>):
 //! float32/64, int32/64 and uint32/64, either byte order, C or Fortran order,
-//! format versions 1.0 to 3.0.
+//! format versions 1.0 to 3.0; and fixed-width byte strings (`|S3`), which
+//! scipy's sparse `.npz` files use for their `format` member.
 //!
 //! The header (a Python dict literal) is parsed here, without recursion and
 //! with every number checked, rather than by a general Python-literal parser:
@@ -39,6 +40,9 @@ pub enum Dtype {
     U32,
     /// `uint64`, `<u8`.
     U64,
+    /// Byte strings of this many bytes (at least 1), `|S<n>`: numpy's
+    /// `bytes` type, zero-padded.
+    Bytes(usize),
 }
 
 impl Dtype {
@@ -47,6 +51,7 @@ impl Dtype {
         match self {
             Dtype::F32 | Dtype::I32 | Dtype::U32 => 4,
             Dtype::F64 | Dtype::I64 | Dtype::U64 => 8,
+            Dtype::Bytes(n) => n,
         }
     }
 
@@ -59,18 +64,20 @@ impl Dtype {
             Dtype::I64 => "int64",
             Dtype::U32 => "uint32",
             Dtype::U64 => "uint64",
+            Dtype::Bytes(_) => "bytes",
         }
     }
 
-    /// The little-endian `descr` written in headers: `"<f4"`, ...
-    pub fn descr(self) -> &'static str {
+    /// The little-endian `descr` written in headers: `"<f4"`, ..., `"|S3"`.
+    pub fn descr(self) -> String {
         match self {
-            Dtype::F32 => "<f4",
-            Dtype::F64 => "<f8",
-            Dtype::I32 => "<i4",
-            Dtype::I64 => "<i8",
-            Dtype::U32 => "<u4",
-            Dtype::U64 => "<u8",
+            Dtype::F32 => "<f4".into(),
+            Dtype::F64 => "<f8".into(),
+            Dtype::I32 => "<i4".into(),
+            Dtype::I64 => "<i8".into(),
+            Dtype::U32 => "<u4".into(),
+            Dtype::U64 => "<u8".into(),
+            Dtype::Bytes(n) => format!("|S{n}"),
         }
     }
 
@@ -83,6 +90,11 @@ impl Dtype {
             _ => (cfg!(target_endian = "big"), descr),
         };
         let t = match rest {
+            // Byte order means nothing for bytes; numpy writes `|`.
+            _ if descr.starts_with("|S") || descr.starts_with('S') => {
+                let n: usize = descr.trim_start_matches('|')[1..].parse().ok()?;
+                return (n > 0).then_some((Dtype::Bytes(n), false));
+            }
             "f4" => Dtype::F32,
             "f8" => Dtype::F64,
             "i4" => Dtype::I32,
@@ -110,6 +122,13 @@ pub enum Data {
     U32(Vec<u32>),
     /// uint64 values.
     U64(Vec<u64>),
+    /// Byte strings of `width` bytes each, one after another.
+    Bytes {
+        /// Bytes per string (at least 1).
+        width: usize,
+        /// `len * width` bytes.
+        bytes: Vec<u8>,
+    },
 }
 
 macro_rules! each_data {
@@ -121,6 +140,7 @@ macro_rules! each_data {
             Data::I64($v) => $e,
             Data::U32($v) => $e,
             Data::U64($v) => $e,
+            Data::Bytes { .. } => unreachable!("byte strings are handled before each_data!"),
         }
     };
 }
@@ -135,12 +155,16 @@ impl Data {
             Data::I64(_) => Dtype::I64,
             Data::U32(_) => Dtype::U32,
             Data::U64(_) => Dtype::U64,
+            Data::Bytes { width, .. } => Dtype::Bytes(*width),
         }
     }
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        each_data!(self, v => v.len())
+        match self {
+            Data::Bytes { width, bytes } => bytes.len() / width.max(&1),
+            d => each_data!(d, v => v.len()),
+        }
     }
 
     /// `true` when there are no elements.
@@ -266,6 +290,13 @@ fn body(bytes: &[u8], h: &Header, dtype: Dtype, big: bool) -> Result<Data> {
         Ok(T::wrap(v))
     }
     match dtype {
+        Dtype::Bytes(width) => {
+            let mut bytes = trident_core::mem::with_capacity(data.len(), || {
+                format!("{} byte strings of {width} bytes", data.len() / width)
+            })?;
+            bytes.extend_from_slice(data);
+            Ok(Data::Bytes { width, bytes })
+        }
         Dtype::F32 => decode::<f32>(data, big),
         Dtype::F64 => decode::<f64>(data, big),
         Dtype::I32 => decode::<i32>(data, big),
@@ -313,16 +344,26 @@ pub fn read_array(bytes: &[u8]) -> Result<Array> {
         Error::format(
             At::Header,
             format!(
-                "dtype {:?}: expected float32, float64, int32, int64, uint32 or uint64 ('<f4', '<f8', '<i4', '<i8', '<u4', '<u8')",
+                "dtype {:?}: expected float32, float64, int32, int64, uint32, uint64 ('<f4', '<f8', '<i4', '<i8', '<u4', '<u8') or byte strings ('|S3')",
                 h.descr
             ),
         )
     })?;
     let data = body(bytes, &h, dtype, big)?;
-    let data = if h.fortran {
-        each_data!(data, v => sealed::Sealed::wrap(fortran_to_c(&v, &h.shape)))
-    } else {
-        data
+    let data = match data {
+        Data::Bytes { width, bytes } if h.fortran => {
+            // The strings move whole: permute their indices.
+            let order = fortran_to_c(&(0..bytes.len() / width).collect::<Vec<_>>(), &h.shape);
+            let mut c = Vec::with_capacity(bytes.len());
+            for i in order {
+                c.extend_from_slice(&bytes[i * width..(i + 1) * width]);
+            }
+            Data::Bytes { width, bytes: c }
+        }
+        data if h.fortran => {
+            each_data!(data, v => sealed::Sealed::wrap(fortran_to_c(&v, &h.shape)))
+        }
+        data => data,
     };
     Ok(Array {
         shape: h.shape,
@@ -482,7 +523,33 @@ pub fn encode<T: Element>(shape: &[u64], data: &[T]) -> Result<Vec<u8>> {
 
 /// Writes an [`Array`] (see [`write()`]).
 pub fn write_array(w: impl Write, a: &Array) -> Result<()> {
-    each_data!(&a.data, v => write(w, &a.shape, v))
+    match &a.data {
+        Data::Bytes { width, bytes } => write_bytes(w, &a.shape, *width, bytes),
+        d => each_data!(d, v => write(w, &a.shape, v)),
+    }
+}
+
+/// Writes byte strings of `width` bytes each (`bytes` holds them one after
+/// another, C order) as an `|S<width>` array of `shape`; `&[]` is a 0-d
+/// array, which is how numpy stores a `bytes` scalar such as `b'csr'`.
+pub fn write_bytes(mut w: impl Write, shape: &[u64], width: usize, bytes: &[u8]) -> Result<()> {
+    let ok =
+        width > 0 && bytes.len().is_multiple_of(width) && count(shape) == Some(bytes.len() / width);
+    if !ok {
+        return Err(trident_core::Error::dim(
+            "data",
+            format!(
+                "{} bytes for an array of shape {} of {width}-byte strings",
+                bytes.len(),
+                show_shape(shape)
+            ),
+        )
+        .into());
+    }
+    w.write_all(&header_bytes(Dtype::Bytes(width), shape))?;
+    w.write_all(bytes)?;
+    w.flush()?;
+    Ok(())
 }
 
 /// The bytes of an `.npy` file holding `a`.
