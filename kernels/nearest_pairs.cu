@@ -1,6 +1,6 @@
 // NearestPairs for the CUDA backend: exact nearest / k-nearest neighbours of
-// each point of A among the points of B, and the k closest such pairs.
-// Compiled at run time by NVRTC (no headers needed).
+// each point of A among the points of B, the k closest such pairs, and every
+// pair within a radius. Compiled at run time by NVRTC (no headers needed).
 //
 // Every kernel exists for R = float and R = double (entry points *_f32 and
 // *_f64, one `*_ENTRY` line each, so that a call compiles only the kernels
@@ -15,9 +15,10 @@
 //     by an average point of B, so clustered data gets fine cells where it is
 //     dense (a grid sized by the bounding box would put hundreds of points in a
 //     cluster's cells).
-//  3. np_finalize: cell side h = cbrt(target / density), at least min_h (0:
-//     by density alone), at most twice B's extent, and at most 2^20 cells per
-//     axis; kept in a Grid struct in device memory that later kernels read.
+//  3. np_finalize: cell side h = cbrt(target / density), at least min_h (a
+//     radius search asks for r / 2, so that a ball spans at most a few cells
+//     per axis), at most twice B's extent, and at most 2^20 cells per axis;
+//     kept in a Grid struct in device memory that later kernels read.
 //  4. Cells are hashed (open addressing, linear probing, load <= 1/2): only
 //     occupied cells cost memory however fine the grid. np_insert counts points
 //     per cell, np_assign_starts gives each cell a contiguous range (atomic
@@ -38,6 +39,23 @@
 // down for f64: monotone) finds the bin that holds the k-th smallest; every
 // pair at or below it is compacted and the host sorts those few candidates by
 // (d2, i).
+//
+// Radius search (within r; self pairs keep j > i): the grid is built with
+// h >= r / 2, and each query visits the cells of its ball's bounding box
+// (at most ~6 per axis), each cell first tested against the ball with the
+// same conservative box bounds. Which cells the box spans is computed with
+// the same rounded operations as a point's own cell, from q -/+ (r + slack),
+// so rounding is monotone and every point whose computed d2 <= r2 lies in a
+// visited cell. np_radius_count counts each row (a cell entirely inside the
+// ball counts whole, so a huge r costs cells, not points) and marks rows
+// longer than SHORT_ROW; the host scans the counts into u64 offsets, reads
+// the total and checks it against max_pairs before allocating; np_radius_fill
+// writes each row, sorted by (d2, j) in registers when it has at most
+// SHORT_ROW entries, as found otherwise. Long rows are sorted afterwards in
+// TILE-element tiles (a block's bitonic sort in shared memory), then merged
+// pairwise (each element's place is its rank in its own run plus its rank in
+// the partner run: keys (d2, j) are distinct within a row), all rows' tiles
+// in one launch per doubling of the run length.
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -45,6 +63,11 @@ typedef unsigned long long u64;
 #define COARSE_BITS 7
 #define COARSE (1 << COARSE_BITS)
 #define MAX_CELLS_AXIS (1 << 20)
+// Rows of a radius search with at most SHORT_ROW pairs are sorted in registers.
+#define SHORT_ROW 32
+// Longer rows: tiles of TILE pairs, one block of TILE_THREADS each.
+#define TILE 2048
+#define TILE_THREADS 256
 
 // ------------------------------------------------------- the coordinate type
 
@@ -162,7 +185,7 @@ __device__ __forceinline__ R dist2(R ax, R ay, R az, R bx, R by, R bz) {
     return T::add(T::add(T::mul(dx, dx), T::mul(dy, dy)), T::mul(dz, dz));
 }
 
-// The order of knn lists: (d2, j).
+// The order of radius rows and of knn lists: (d2, j).
 template <typename R>
 __device__ __forceinline__ bool key_less(R da, u32 ja, R db, u32 jb) {
     return da < db || (da == db && ja < jb);
@@ -289,8 +312,8 @@ __device__ __forceinline__ void finalize(Grid<R>* G, u32 n, R min_h) {
     const double dens = (double)G->s2 / ((double)n * vc);
     double h = cbrt((double)G->target / dens) * s;
     if (!(h > 0.0) || !isfinite(h)) h = s;
-    // Cells of at least min_h if asked; a cell wider than twice B's extent
-    // would only weaken the bounds.
+    // A radius search asks for cells of at least r / 2; a cell wider than
+    // twice B's extent would only weaken the bounds.
     h = fmax(h, (double)min_h);
     if (maxext > 0) h = fmin(h, 2.0 * (double)maxext);
     // Keep at most 2^20 cells per axis (keys fit 60 bits).
@@ -395,7 +418,7 @@ __device__ __forceinline__ void order_a(const R* __restrict__ P, u32 n, const Gr
     order[atomicAdd(&cursor[m], 1u)] = i;
 }
 
-// Exclusive scan (in place), three launches: 2048 elements per block.
+// Exclusive scan of u32 or u64 (in place), three launches: 2048 elements per block.
 #define SCAN_T 256
 #define SCAN_PER 8
 #define SCAN_BLOCK (SCAN_T * SCAN_PER)
@@ -768,6 +791,358 @@ __device__ __forceinline__ void compact(const Neighbor<R>* __restrict__ nb, u32 
     }
 }
 
+// ------------------------------------------------------------ radius search
+
+// Both passes of a radius search (count, fill) must take the same decision
+// for every cell and point, so every bound here is computed with explicitly
+// rounded operations: the compiler cannot fuse them differently in the two
+// kernels. The slack is that of cell_may_hold, whose argument they share.
+
+// A radius query: the point and the slack of its box bounds.
+template <typename R>
+struct Ball {
+    R x, y, z;
+    R eps;
+};
+
+template <typename R>
+__device__ __forceinline__ Ball<R> make_ball(const Grid<R>* G, R x, R y, R z) {
+    typedef Real<R> T;
+    Ball<R> q;
+    q.x = x; q.y = y; q.z = z;
+    const R mag = T::max_(T::abs_(x), T::max_(T::abs_(y), T::abs_(z)));
+    q.eps = T::add(G->eps_base, T::mul(T::EPS_MAG, mag));
+    return q;
+}
+
+// Where cell (x, y, z) stands against the ball of r2: 0 outside (no point
+// hashed there can have d2 <= r2), 2 inside (every point there has), 1 in
+// between. Lower and upper bounds of the squared distance over the cell's
+// box widened by q.eps, scaled by SHRINK and 1 + SLACK for the rounding of
+// the bounds and of d2.
+template <typename R>
+__device__ __forceinline__ int cell_vs_ball(const Grid<R>* G, const Ball<R>& q, int x, int y, int z,
+                                            R r2) {
+    typedef Real<R> T;
+    const R h = G->h;
+    const int c[3] = {x, y, z};
+    const R p[3] = {q.x, q.y, q.z};
+    R lb = 0, ub = 0;
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {
+        const R lo = T::add(G->lo[a], T::mul((R)c[a], h));
+        const R below = T::sub(lo, p[a]), above = T::sub(p[a], T::add(lo, h));
+        const R nearest = T::max_(T::sub(T::max_(below, above), q.eps), (R)0);
+        const R farthest = T::add(T::max_(T::abs_(below), T::abs_(above)), q.eps);
+        lb = T::add(lb, T::mul(nearest, nearest));
+        ub = T::add(ub, T::mul(farthest, farthest));
+    }
+    if (!(T::mul(lb, T::SHRINK) <= r2)) return 0;
+    return T::mul(ub, T::add((R)1, T::SLACK)) <= r2 ? 2 : 1;
+}
+
+// Visits every cell of the bounding box of q's ball of radius r (widened by
+// the slack) that the ball may reach, with its standing (cell_vs_ball). The
+// box's cells are computed as a point's own cell is (b_key: (p - lo) * inv_h,
+// floor, clamp), from q -/+ reach with reach >= r (1 + 4 u) + u |q| (u the
+// rounding unit): each step is monotone, so a point whose computed
+// d2 <= r2 (hence |b - q| <= r (1 + 3.1 u) per axis) lies in a visited cell.
+template <typename R, class V>
+__device__ __forceinline__ void ball_search(const Grid<R>* G, const Slot* __restrict__ table,
+                                            const Pt<R>* __restrict__ pts, const Ball<R>& q, R r,
+                                            R r2, V& vis) {
+    typedef Real<R> T;
+    const R p[3] = {q.x, q.y, q.z};
+    const R reach = T::add(r, T::add(q.eps, T::mul(r, T::SLACK)));
+    int c0[3], c1[3];
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {
+        const R top = (R)(G->g[a] - 1);
+        const R f0 = T::floor_(T::mul(T::sub(T::sub(p[a], reach), G->lo[a]), G->inv_h));
+        const R f1 = T::floor_(T::mul(T::sub(T::add(p[a], reach), G->lo[a]), G->inv_h));
+        c0[a] = (int)T::min_(T::max_(f0, (R)0), top);
+        c1[a] = (int)T::min_(T::max_(f1, (R)0), top);
+    }
+    const u32 mask = G->table_mask;
+    for (int z = c0[2]; z <= c1[2]; ++z) {
+        for (int y = c0[1]; y <= c1[1]; ++y) {
+            for (int x = c0[0]; x <= c1[0]; ++x) {
+                const int where = cell_vs_ball(G, q, x, y, z, r2);
+                if (where == 0) continue;
+                uint4 e;
+                if (find_slot(table, mask, cell_key(G, x, y, z) + 1, &e) < 0) continue;
+                vis.cell(q, pts + e.z, e.w, r2, where == 2);
+            }
+        }
+    }
+}
+
+// The pair (i, b) belongs to the row: within r2 (every point of a cell
+// inside the ball is), and j > i for self pairs. The one rule of both passes.
+__device__ __forceinline__ bool takes(bool inside, bool within, bool upper, u32 i, u32 j) {
+    return (inside || within) && (!upper || j > i);
+}
+
+// Counts a row.
+template <typename R>
+struct CountRow {
+    u32 i;
+    bool upper;
+    u64 n;
+    __device__ void cell(const Ball<R>& q, const Pt<R>* __restrict__ c, u32 cnt, R r2, bool inside) {
+        if (inside) {
+            // Whole cells count without a distance: a huge r costs cells, not points.
+            if (!upper) n += cnt;
+            else
+                for (u32 t = 0; t < cnt; ++t) n += takes(true, true, true, i, __ldg(&c[t].j));
+            return;
+        }
+        for (u32 t = 0; t < cnt; ++t) {
+            const Pt<R> b = load_pt(c + t);
+            n += takes(false, dist2(q.x, q.y, q.z, b.x, b.y, b.z) <= r2, upper, i, b.j);
+        }
+    }
+};
+
+// Collects a short row, sorted by (d2, j) as it grows.
+template <typename R>
+struct FillLocal {
+    R d[SHORT_ROW];
+    u32 j[SHORT_ROW];
+    int n, cap;
+    u32 i;
+    bool upper;
+    __device__ void cell(const Ball<R>& q, const Pt<R>* __restrict__ c, u32 cnt, R r2, bool inside) {
+        for (u32 t = 0; t < cnt; ++t) {
+            const Pt<R> b = load_pt(c + t);
+            const R dd = dist2(q.x, q.y, q.z, b.x, b.y, b.z);
+            if (!takes(inside, dd <= r2, upper, i, b.j)) continue;
+            if (n >= cap) { ++n; continue; }  // a miscount, reported by the caller
+            int p = n++;
+            while (p > 0 && key_less(dd, b.j, d[p - 1], j[p - 1])) {
+                d[p] = d[p - 1];
+                j[p] = j[p - 1];
+                --p;
+            }
+            d[p] = dd;
+            j[p] = b.j;
+        }
+    }
+};
+
+// Writes a long row as found (sorted afterwards).
+template <typename R>
+struct FillGlobal {
+    u32* idx;
+    R* d2;
+    u64 n, cap;
+    u32 i;
+    bool upper;
+    __device__ void cell(const Ball<R>& q, const Pt<R>* __restrict__ c, u32 cnt, R r2, bool inside) {
+        for (u32 t = 0; t < cnt; ++t) {
+            const Pt<R> b = load_pt(c + t);
+            const R dd = dist2(q.x, q.y, q.z, b.x, b.y, b.z);
+            if (!takes(inside, dd <= r2, upper, i, b.j)) continue;
+            if (n < cap) {
+                idx[n] = b.j;
+                d2[n] = dd;
+            }
+            ++n;
+        }
+    }
+};
+
+// Pass 1: counts[i] = pairs of row i; tiles[i] = its sort tiles if it is
+// longer than SHORT_ROW (0 otherwise); meta[2] = the longest such row.
+template <typename R>
+__device__ __forceinline__ void radius_count(const R* __restrict__ A, u32 n, const u32* __restrict__ order,
+                                             const Grid<R>* __restrict__ G, const Slot* __restrict__ table,
+                                             const Pt<R>* __restrict__ pts, R r, R r2, u32 upper,
+                                             u64* __restrict__ counts, u64* __restrict__ tiles,
+                                             u64* __restrict__ meta) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const u32 i = order[t];
+    const Ball<R> q = make_ball(G, A[(u64)i * 3], A[(u64)i * 3 + 1], A[(u64)i * 3 + 2]);
+    CountRow<R> v;
+    v.i = i;
+    v.upper = upper != 0;
+    v.n = 0;
+    ball_search(G, table, pts, q, r, r2, v);
+    counts[i] = v.n;
+    const bool long_row = v.n > SHORT_ROW;
+    tiles[i] = long_row ? (v.n + TILE - 1) / TILE : 0;
+    if (long_row) atomicMax(&meta[2], v.n);
+}
+
+// The totals after the scans: meta[0] = pairs, meta[1] = sort tiles.
+__device__ __forceinline__ void radius_totals(const u64* __restrict__ offsets,
+                                              const u64* __restrict__ tile_start, u32 n,
+                                              u64* __restrict__ meta) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    meta[0] = offsets[n];
+    meta[1] = tile_start[n];
+}
+
+// Pass 2: row i into idx / d2 at offsets[i], sorted when short. A row that
+// does not find as many pairs as pass 1 counted (a bug: both passes take the
+// same decisions) sets meta[3], which the host reports.
+template <typename R>
+__device__ __forceinline__ void radius_fill(const R* __restrict__ A, u32 n, const u32* __restrict__ order,
+                                            const Grid<R>* __restrict__ G, const Slot* __restrict__ table,
+                                            const Pt<R>* __restrict__ pts, R r, R r2, u32 upper,
+                                            const u64* __restrict__ offsets, u32* __restrict__ idx,
+                                            R* __restrict__ d2, u64* __restrict__ meta) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const u32 i = order[t];
+    const u64 start = offsets[i], len = offsets[i + 1] - start;
+    if (len == 0) return;
+    const Ball<R> q = make_ball(G, A[(u64)i * 3], A[(u64)i * 3 + 1], A[(u64)i * 3 + 2]);
+    u64 found;
+    if (len <= SHORT_ROW) {
+        FillLocal<R> v;
+        v.n = 0;
+        v.cap = (int)len;
+        v.i = i;
+        v.upper = upper != 0;
+        ball_search(G, table, pts, q, r, r2, v);
+        for (int p = 0; p < v.n && p < v.cap; ++p) {
+            idx[start + p] = v.j[p];
+            d2[start + p] = v.d[p];
+        }
+        found = (u64)v.n;
+    } else {
+        FillGlobal<R> v;
+        v.idx = idx + start;
+        v.d2 = d2 + start;
+        v.n = 0;
+        v.cap = len;
+        v.i = i;
+        v.upper = upper != 0;
+        ball_search(G, table, pts, q, r, r2, v);
+        found = v.n;
+    }
+    if (found != len) atomicOr(&meta[3], 1ull);
+}
+
+// The row a sort tile belongs to: the largest i < n with tile_start[i] <= b
+// (rows without tiles have tile_start[i] == tile_start[i + 1]).
+__device__ __forceinline__ u32 tile_row(const u64* __restrict__ tile_start, u32 n, u64 b) {
+    u32 lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const u32 mid = lo + (hi - lo + 1) / 2;
+        if (tile_start[mid] <= b) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
+// Where a tile's row lives: its pairs in the output (at offsets[row]) and in
+// the scratch (at tile_start[row] * TILE), its length and the tile's first
+// element.
+struct TileAt {
+    u64 out, scratch, len, first;
+};
+
+__device__ __forceinline__ TileAt tile_at(const u64* __restrict__ offsets,
+                                          const u64* __restrict__ tile_start, u32 n) {
+    __shared__ u32 s_row;
+    if (threadIdx.x == 0) s_row = tile_row(tile_start, n, blockIdx.x);
+    __syncthreads();
+    const u32 row = s_row;
+    TileAt t;
+    t.out = offsets[row];
+    t.len = offsets[row + 1] - t.out;
+    t.scratch = tile_start[row] * TILE;
+    t.first = (blockIdx.x - tile_start[row]) * TILE;
+    return t;
+}
+
+// Sorts each tile of the long rows by (d2, j): a bitonic sort of the tile
+// (padded to a power of two with keys after every real one) in shared
+// memory, written to the scratch, or back in place when every long row
+// fits one tile.
+template <typename R>
+__device__ __forceinline__ void tile_sort(const u64* __restrict__ offsets,
+                                          const u64* __restrict__ tile_start, u32 n, u32* idx, R* d2,
+                                          u32* sidx, R* sd2, u32 to_scratch) {
+    __shared__ R sk[TILE];
+    __shared__ u32 sj[TILE];
+    const TileAt at = tile_at(offsets, tile_start, n);
+    const u32 m = (u32)min((u64)TILE, at.len - at.first);
+    u32 pw = 2;
+    while (pw < m) pw <<= 1;
+    const u64 src = at.out + at.first;
+    for (u32 k = threadIdx.x; k < pw; k += blockDim.x) {
+        if (k < m) {
+            sk[k] = d2[src + k];
+            sj[k] = idx[src + k];
+        } else {
+            sk[k] = Real<R>::inf();
+            sj[k] = 0xffffffffu;
+        }
+    }
+    __syncthreads();
+    for (u32 size = 2; size <= pw; size <<= 1) {
+        for (u32 stride = size >> 1; stride > 0; stride >>= 1) {
+            for (u32 k = threadIdx.x; k < pw; k += blockDim.x) {
+                const u32 o = k ^ stride;
+                if (o > k) {
+                    const bool up = (k & size) == 0;
+                    const bool swap = up ? key_less(sk[o], sj[o], sk[k], sj[k])
+                                         : key_less(sk[k], sj[k], sk[o], sj[o]);
+                    if (swap) {
+                        const R td = sk[k]; sk[k] = sk[o]; sk[o] = td;
+                        const u32 tj = sj[k]; sj[k] = sj[o]; sj[o] = tj;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    }
+    const u64 dst = (to_scratch ? at.scratch : at.out) + at.first;
+    u32* di = to_scratch ? sidx : idx;
+    R* dd = to_scratch ? sd2 : d2;
+    for (u32 k = threadIdx.x; k < m; k += blockDim.x) {
+        di[dst + k] = sj[k];
+        dd[dst + k] = sk[k];
+    }
+}
+
+// One merge pass over every long row: sorted runs of w elements are merged
+// pairwise, from the scratch into the output (from_scratch) or back. An
+// element's place is its offset in its own run plus the number of elements
+// of the partner run before it. A run without a partner is copied, so a
+// pass with w >= every row's length copies.
+template <typename R>
+__device__ __forceinline__ void merge(const u64* __restrict__ offsets, const u64* __restrict__ tile_start,
+                                      u32 n, u64 w, u32 from_scratch, u32* idx, R* d2, u32* sidx,
+                                      R* sd2) {
+    const TileAt at = tile_at(offsets, tile_start, n);
+    const u64 m = min((u64)TILE, at.len - at.first);
+    const u32* si = from_scratch ? sidx + at.scratch : idx + at.out;
+    const R* sd = from_scratch ? sd2 + at.scratch : d2 + at.out;
+    u32* di = from_scratch ? idx + at.out : sidx + at.scratch;
+    R* dd = from_scratch ? d2 + at.out : sd2 + at.scratch;
+    for (u64 k = threadIdx.x; k < m; k += blockDim.x) {
+        const u64 p = at.first + k;
+        const R key = sd[p];
+        const u32 kj = si[p];
+        const u64 run = p / w, own = run * w, other = (run ^ 1) * w;
+        u64 to = p;
+        if (other < at.len) {
+            u64 lo = other, hi = min(at.len, other + w);
+            while (lo < hi) {
+                const u64 mid = lo + (hi - lo) / 2;
+                if (key_less(sd[mid], si[mid], key, kj)) lo = mid + 1; else hi = mid;
+            }
+            to = min(own, other) + (p - own) + (lo - other);
+        }
+        di[to] = kj;
+        dd[to] = key;
+    }
+}
+
 // ------------------------------------------------------------- entry points
 // One `*_ENTRY` line per kernel and type, so that a call compiles each alone,
 // in parallel (`KernelSource::per_entry`, `CudaBackend::prepare`).
@@ -828,14 +1203,17 @@ NP_ORDER_A_ENTRY(np_order_a_f64, double)
 #define SCAN_LOCAL_ENTRY(NAME, U) \
     extern "C" __global__ void NAME(U* __restrict__ data, u64 n, U* __restrict__ block_sums) { scan_local<U>(data, n, block_sums); }
 SCAN_LOCAL_ENTRY(scan_local_u32, u32)
+SCAN_LOCAL_ENTRY(scan_local_u64, u64)
 
 #define SCAN_TOP_ENTRY(NAME, U) \
     extern "C" __global__ void __launch_bounds__(1024) NAME(U* __restrict__ sums, u32 n) { scan_top<U>(sums, n); }
 SCAN_TOP_ENTRY(scan_top_u32, u32)
+SCAN_TOP_ENTRY(scan_top_u64, u64)
 
 #define SCAN_ADD_ENTRY(NAME, U) \
     extern "C" __global__ void NAME(U* __restrict__ data, u64 n, const U* __restrict__ sums) { scan_add<U>(data, n, sums); }
 SCAN_ADD_ENTRY(scan_add_u32, u32)
+SCAN_ADD_ENTRY(scan_add_u64, u64)
 
 #define NP_NEAREST_ENTRY(NAME, R)                                                                    \
     extern "C" __global__ void NAME(const R* __restrict__ A, u32 n, const u32* __restrict__ order,   \
@@ -874,3 +1252,50 @@ NP_SELECT_ENTRY(np_select)
     }
 NP_COMPACT_ENTRY(np_compact_f32, float)
 NP_COMPACT_ENTRY(np_compact_f64, double)
+
+#define NP_RADIUS_COUNT_ENTRY(NAME, R)                                                               \
+    extern "C" __global__ void NAME(const R* __restrict__ A, u32 n, const u32* __restrict__ order,   \
+                                    const Grid<R>* __restrict__ G, const Slot* __restrict__ table,   \
+                                    const Pt<R>* __restrict__ pts, R r, R r2, u32 upper,             \
+                                    u64* __restrict__ counts, u64* __restrict__ tiles,               \
+                                    u64* __restrict__ meta) {                                        \
+        radius_count<R>(A, n, order, G, table, pts, r, r2, upper, counts, tiles, meta);              \
+    }
+NP_RADIUS_COUNT_ENTRY(np_radius_count_f32, float)
+NP_RADIUS_COUNT_ENTRY(np_radius_count_f64, double)
+
+#define NP_RADIUS_TOTALS_ENTRY(NAME)                                                                 \
+    extern "C" __global__ void NAME(const u64* __restrict__ offsets, const u64* __restrict__ tile_start, \
+                                    u32 n, u64* __restrict__ meta) {                                 \
+        radius_totals(offsets, tile_start, n, meta);                                                 \
+    }
+NP_RADIUS_TOTALS_ENTRY(np_radius_totals)
+
+#define NP_RADIUS_FILL_ENTRY(NAME, R)                                                                \
+    extern "C" __global__ void NAME(const R* __restrict__ A, u32 n, const u32* __restrict__ order,   \
+                                    const Grid<R>* __restrict__ G, const Slot* __restrict__ table,   \
+                                    const Pt<R>* __restrict__ pts, R r, R r2, u32 upper,             \
+                                    const u64* __restrict__ offsets, u32* __restrict__ idx,          \
+                                    R* __restrict__ d2, u64* __restrict__ meta) {                    \
+        radius_fill<R>(A, n, order, G, table, pts, r, r2, upper, offsets, idx, d2, meta);            \
+    }
+NP_RADIUS_FILL_ENTRY(np_radius_fill_f32, float)
+NP_RADIUS_FILL_ENTRY(np_radius_fill_f64, double)
+
+#define NP_TILE_SORT_ENTRY(NAME, R)                                                                  \
+    extern "C" __global__ void __launch_bounds__(TILE_THREADS) NAME(                                 \
+        const u64* __restrict__ offsets, const u64* __restrict__ tile_start, u32 n, u32* idx, R* d2, \
+        u32* sidx, R* sd2, u32 to_scratch) {                                                         \
+        tile_sort<R>(offsets, tile_start, n, idx, d2, sidx, sd2, to_scratch);                        \
+    }
+NP_TILE_SORT_ENTRY(np_tile_sort_f32, float)
+NP_TILE_SORT_ENTRY(np_tile_sort_f64, double)
+
+#define NP_MERGE_ENTRY(NAME, R)                                                                      \
+    extern "C" __global__ void __launch_bounds__(TILE_THREADS) NAME(                                 \
+        const u64* __restrict__ offsets, const u64* __restrict__ tile_start, u32 n, u64 w,           \
+        u32 from_scratch, u32* idx, R* d2, u32* sidx, R* sd2) {                                      \
+        merge<R>(offsets, tile_start, n, w, from_scratch, idx, d2, sidx, sd2);                       \
+    }
+NP_MERGE_ENTRY(np_merge_f32, float)
+NP_MERGE_ENTRY(np_merge_f64, double)

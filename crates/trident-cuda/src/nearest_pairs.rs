@@ -11,16 +11,23 @@
 //! on the device with a 16-bit histogram of `d2`; only the candidates at or
 //! below the selected bin (about k of them) come back to be sorted.
 //!
+//! Radius search (`within`, `self_pairs`) uses the same grid with cells of at
+//! least `r / 2`, so a ball spans a few cells per axis: a count pass, a scan
+//! into u64 offsets, the total checked against `max_pairs` before anything of
+//! the result is allocated, a fill pass (rows of up to 32 pairs sorted in
+//! registers), and a tiled bitonic sort plus merge passes for longer rows.
+//!
 //! Everything between the upload of A and B and the download of the result
 //! runs on the stream without a host round trip, except `closest_pairs`,
-//! which reads back the candidate count once.
+//! which reads back the candidate count once, and radius search, which reads
+//! back its totals once.
 
 use std::sync::atomic::Ordering;
 
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 use trident_core::{
     Coord, Element, Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point,
-    RadiusNeighbors, Result, scaled_for_range, unscale_d2, validate,
+    RadiusNeighbors, Result, scale_coord, scaled_for_range, unscale_d2, validate,
 };
 
 use crate::CudaBackend;
@@ -53,8 +60,11 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "np_order_a_f32",
     "np_order_a_f64",
     "scan_local_u32",
+    "scan_local_u64",
     "scan_top_u32",
+    "scan_top_u64",
     "scan_add_u32",
+    "scan_add_u64",
     "np_nearest_f32",
     "np_nearest_f64",
     "np_knn_f32",
@@ -64,6 +74,15 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "np_select",
     "np_compact_f32",
     "np_compact_f64",
+    "np_radius_count_f32",
+    "np_radius_count_f64",
+    "np_radius_totals",
+    "np_radius_fill_f32",
+    "np_radius_fill_f64",
+    "np_tile_sort_f32",
+    "np_tile_sort_f64",
+    "np_merge_f32",
+    "np_merge_f64",
 ];
 
 /// The kernels that build the grid on B and order the queries: typed (the
@@ -84,12 +103,30 @@ const GRID_PLAIN: &[&str] = &[
     "scan_top_u32",
     "scan_add_u32",
 ];
+/// What radius search adds to the grid's kernels.
+const RADIUS_TYPED: &[&str] = &[
+    "np_radius_count",
+    "np_radius_fill",
+    "np_tile_sort",
+    "np_merge",
+];
+const RADIUS_PLAIN: &[&str] = &[
+    "np_radius_totals",
+    "scan_local_u64",
+    "scan_top_u64",
+    "scan_add_u64",
+];
+
 /// Words of the kernel's `Grid` struct (256 bytes reserved).
 const GRID_WORDS: usize = 64;
 /// Cells of the coarse grid (128^3, Morton-indexed).
 const COARSE_CELLS: usize = 1 << 21;
 /// Elements per block of `scan_local_*`.
 const SCAN_BLOCK: usize = 2048;
+/// Pairs per sort tile of a long radius row (the kernel's `TILE`).
+const TILE: u64 = 2048;
+/// Threads per sort tile (the kernel's `TILE_THREADS`).
+const TILE_THREADS: u32 = 256;
 /// Default points per grid cell aimed at.
 ///
 /// 8, measured on an H100 (`cuda_bench`, cell targets 2/4/8): closest_pairs(100) on
@@ -166,6 +203,9 @@ struct BGrid<T: DevCoord> {
     coarse: CudaBuffer<u32>,
 }
 
+/// What a radius search returns before scaling back: offsets, indices, d2.
+type Rows<T> = (Vec<usize>, Vec<u32>, Vec<T>);
+
 fn cfg1d(n: usize, threads: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: ((n.max(1)).div_ceil(threads as usize) as u32, 1, 1),
@@ -224,6 +264,11 @@ impl CudaBackend {
     /// Exclusive prefix sum of `n` u32 in place (three launches).
     fn scan_u32(&self, data: &CudaBuffer<u32>, n: usize) -> Result<()> {
         self.scan(data.ptr(), n, 4, "u32")
+    }
+
+    /// Exclusive prefix sum of `n` u64 in place (three launches).
+    fn scan_u64(&self, data: &CudaBuffer<u64>, n: usize) -> Result<()> {
+        self.scan(data.ptr(), n, 8, "u64")
     }
 
     /// `scan_*_{ty}` over `n` elements of `size` bytes at `data`.
@@ -599,6 +644,247 @@ impl CudaBackend {
         }
         Ok(pairs)
     }
+
+    /// `within(a, b, r)` (`b` given) or `self_pairs(a, r)` (`b` None), the
+    /// arguments validated.
+    fn radius_host<T: DevCoord>(
+        &self,
+        a: &[Point<T>],
+        b: Option<&[Point<T>]>,
+        r: T,
+        max_pairs: usize,
+    ) -> Result<RadiusNeighbors<T>> {
+        let (sa, sb, shift) = scaled_for_range(a, b.unwrap_or(&[]));
+        let r = scale_coord(r, shift);
+        let rows = a.len();
+        let nothing = match b {
+            Some(_) => rows == 0 || sb.is_empty(),
+            None => rows < 2,
+        };
+        if nothing {
+            return Ok(RadiusNeighbors {
+                offsets: vec![0; rows + 1],
+                indices: Vec::new(),
+                d2: Vec::new(),
+            });
+        }
+        self.prepare_np::<T>(RADIUS_TYPED, RADIUS_PLAIN)?;
+        let (offsets, indices, mut d2) = match b {
+            Some(_) => {
+                let da = self.upload_named(&sa[..], "within A")?;
+                let db = self.upload_named(&sb[..], "within B")?;
+                self.radius_on(&da, &db, false, r, max_pairs)?
+            }
+            None => {
+                let dp = self.upload_named(&sa[..], "self_pairs P")?;
+                self.radius_on(&dp, &dp, true, r, max_pairs)?
+            }
+        };
+        if shift != 0 {
+            for d in &mut d2 {
+                *d = unscale_d2(*d, shift);
+            }
+        }
+        Ok(RadiusNeighbors {
+            offsets,
+            indices,
+            d2,
+        })
+    }
+
+    /// Every pair of A and B within `r` (scaled already), rows sorted by
+    /// `(d2, j)`; with `upper` (A and B the same set) only `j > i`. A and B
+    /// are not empty.
+    fn radius_on<T: DevCoord>(
+        &self,
+        a: &CudaBuffer<Point<T>>,
+        b: &CudaBuffer<Point<T>>,
+        upper: bool,
+        r: T,
+        max_pairs: usize,
+    ) -> Result<Rows<T>> {
+        let n = a.len();
+        let n32 = count_u32("a", n)?;
+        // Decided in `T`, as the contract says: d2 <= r * r.
+        let r2 = r * r;
+        // Cells of at least r / 2: a ball then spans at most ~6 per axis.
+        let mut g = self.build_grid(b, r * T::from_f64(0.5))?;
+        let order = self.order_queries(a, &mut g)?;
+        let counts = self.alloc_zeroed_named::<u64>(n + 1, "within row offsets")?;
+        let tiles = self.alloc_zeroed_named::<u64>(n + 1, "within sort tiles")?;
+        let meta = self.alloc_zeroed_named::<u64>(4, "within totals")?;
+        let up = u32::from(upper);
+        let (ap, op, gp, tp, pp) = (
+            a.ptr(),
+            order.ptr(),
+            g.grid.ptr(),
+            g.table.ptr(),
+            g.pts.ptr(),
+        );
+        let (cp, tlp, mp) = (counts.ptr(), tiles.ptr(), meta.ptr());
+        launch!(
+            self,
+            &typed::<T>("np_radius_count"),
+            cfg1d(n, 128),
+            &ap,
+            &n32,
+            &op,
+            &gp,
+            &tp,
+            &pp,
+            &r,
+            &r2,
+            &up,
+            &cp,
+            &tlp,
+            &mp
+        );
+        // counts[n] and tiles[n] are 0: the scans leave the totals there.
+        self.scan_u64(&counts, n + 1)?;
+        self.scan_u64(&tiles, n + 1)?;
+        launch!(
+            self,
+            "np_radius_totals",
+            cfg_fixed(1, 1),
+            &cp,
+            &tlp,
+            &n32,
+            &mp
+        );
+        let mut m = [0u64; 4];
+        self.download_into(&meta, &mut m)?;
+        let [total, ntiles, max_len, _] = m;
+        validate::radius_count(total as u128, max_pairs)?;
+        // At most max_pairs, a usize.
+        let total = total as usize;
+        let idx = self.alloc::<u32>(total, "within indices")?;
+        let d2 = self.alloc::<T>(total, "within distances")?;
+        let (ip, dp) = (idx.ptr(), d2.ptr());
+        launch!(
+            self,
+            &typed::<T>("np_radius_fill"),
+            cfg1d(n, 128),
+            &ap,
+            &n32,
+            &op,
+            &gp,
+            &tp,
+            &pp,
+            &r,
+            &r2,
+            &up,
+            &cp,
+            &ip,
+            &dp,
+            &mp
+        );
+        if ntiles > 0 {
+            self.sort_long_rows::<T>(&counts, &tiles, n32, ntiles, max_len, &idx, &d2)?;
+        }
+        let offsets = self.download_vec(&counts)?;
+        let indices = self.download_vec(&idx)?;
+        let dists = self.download_vec(&d2)?;
+        self.download_into(&meta, &mut m)?;
+        if m[3] != 0 || offsets.last() != Some(&(total as u64)) {
+            return Err(Error::Backend(
+                "radius search: the fill pass found other pairs than the count pass".into(),
+            ));
+        }
+        let offsets = offsets.into_iter().map(|o| o as usize).collect();
+        Ok((offsets, indices, dists))
+    }
+
+    /// Sorts the rows longer than the kernel's `SHORT_ROW` by `(d2, j)`:
+    /// `ntiles` tiles of [`TILE`] pairs (row `i` has tiles from
+    /// `tile_start[i]`), each sorted in shared memory, then merge passes
+    /// doubling the sorted runs until the longest row (`max_len`) is one,
+    /// between `idx` / `d2` and a scratch of `ntiles * TILE` pairs.
+    #[allow(clippy::too_many_arguments)]
+    fn sort_long_rows<T: DevCoord>(
+        &self,
+        offsets: &CudaBuffer<u64>,
+        tile_start: &CudaBuffer<u64>,
+        n32: u32,
+        ntiles: u64,
+        max_len: u64,
+        idx: &CudaBuffer<u32>,
+        d2: &CudaBuffer<T>,
+    ) -> Result<()> {
+        let blocks = u32::try_from(ntiles)
+            .ok()
+            .filter(|&b| b <= i32::MAX as u32)
+            .ok_or(Error::TooLarge {
+                field: "radius sort tiles",
+                value: ntiles as u128,
+                limit: i32::MAX as u128,
+            })?;
+        let (op, tsp, ip, dp) = (offsets.ptr(), tile_start.ptr(), idx.ptr(), d2.ptr());
+        let cfg = || cfg_fixed(blocks, TILE_THREADS);
+        if max_len <= TILE {
+            // One tile per row: sorted in place.
+            let (none, to_scratch) = (0u64, 0u32);
+            launch!(
+                self,
+                &typed::<T>("np_tile_sort"),
+                cfg(),
+                &op,
+                &tsp,
+                &n32,
+                &ip,
+                &dp,
+                &none,
+                &none,
+                &to_scratch
+            );
+            return Ok(());
+        }
+        let len = ntiles as usize * TILE as usize;
+        let sidx = self.alloc::<u32>(len, "within sort scratch")?;
+        let sd2 = self.alloc::<T>(len, "within sort scratch")?;
+        let (sip, sdp) = (sidx.ptr(), sd2.ptr());
+        let to_scratch = 1u32;
+        launch!(
+            self,
+            &typed::<T>("np_tile_sort"),
+            cfg(),
+            &op,
+            &tsp,
+            &n32,
+            &ip,
+            &dp,
+            &sip,
+            &sdp,
+            &to_scratch
+        );
+        let merge = |w: u64, from_scratch: u32| -> Result<()> {
+            launch!(
+                self,
+                &typed::<T>("np_merge"),
+                cfg(),
+                &op,
+                &tsp,
+                &n32,
+                &w,
+                &from_scratch,
+                &ip,
+                &dp,
+                &sip,
+                &sdp
+            );
+            Ok(())
+        };
+        let (mut w, mut from_scratch) = (TILE, 1u32);
+        while w < max_len {
+            merge(w, from_scratch)?;
+            from_scratch ^= 1;
+            w *= 2;
+        }
+        if from_scratch == 1 {
+            // Runs longer than any row: a copy back into the output.
+            merge(1 << 62, 1)?;
+        }
+        Ok(())
+    }
 }
 
 impl NearestPairsDevice for CudaBackend {
@@ -650,15 +936,15 @@ impl NearestPairs for CudaBackend {
         a: &[Point],
         b: &[Point],
         r: f32,
-        _max_pairs: usize,
+        max_pairs: usize,
     ) -> Result<RadiusNeighbors> {
         validate::within(a, b, r)?;
-        Err(Error::Unsupported("radius search on cuda".into()))
+        self.radius_host(a, Some(b), r, max_pairs)
     }
 
-    fn self_pairs(&self, p: &[Point], r: f32, _max_pairs: usize) -> Result<RadiusNeighbors> {
+    fn self_pairs(&self, p: &[Point], r: f32, max_pairs: usize) -> Result<RadiusNeighbors> {
         validate::self_pairs(p, r)?;
-        Err(Error::Unsupported("radius search on cuda".into()))
+        self.radius_host(p, None, r, max_pairs)
     }
 }
 
@@ -691,20 +977,20 @@ impl NearestPairs<f64> for CudaBackend {
         a: &[Point<f64>],
         b: &[Point<f64>],
         r: f64,
-        _max_pairs: usize,
+        max_pairs: usize,
     ) -> Result<RadiusNeighbors<f64>> {
         validate::within(a, b, r)?;
-        Err(Error::Unsupported("radius search on cuda".into()))
+        self.radius_host(a, Some(b), r, max_pairs)
     }
 
     fn self_pairs(
         &self,
         p: &[Point<f64>],
         r: f64,
-        _max_pairs: usize,
+        max_pairs: usize,
     ) -> Result<RadiusNeighbors<f64>> {
         validate::self_pairs(p, r)?;
-        Err(Error::Unsupported("radius search on cuda".into()))
+        self.radius_host(p, None, r, max_pairs)
     }
 }
 
@@ -737,15 +1023,17 @@ mod tests {
     #[test]
     fn prepared_entries_exist() {
         for ty in ["f32", "f64"] {
-            for base in GRID_TYPED
-                .iter()
-                .chain(&["np_nearest", "np_knn", "np_hist", "np_compact"])
-            {
+            for base in GRID_TYPED.iter().chain(RADIUS_TYPED).chain(&[
+                "np_nearest",
+                "np_knn",
+                "np_hist",
+                "np_compact",
+            ]) {
                 let e = format!("{base}_{ty}");
                 assert!(ENTRY_POINTS.contains(&e.as_str()), "{e}");
             }
         }
-        for e in GRID_PLAIN.iter().chain(&["np_select"]) {
+        for e in GRID_PLAIN.iter().chain(RADIUS_PLAIN).chain(&["np_select"]) {
             assert!(ENTRY_POINTS.contains(e), "{e}");
         }
     }
