@@ -411,6 +411,23 @@ macro_rules! forward {
                 self.0.encode(d, x, r)
             }
         }
+        impl NearestPairs<$t> for ArcBackend {
+            fn nearest(&self, a: &[trident_core::Point<$t>], b: &[trident_core::Point<$t>], o: &mut [Neighbor<$t>]) -> Result<()> {
+                self.0.nearest(a, b, o)
+            }
+            fn knn(&self, a: &[trident_core::Point<$t>], b: &[trident_core::Point<$t>], k: usize, o: &mut [Neighbor<$t>]) -> Result<()> {
+                self.0.knn(a, b, k, o)
+            }
+            fn closest_pairs(&self, a: &[trident_core::Point<$t>], b: &[trident_core::Point<$t>], k: usize) -> Result<Vec<trident_core::Pair<$t>>> {
+                self.0.closest_pairs(a, b, k)
+            }
+            fn within(&self, a: &[trident_core::Point<$t>], b: &[trident_core::Point<$t>], r: $t, m: usize) -> Result<trident_core::RadiusNeighbors<$t>> {
+                self.0.within(a, b, r, m)
+            }
+            fn self_pairs(&self, p: &[trident_core::Point<$t>], r: $t, m: usize) -> Result<trident_core::RadiusNeighbors<$t>> {
+                self.0.self_pairs(p, r, m)
+            }
+        }
     )*};
 }
 forward!(f32, f64);
@@ -421,34 +438,6 @@ impl trident_core::Backend for ArcBackend {
     }
     fn describe(&self) -> String {
         self.0.describe()
-    }
-}
-
-impl NearestPairs for ArcBackend {
-    fn nearest(
-        &self,
-        a: &[trident_core::Point],
-        b: &[trident_core::Point],
-        o: &mut [Neighbor],
-    ) -> Result<()> {
-        self.0.nearest(a, b, o)
-    }
-    fn knn(
-        &self,
-        a: &[trident_core::Point],
-        b: &[trident_core::Point],
-        k: usize,
-        o: &mut [Neighbor],
-    ) -> Result<()> {
-        self.0.knn(a, b, k, o)
-    }
-    fn closest_pairs(
-        &self,
-        a: &[trident_core::Point],
-        b: &[trident_core::Point],
-        k: usize,
-    ) -> Result<Vec<trident_core::Pair>> {
-        self.0.closest_pairs(a, b, k)
     }
 }
 
