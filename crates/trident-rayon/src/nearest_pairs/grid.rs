@@ -36,8 +36,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use rayon::prelude::*;
 use trident_core::Point;
 
-use super::kdtree::{key, key_d2};
 use super::order::SendPtr;
+use super::real::{key, key_d2};
 use crate::prefetch;
 
 /// Mean points of B per cell the grid aims at: small cells keep the scan of
@@ -410,7 +410,7 @@ fn dims_for(ext: [f64; 3], target: f64) -> Option<[u32; 3]> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::kdtree::NO_KEY;
+    use super::super::real::Real;
     use super::*;
     use trident_core::dist2;
 
@@ -458,7 +458,7 @@ mod tests {
                 let q = if t % 50 == 0 { b[t] } else { q };
                 let mut at = [Start::default()];
                 g.locate(&[q], &mut at);
-                match g.nearest(&q, at[0], NO_KEY) {
+                match g.nearest(&q, at[0], <f32 as Real>::NO_KEY) {
                     Some(k) => assert_eq!(k, brute(&q, b), "query {q:?}"),
                     // Only queries outside B's box may be handed to the kd-tree.
                     None => {
