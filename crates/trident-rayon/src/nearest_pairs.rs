@@ -1,6 +1,6 @@
 //! NearestPairs for [`RayonBackend`]: exact nearest / k-nearest / closest-pairs
-//! queries through a kd-tree built over B on every call, in f32 or f64
-//! coordinates.
+//! queries and radius searches through a kd-tree built over B on every call,
+//! in f32 or f64 coordinates.
 //!
 //! Design (see `kdtree` for the index itself):
 //! - B goes into a balanced implicit kd-tree (median splits on the widest axis,
@@ -32,6 +32,19 @@
 //!   reach across much of the grid (far outside B's box). Both give the same
 //!   exact answer. The grid is f32-only (its cell arithmetic and rounding
 //!   margins are those of f32 distances): f64 pairs always take the kd-tree.
+//! - Radius searches (`within`, `self_pairs`) search each query once under the
+//!   fixed bound `(r * r, u32::MAX)`, so a point is in exactly when its
+//!   computed `d2 <= r * r` (both in the coordinate type, the radius scaled
+//!   with the points): the same keys and box bounds as the other searches.
+//!   Each task gathers the sorted rows of its chunk of queries (spatial
+//!   order) into buffers of its own; the row lengths give the offsets, and
+//!   the rows are copied into place. A count-then-fill design searches twice
+//!   and writes rows in scattered order: it measured about twice as slow.
+//!   `max_pairs` is checked as the tasks go (they stop soon after the count
+//!   passes it), so a radius too large fails having held little more than
+//!   `max_pairs` pairs; the exact count for the error comes from a search
+//!   that only counts, taking whole subtrees within the radius at once.
+//!   `self_pairs` is one set searched against itself, keeping `j > i`.
 //!
 //! - Coordinates so large that squared distances would overflow the
 //!   coordinate type (beyond about 4.6e18 in f32, 2^510 in f64), or so small
@@ -43,7 +56,7 @@
 //!
 //! `TRIDENT_PAIRS_TRACE` set: `closest_pairs` prints the index it chose and
 //! the time of its two phases (the index, with A's order for the kd-tree,
-//! then the search) to stderr.
+//! then the search) to stderr, and radius searches the time of theirs.
 //!
 //! What it is not: an index you can keep across calls (each call rebuilds it;
 //! building is a small part of a call of any size), or an approximate search.
@@ -61,13 +74,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 use trident_core::{
     Error, NearestPairs, Neighbor, Pair, Point, RadiusNeighbors, Result, range_shift_of,
-    scale_points, scaled_for_range, unscale_d2, validate,
+    scale_coord, scale_points, scaled_for_range, unscale_d2, validate,
 };
 
 use crate::RayonBackend;
 use grid::Grid;
-use kdtree::{BATCH, KdTree, KeyHeap, Located};
-use order::spatial_order;
+use kdtree::{BATCH, KdTree, KeyHeap, LEAF, Located, Visitor};
+use order::{SendPtr, spatial_order};
 use real::{Real, bound_at};
 
 /// Queries per parallel task: large enough to amortise task overhead, small
@@ -203,15 +216,15 @@ impl NearestPairs for RayonBackend {
         a: &[Point],
         b: &[Point],
         r: f32,
-        _max_pairs: usize,
+        max_pairs: usize,
     ) -> Result<RadiusNeighbors> {
         validate::within(a, b, r)?;
-        Err(Error::Unsupported("radius search on rayon".into()))
+        self.install(|| within(a, b, r, max_pairs))
     }
 
-    fn self_pairs(&self, p: &[Point], r: f32, _max_pairs: usize) -> Result<RadiusNeighbors> {
+    fn self_pairs(&self, p: &[Point], r: f32, max_pairs: usize) -> Result<RadiusNeighbors> {
         validate::self_pairs(p, r)?;
-        Err(Error::Unsupported("radius search on rayon".into()))
+        self.install(|| self_pairs(p, r, max_pairs))
     }
 }
 
@@ -256,20 +269,20 @@ impl NearestPairs<f64> for RayonBackend {
         a: &[Point<f64>],
         b: &[Point<f64>],
         r: f64,
-        _max_pairs: usize,
+        max_pairs: usize,
     ) -> Result<RadiusNeighbors<f64>> {
         validate::within(a, b, r)?;
-        Err(Error::Unsupported("radius search on rayon".into()))
+        self.install(|| within(a, b, r, max_pairs))
     }
 
     fn self_pairs(
         &self,
         p: &[Point<f64>],
         r: f64,
-        _max_pairs: usize,
+        max_pairs: usize,
     ) -> Result<RadiusNeighbors<f64>> {
         validate::self_pairs(p, r)?;
-        Err(Error::Unsupported("radius search on rayon".into()))
+        self.install(|| self_pairs(p, r, max_pairs))
     }
 }
 
@@ -496,4 +509,366 @@ fn tree_pairs<T: Real>(a: &[Point<T>], b: &[Point<T>], k: usize) -> Vec<Pair<T>>
         print_trace("kd-tree and order", t0, t_prep, kth);
     }
     merge_tops(tops, k)
+}
+
+/// `within` after validation.
+fn within<T: Real>(
+    a: &[Point<T>],
+    b: &[Point<T>],
+    r: T,
+    max_pairs: usize,
+) -> Result<RadiusNeighbors<T>> {
+    if a.is_empty() || b.is_empty() {
+        return Ok(no_pairs(a.len()));
+    }
+    let t0 = std::time::Instant::now();
+    let (a, b, shift) = scaled_for_range(a, b);
+    let (tree, (qa, order)) = build_and_order(&a, &b);
+    radius::<T, false>(&tree, &qa, &order, r, shift, max_pairs, t0)
+}
+
+/// `self_pairs` after validation.
+fn self_pairs<T: Real>(p: &[Point<T>], r: T, max_pairs: usize) -> Result<RadiusNeighbors<T>> {
+    if p.len() < 2 {
+        return Ok(no_pairs(p.len()));
+    }
+    let t0 = std::time::Instant::now();
+    let (p, _, shift) = scaled_for_range(p, &[]);
+    let (tree, (qp, order)) = build_and_order(&p, &p);
+    radius::<T, true>(&tree, &qp, &order, r, shift, max_pairs, t0)
+}
+
+/// The result of a radius search that finds nothing: `rows` empty rows.
+fn no_pairs<T>(rows: usize) -> RadiusNeighbors<T> {
+    RadiusNeighbors {
+        offsets: vec![0; rows + 1],
+        indices: Vec::new(),
+        d2: Vec::new(),
+    }
+}
+
+/// Counts a query's points within the radius: those whose key is below
+/// `bound` (computed `d2 <= r * r`), and with `UPPER` only those of index
+/// above the query's own `i`.
+struct Count<T: Real, const UPPER: bool> {
+    bound: T::Key,
+    i: u32,
+    n: u64,
+}
+
+impl<T: Real, const UPPER: bool> Visitor<T> for Count<T, UPPER> {
+    const WHOLE: bool = true;
+    #[inline(always)]
+    fn bound(&self) -> T::Key {
+        self.bound
+    }
+    #[inline(always)]
+    fn visit(&mut self, d: &[T; LEAF], id: &[u32; LEAF]) {
+        for s in 0..LEAF {
+            let inside = T::key(d[s], id[s]) < self.bound;
+            self.n += (inside && (!UPPER || id[s] > self.i)) as u64;
+        }
+    }
+    #[inline(always)]
+    fn take_whole(&mut self, n: usize, minid: u32) -> bool {
+        // With UPPER a subtree counts whole only when all of it is above i.
+        let all = !UPPER || minid > self.i;
+        if all {
+            self.n += n as u64;
+        }
+        all
+    }
+}
+
+/// Gathers the keys [`Count`] counts.
+struct Collect<'k, T: Real, const UPPER: bool> {
+    bound: T::Key,
+    i: u32,
+    keys: &'k mut Vec<T::Key>,
+}
+
+impl<T: Real, const UPPER: bool> Visitor<T> for Collect<'_, T, UPPER> {
+    #[inline(always)]
+    fn bound(&self) -> T::Key {
+        self.bound
+    }
+    #[inline(always)]
+    fn visit(&mut self, d: &[T; LEAF], id: &[u32; LEAF]) {
+        for s in 0..LEAF {
+            let k = T::key(d[s], id[s]);
+            if k < self.bound && (!UPPER || id[s] > self.i) {
+                self.keys.push(k);
+            }
+        }
+    }
+}
+
+/// Pairs a task finds before it adds them to the shared count and checks that
+/// against `max_pairs`: what a search past the limit can hold beyond it, per
+/// thread, before it stops.
+const FLUSH: u64 = 1 << 14;
+
+/// The rows one task found for its chunk of queries, in query order.
+struct Rows<T> {
+    /// Length of each row.
+    lens: Vec<u32>,
+    /// The rows' indices, one after the other.
+    idx: Vec<u32>,
+    /// Their distances, unscaled.
+    d2: Vec<T>,
+    /// A reservation failed: the rows are incomplete.
+    oom: bool,
+}
+
+/// The rows of a radius search of the (scaled) queries `qs`, whose original
+/// indices are `order` (a permutation of the rows), over `tree`; with
+/// `UPPER` the tree holds the queries themselves and row `i` keeps `j > i`.
+///
+/// One pass over the tree: each task gathers the rows of its chunk of
+/// queries (in the spatial order that keeps the tree in cache), sorted by
+/// `(d2, j)`, into buffers of its own; the row lengths then give the offsets,
+/// and the rows are copied to their places. Counting in a first pass and
+/// filling in a second searches the tree twice and writes the rows in
+/// scattered order, and measured about twice as slow (1M x 1M, ~10 pairs a
+/// row, one thread: 2.6 s against 1.35 s of CPU). The tasks add what they
+/// found to a shared count as they go and stop once it passes `max_pairs`,
+/// so a radius too large fails after holding little more than `max_pairs`
+/// pairs; the exact count for the error is then taken by a search that only
+/// counts (whole subtrees within the radius at once).
+fn radius<T: Real, const UPPER: bool>(
+    tree: &KdTree<T>,
+    qs: &[Point<T>],
+    order: &[u32],
+    r: T,
+    shift: i32,
+    max_pairs: usize,
+    t0: std::time::Instant,
+) -> Result<RadiusNeighbors<T>> {
+    let mut laps = vec![("index and order", t0.elapsed())];
+    let rows = qs.len();
+    // Inclusion is decided on the computed d2 against r * r computed in T,
+    // both in the scaled units (scaling by a power of two is exact).
+    let r = scale_coord(r, shift);
+    let bound = bound_at(r * r);
+    let max = max_pairs as u64;
+    let found = AtomicU64::new(0);
+    let chunks: Vec<Rows<T>> = qs
+        .par_chunks(CHUNK)
+        .zip(order.par_chunks(CHUNK))
+        .map_init(Vec::new, |keys, (qs, ids)| {
+            let mut out = Rows {
+                lens: Vec::with_capacity(qs.len()),
+                idx: Vec::new(),
+                d2: Vec::new(),
+                oom: false,
+            };
+            let mut pending = 0u64;
+            let mut stop = found.load(Ordering::Relaxed) > max;
+            for_each_located(tree, qs, |t, q, at| {
+                if stop {
+                    return;
+                }
+                keys.clear();
+                let mut v = Collect::<T, UPPER> {
+                    bound,
+                    i: ids[t],
+                    keys,
+                };
+                tree.finish(q, at, &mut v);
+                keys.sort_unstable();
+                if out.idx.try_reserve(keys.len()).is_err()
+                    || out.d2.try_reserve(keys.len()).is_err()
+                {
+                    out.oom = true;
+                    stop = true;
+                    return;
+                }
+                // A row holds at most |B| <= u32::MAX points.
+                out.lens.push(keys.len() as u32);
+                out.idx.extend(keys.iter().map(|&k| T::key_index(k)));
+                out.d2
+                    .extend(keys.iter().map(|&k| unscale_d2(T::key_d2(k), shift)));
+                pending += keys.len() as u64;
+                if pending >= FLUSH {
+                    stop = found.fetch_add(pending, Ordering::Relaxed) + pending > max;
+                    pending = 0;
+                }
+            });
+            found.fetch_add(pending, Ordering::Relaxed);
+            out
+        })
+        .collect();
+    laps.push(("search", t0.elapsed()));
+    let found = found.into_inner();
+    if found > max {
+        drop(chunks);
+        let n = count_pairs::<T, UPPER>(tree, qs, order, bound).max(found as u128);
+        validate::radius_count(n, max_pairs)?;
+        // n >= found > max_pairs, so the check above has failed.
+        return Err(Error::TooLarge {
+            field: "pairs within r",
+            value: n,
+            limit: max_pairs as u128,
+        });
+    }
+    if chunks.iter().any(|c| c.oom) {
+        return Err(Error::OutOfMemory {
+            bytes: (found as u128 * (4 + size_of::<T>()) as u128).min(u64::MAX as u128) as u64,
+            detail: format!("the rows of a radius search ({found} pairs found so far)"),
+        });
+    }
+
+    // Offsets by original index.
+    let mut offsets: Vec<usize> = vec![0; rows + 1];
+    {
+        let lens = SendPtr(offsets[1..].as_mut_ptr());
+        let lens = &lens;
+        chunks
+            .par_iter()
+            .zip(order.par_chunks(CHUNK))
+            .for_each(|(c, ids)| {
+                // Every chunk searched all its queries (none stopped: the
+                // count is within max_pairs and nothing failed to reserve).
+                assert_eq!(c.lens.len(), ids.len(), "radius search: a chunk stopped");
+                for (&i, &len) in ids.iter().zip(&c.lens) {
+                    // SAFETY: `order` is a permutation of `0..rows`, so each
+                    // task writes its own slots of `offsets[1..]`, once, and
+                    // nothing reads them until the tasks are joined.
+                    unsafe { *lens.0.add(i as usize) = len as usize };
+                }
+            });
+    }
+    let total = prefix_sum(&mut offsets[1..]);
+    validate::radius_count(total, max_pairs)?;
+    // total <= max_pairs <= usize::MAX.
+    let total = total as usize;
+    let mut indices: Vec<u32> = output(total, "indices")?;
+    let mut d2: Vec<T> = output(total, "d2")?;
+    laps.push(("offsets", t0.elapsed()));
+
+    // Each row to its place.
+    {
+        let (idx, dd) = (SendPtr(indices.as_mut_ptr()), SendPtr(d2.as_mut_ptr()));
+        let (idx, dd, offsets) = (&idx, &dd, &offsets);
+        chunks
+            .par_iter()
+            .zip(order.par_chunks(CHUNK))
+            .for_each(|(c, ids)| {
+                let mut src = 0usize;
+                for (&i, &len) in ids.iter().zip(&c.lens) {
+                    let (dst, len) = (offsets[i as usize], len as usize);
+                    assert_eq!(offsets[i as usize + 1] - dst, len);
+                    // SAFETY: the source is row `i`'s place in this task's
+                    // buffers (`src + len <= c.idx.len() == c.d2.len()`:
+                    // the lengths are those of the rows pushed); the
+                    // destination `dst..dst + len` is row `i`'s range of the
+                    // output (asserted), inside its capacity `total`, and
+                    // `order` is a permutation, so no other task writes it.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(c.idx.as_ptr().add(src), idx.0.add(dst), len);
+                        std::ptr::copy_nonoverlapping(c.d2.as_ptr().add(src), dd.0.add(dst), len);
+                    }
+                    src += len;
+                }
+            });
+    }
+    // SAFETY: every row's range was written above, and the ranges of all rows
+    // tile `0..total` (`offsets` are the prefix sums of the row lengths).
+    unsafe {
+        indices.set_len(total);
+        d2.set_len(total);
+    }
+    if pairs_trace() {
+        laps.push(("copy", t0.elapsed()));
+        let mut prev = std::time::Duration::ZERO;
+        let laps: Vec<String> = laps
+            .into_iter()
+            .map(|(what, t)| {
+                let ms = (t - prev).as_secs_f64() * 1e3;
+                prev = t;
+                format!("{what} {ms:.1} ms")
+            })
+            .collect();
+        eprintln!(
+            "radius trace: threads {} rows {rows} pairs {total}: {}",
+            rayon::current_num_threads(),
+            laps.join(", ")
+        );
+    }
+    Ok(RadiusNeighbors {
+        offsets,
+        indices,
+        d2,
+    })
+}
+
+/// The number of pairs a radius search finds, without gathering them.
+fn count_pairs<T: Real, const UPPER: bool>(
+    tree: &KdTree<T>,
+    qs: &[Point<T>],
+    order: &[u32],
+    bound: T::Key,
+) -> u128 {
+    qs.par_chunks(CHUNK)
+        .zip(order.par_chunks(CHUNK))
+        .map(|(qs, ids)| {
+            let mut n = 0u128;
+            for_each_located(tree, qs, |t, q, at| {
+                let mut v = Count::<T, UPPER> {
+                    bound,
+                    i: ids[t],
+                    n: 0,
+                };
+                tree.finish(q, at, &mut v);
+                n += v.n as u128;
+            });
+            n
+        })
+        .sum()
+}
+
+/// Turns row counts into their inclusive prefix sums (blocks in parallel,
+/// then each block shifted by the blocks before it) and returns the total.
+/// The sums are at most `rows * u32::MAX`, which fits `usize` on 64-bit
+/// targets; a sum past `usize` saturates and its total, exact in `u128`,
+/// fails the size check.
+fn prefix_sum(counts: &mut [usize]) -> u128 {
+    const BLOCK: usize = 1 << 14;
+    let sums: Vec<usize> = counts
+        .par_chunks_mut(BLOCK)
+        .map(|blk| {
+            let mut run = 0usize;
+            for c in blk.iter_mut() {
+                run = run.saturating_add(*c);
+                *c = run;
+            }
+            run
+        })
+        .collect();
+    let mut bases = Vec::with_capacity(sums.len());
+    let mut total = 0u128;
+    for s in sums {
+        bases.push(total.min(usize::MAX as u128) as usize);
+        total += s as u128;
+    }
+    counts
+        .par_chunks_mut(BLOCK)
+        .zip(bases)
+        .for_each(|(blk, base)| {
+            if base != 0 {
+                blk.iter_mut().for_each(|c| *c = c.saturating_add(base));
+            }
+        });
+    total
+}
+
+/// An empty vector with room for exactly `len` elements of a radius search's
+/// result, or [`Error::OutOfMemory`] naming the buffer.
+fn output<X>(len: usize, what: &str) -> Result<Vec<X>> {
+    let mut v = trident_core::mem::with_capacity(len, || {
+        format!("the {what} of a radius search's {len} pairs")
+    })?;
+    // Fresh memory is faulted in as it is written; huge pages make that cheap.
+    trident_core::mem::advise_huge(&mut v);
+    Ok(v)
 }

@@ -20,6 +20,11 @@
 //! bound of d2 is computed with the same operations in the coordinate type, in
 //! the same order, as [`trident_core::dist2`] on the nearest face: rounding is
 //! monotone, so it never exceeds the computed distance of any point inside.
+//! The same argument on the farthest corner gives an upper bound that is
+//! never below the computed distance of any point inside: a radius count
+//! takes a whole subtree whose upper bound is within the radius without
+//! computing its distances, and the pass that then computes them keeps
+//! exactly those points.
 //!
 //! Ties: pruning on keys rather than on distances alone is what keeps many
 //! equidistant points (1e5 copies of one point) from making a query visit
@@ -93,6 +98,24 @@ impl<T: Real> Aabb<T> {
         let gz = gap(self.lo[2], self.hi[2], q[2]);
         gx * gx + gy * gy + gz * gz
     }
+
+    /// An upper bound of `dist2(q, p)` for every `p` in the box, never below
+    /// the computed `dist2` of such a `p`: `fl(q - p)` is monotone in `p`, so
+    /// its magnitude is at most that at `lo` or at `hi`, and squares and sums
+    /// of larger operands round to larger results.
+    #[inline(always)]
+    fn upper_bound(&self, q: &Point<T>) -> T {
+        #[inline(always)]
+        fn far<T: Real>(lo: T, hi: T, x: T) -> T {
+            let a = (x - lo).abs();
+            let b = (x - hi).abs();
+            if a > b { a } else { b }
+        }
+        let fx = far(self.lo[0], self.hi[0], q[0]);
+        let fy = far(self.lo[1], self.hi[1], q[1]);
+        let fz = far(self.lo[2], self.hi[2], q[2]);
+        fx * fx + fy * fy + fz * fz
+    }
 }
 
 /// One leaf bucket, structure of arrays so the distance loop vectorises.
@@ -158,6 +181,10 @@ pub(super) struct Located<T> {
 
 /// Receives the points of the leaves a search visits and says how far to look.
 pub(super) trait Visitor<T: Real> {
+    /// Whether [`Visitor::take_whole`] may be offered subtrees (a count, not
+    /// a search that needs every distance): a constant, so that searches
+    /// without it compile as if the hook did not exist.
+    const WHOLE: bool = false;
     /// Keys at or above this cannot be accepted: boxes whose lower-bound key
     /// is not below it are skipped.
     fn bound(&self) -> T::Key;
@@ -169,10 +196,20 @@ pub(super) trait Visitor<T: Real> {
     /// Offers every slot of a leaf (padding slots have distance +inf and index
     /// `u32::MAX`, i.e. the key [`Real::NO_KEY`]); `d` are the slots' distances.
     fn visit(&mut self, d: &[T; LEAF], id: &[u32; LEAF]);
+    /// Offers a whole subtree of `n` points, the smallest index `minid`, every
+    /// one of whose computed distances is at most [`Visitor::bound_d2`]
+    /// (only when [`Visitor::WHOLE`]); returns whether it was taken as a
+    /// whole, else the search goes into it.
+    #[inline(always)]
+    fn take_whole(&mut self, _n: usize, _minid: u32) -> bool {
+        false
+    }
 }
 
 /// The kd-tree over B.
 pub(super) struct KdTree<T> {
+    /// Number of points.
+    n: usize,
     /// Number of leaves, a power of two; leaf `l` is node `nleaves + l`.
     nleaves: usize,
     /// `log2(nleaves)`.
@@ -347,6 +384,7 @@ impl<T: Real> KdTree<T> {
             minid[p] = minid[2 * p].min(minid[2 * p + 1]);
         }
         KdTree {
+            n,
             nleaves,
             depth,
             splits,
@@ -354,6 +392,15 @@ impl<T: Real> KdTree<T> {
             minid,
             leaves,
         }
+    }
+
+    /// The number of points below `node`.
+    #[inline]
+    fn size(&self, node: usize) -> usize {
+        let level = node.ilog2();
+        let span = self.nleaves >> level;
+        let l0 = (node - (1 << level)) * span;
+        leaf_start(l0 + span, self.n, self.nleaves) - leaf_start(l0, self.n, self.nleaves)
     }
 
     #[inline(always)]
@@ -385,7 +432,10 @@ impl<T: Real> KdTree<T> {
         loop {
             if node >= self.nleaves {
                 self.scan(node, q, v);
-            } else {
+            } else if !(V::WHOLE
+                && self.boxes[node].upper_bound(q) <= v.bound_d2()
+                && v.take_whole(self.size(node), self.minid[node]))
+            {
                 let (c0, c1) = (2 * node, 2 * node + 1);
                 let k0 = self.box_key(c0, q);
                 let k1 = self.box_key(c1, q);

@@ -1,7 +1,7 @@
 //! Brute force in the coordinate type itself: the same `dist2` and the same
 //! tie rules as the backend, so comparisons with it are bit for bit.
 
-use trident_core::{Neighbor, Pair, Point, dist2};
+use trident_core::{Neighbor, Pair, Point, RadiusNeighbors, dist2};
 
 use super::super::real::Real;
 
@@ -41,4 +41,34 @@ pub(super) fn pairs<T: Real>(a: &[Point<T>], b: &[Point<T>], k: usize) -> Vec<Pa
             d2: T::key_d2(ki),
         })
         .collect()
+}
+
+/// The rows of `within(a, b, r)` (with `upper`, of `self_pairs(a, r)`): every
+/// `j` with `dist2 <= r * r` computed in `T`, sorted by `(d2, j)`.
+pub(super) fn within<T: Real>(
+    a: &[Point<T>],
+    b: &[Point<T>],
+    r: T,
+    upper: bool,
+) -> RadiusNeighbors<T> {
+    let r2 = r * r;
+    let mut out = RadiusNeighbors {
+        offsets: vec![0],
+        indices: Vec::new(),
+        d2: Vec::new(),
+    };
+    for (i, q) in a.iter().enumerate() {
+        let mut row: Vec<T::Key> = b
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| !upper || j > i)
+            .map(|(j, p)| T::key(dist2(q, p), j as u32))
+            .filter(|&k| T::key_d2(k) <= r2)
+            .collect();
+        row.sort_unstable();
+        out.indices.extend(row.iter().map(|&k| T::key_index(k)));
+        out.d2.extend(row.iter().map(|&k| T::key_d2(k)));
+        out.offsets.push(out.indices.len());
+    }
+    out
 }
