@@ -7,14 +7,24 @@
 //! children `2p` and `2p + 1`), and the per-node boxes are tight, so empty
 //! space between clusters is pruned at once.
 //!
-//! Exactness: candidates are ordered by the key `(d2, j)` packed into a `u64`
-//! (`d2 >= 0` and is never NaN, so its bits order like its value). Every node
+//! Coordinates: the tree is generic over the coordinate type ([`Real`]: f32
+//! or f64); boxes, planes, leaves and distances are all in that type, so an
+//! f64 call is never rounded to f32.
+//!
+//! Exactness: candidates are ordered by the key `(d2, j)` packed into an
+//! unsigned integer (`u64` for f32, `u128` for f64; `d2 >= 0` and is never
+//! NaN, so its bits order like its value). Every node
 //! also knows the smallest index below it, so its box has a lower-bound *key*
 //! `(lower bound of d2, min j)`, below the key of every point inside; a box is
 //! pruned when that key is not strictly below the current bound. The lower
-//! bound of d2 is computed with the same f32 operations, in the same order, as
-//! [`trident_core::dist2`] on the nearest face: rounding is monotone, so it
-//! never exceeds the computed distance of any point inside.
+//! bound of d2 is computed with the same operations in the coordinate type, in
+//! the same order, as [`trident_core::dist2`] on the nearest face: rounding is
+//! monotone, so it never exceeds the computed distance of any point inside.
+//! The same argument on the farthest corner gives an upper bound that is
+//! never below the computed distance of any point inside: a radius count
+//! takes a whole subtree whose upper bound is within the radius without
+//! computing its distances, and the pass that then computes them keeps
+//! exactly those points.
 //!
 //! Ties: pruning on keys rather than on distances alone is what keeps many
 //! equidistant points (1e5 copies of one point) from making a query visit
@@ -23,9 +33,11 @@
 //! so a query walks to the smallest index about as directly as to the nearest
 //! point.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use trident_core::Point;
+
+use super::real::Real;
 
 /// Points per leaf bucket (leaves hold at most this many; unused slots are padding).
 pub(super) const LEAF: usize = 8;
@@ -37,51 +49,27 @@ const PAR_BUILD: usize = 1 << 12;
 /// From this many points a node's box is a parallel reduction.
 const PAR_BOX: usize = 1 << 15;
 
-/// The key of "nothing found yet": `d2 = +inf`, `j = u32::MAX`. Every real
-/// point has `j < u32::MAX` (B has at most `u32::MAX` points), so even a point
-/// at infinite f32 distance beats it, while padding slots never do.
-pub(super) const NO_KEY: u64 = key(f32::INFINITY, u32::MAX);
-
-/// Packs `(d2, j)` so that `u64` order is `(d2, j)` order for `d2 >= 0`.
-#[inline(always)]
-pub(super) const fn key(d2: f32, j: u32) -> u64 {
-    ((d2.to_bits() as u64) << 32) | j as u64
-}
-
-/// The distance part of a key.
-#[inline(always)]
-pub(super) fn key_d2(k: u64) -> f32 {
-    f32::from_bits((k >> 32) as u32)
-}
-
-/// The widest bound that still accepts every point at distance `<= d2`
-/// (whatever its index): `(d2, u32::MAX)`.
-#[inline(always)]
-pub(super) fn bound_at(d2: f32) -> u64 {
-    key(d2, u32::MAX)
-}
-
 /// An axis-aligned box.
 #[derive(Clone, Copy, Debug)]
-struct Aabb {
-    lo: [f32; 3],
-    hi: [f32; 3],
+struct Aabb<T> {
+    lo: [T; 3],
+    hi: [T; 3],
 }
 
-impl Aabb {
-    const EMPTY: Aabb = Aabb {
-        lo: [f32::INFINITY; 3],
-        hi: [f32::NEG_INFINITY; 3],
+impl<T: Real> Aabb<T> {
+    const EMPTY: Aabb<T> = Aabb {
+        lo: [T::INF; 3],
+        hi: [T::NEG_INF; 3],
     };
 
-    fn add(&mut self, p: &Point) {
+    fn add(&mut self, p: &Point<T>) {
         for d in 0..3 {
             self.lo[d] = self.lo[d].min(p[d]);
             self.hi[d] = self.hi[d].max(p[d]);
         }
     }
 
-    fn union(&self, o: &Aabb) -> Aabb {
+    fn union(&self, o: &Aabb<T>) -> Aabb<T> {
         let mut r = *self;
         for d in 0..3 {
             r.lo[d] = r.lo[d].min(o.lo[d]);
@@ -91,44 +79,62 @@ impl Aabb {
     }
 
     /// A lower bound of `dist2(q, p)` for every `p` in the box, computed so that
-    /// it is never above the f32 `dist2` of such a `p` (see the module docs).
+    /// it is never above the computed `dist2` of such a `p` (see the module docs).
     #[inline(always)]
-    fn lower_bound(&self, q: &Point) -> f32 {
+    fn lower_bound(&self, q: &Point<T>) -> T {
         // For q below lo the gap is fl(lo - q) <= fl(p - q); above hi it is
         // fl(q - hi) <= fl(q - p) = |fl(p - q)|; inside it is 0.
-        // Plain comparisons rather than f32::max: no NaN can occur here, and
+        // Plain comparisons rather than min/max: no NaN can occur here, and
         // they compile to single max instructions.
         #[inline(always)]
-        fn gap(lo: f32, hi: f32, x: f32) -> f32 {
+        fn gap<T: Real>(lo: T, hi: T, x: T) -> T {
             let a = lo - x;
             let b = x - hi;
             let g = if a > b { a } else { b };
-            if g > 0.0 { g } else { 0.0 }
+            if g > T::ZERO { g } else { T::ZERO }
         }
         let gx = gap(self.lo[0], self.hi[0], q[0]);
         let gy = gap(self.lo[1], self.hi[1], q[1]);
         let gz = gap(self.lo[2], self.hi[2], q[2]);
         gx * gx + gy * gy + gz * gz
     }
+
+    /// An upper bound of `dist2(q, p)` for every `p` in the box, never below
+    /// the computed `dist2` of such a `p`: `fl(q - p)` is monotone in `p`, so
+    /// its magnitude is at most that at `lo` or at `hi`, and squares and sums
+    /// of larger operands round to larger results.
+    #[inline(always)]
+    fn upper_bound(&self, q: &Point<T>) -> T {
+        #[inline(always)]
+        fn far<T: Real>(lo: T, hi: T, x: T) -> T {
+            let a = (x - lo).abs();
+            let b = (x - hi).abs();
+            if a > b { a } else { b }
+        }
+        let fx = far(self.lo[0], self.hi[0], q[0]);
+        let fy = far(self.lo[1], self.hi[1], q[1]);
+        let fz = far(self.lo[2], self.hi[2], q[2]);
+        fx * fx + fy * fy + fz * fz
+    }
 }
 
 /// One leaf bucket, structure of arrays so the distance loop vectorises.
 /// Padding slots sit at +inf (their distance is +inf) with index `u32::MAX`, so
-/// their key is [`NO_KEY`] and never beats any bound.
+/// their key is [`Real::NO_KEY`] and never beats any bound.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
-struct Leaf {
-    x: [f32; LEAF],
-    y: [f32; LEAF],
-    z: [f32; LEAF],
+struct Leaf<T> {
+    x: [T; LEAF],
+    y: [T; LEAF],
+    z: [T; LEAF],
     id: [u32; LEAF],
 }
 
-impl Leaf {
-    const PAD: Leaf = Leaf {
-        x: [f32::INFINITY; LEAF],
-        y: [f32::INFINITY; LEAF],
-        z: [f32::INFINITY; LEAF],
+impl<T: Real> Leaf<T> {
+    const PAD: Leaf<T> = Leaf {
+        x: [T::INF; LEAF],
+        y: [T::INF; LEAF],
+        z: [T::INF; LEAF],
         id: [u32::MAX; LEAF],
     };
 
@@ -136,8 +142,8 @@ impl Leaf {
     /// [`trident_core::dist2`] (`q - p`: the sign of a difference does not
     /// change its square's bits).
     #[inline(always)]
-    fn distances(&self, q: &Point) -> [f32; LEAF] {
-        let mut d = [0.0f32; LEAF];
+    fn distances(&self, q: &Point<T>) -> [T; LEAF] {
+        let mut d = [T::ZERO; LEAF];
         for s in 0..LEAF {
             let dx = q[0] - self.x[s];
             let dy = q[1] - self.y[s];
@@ -149,16 +155,16 @@ impl Leaf {
 }
 
 #[derive(Clone, Copy)]
-struct Item {
-    p: Point,
+struct Item<T> {
+    p: Point<T>,
     id: u32,
 }
 
 /// The splitting plane of an internal node: its left subtree holds points with
 /// `p[dim] <= v`, its right subtree points with `p[dim] >= v`.
 #[derive(Clone, Copy, Debug, Default)]
-struct Split {
-    v: f32,
+struct Split<T> {
+    v: T,
     dim: u32,
 }
 
@@ -168,39 +174,53 @@ pub(super) const BATCH: usize = 8;
 /// Where a query's descent ended: its leaf node and `min g^2` over the split
 /// planes passed (every point outside the leaf is at least that far).
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Located {
+pub(super) struct Located<T> {
     node: usize,
-    gmin: f32,
+    gmin: T,
 }
 
 /// Receives the points of the leaves a search visits and says how far to look.
-pub(super) trait Visitor {
+pub(super) trait Visitor<T: Real> {
+    /// Whether [`Visitor::take_whole`] may be offered subtrees (a count, not
+    /// a search that needs every distance): a constant, so that searches
+    /// without it compile as if the hook did not exist.
+    const WHOLE: bool = false;
     /// Keys at or above this cannot be accepted: boxes whose lower-bound key
     /// is not below it are skipped.
-    fn bound(&self) -> u64;
+    fn bound(&self) -> T::Key;
     /// The distance part of [`Visitor::bound`].
     #[inline(always)]
-    fn bound_d2(&self) -> f32 {
-        key_d2(self.bound())
+    fn bound_d2(&self) -> T {
+        T::key_d2(self.bound())
     }
     /// Offers every slot of a leaf (padding slots have distance +inf and index
-    /// `u32::MAX`, i.e. the key [`NO_KEY`]); `d` are the slots' distances.
-    fn visit(&mut self, d: &[f32; LEAF], id: &[u32; LEAF]);
+    /// `u32::MAX`, i.e. the key [`Real::NO_KEY`]); `d` are the slots' distances.
+    fn visit(&mut self, d: &[T; LEAF], id: &[u32; LEAF]);
+    /// Offers a whole subtree of `n` points, the smallest index `minid`, every
+    /// one of whose computed distances is at most [`Visitor::bound_d2`]
+    /// (only when [`Visitor::WHOLE`]); returns whether it was taken as a
+    /// whole, else the search goes into it.
+    #[inline(always)]
+    fn take_whole(&mut self, _n: usize, _minid: u32) -> bool {
+        false
+    }
 }
 
 /// The kd-tree over B.
-pub(super) struct KdTree {
+pub(super) struct KdTree<T> {
+    /// Number of points.
+    n: usize,
     /// Number of leaves, a power of two; leaf `l` is node `nleaves + l`.
     nleaves: usize,
     /// `log2(nleaves)`.
     depth: u32,
     /// Split planes of the internal nodes `1..nleaves` (slot 0 unused).
-    splits: Vec<Split>,
+    splits: Vec<Split<T>>,
     /// Node boxes in 1-based heap order (slot 0 unused).
-    boxes: Vec<Aabb>,
+    boxes: Vec<Aabb<T>>,
     /// The smallest index of B below each node, same order as `boxes`.
     minid: Vec<u32>,
-    leaves: Vec<Leaf>,
+    leaves: Vec<Leaf<T>>,
 }
 
 /// First item of leaf `l` when `n` items are spread over `nleaves` leaves.
@@ -209,11 +229,18 @@ fn leaf_start(l: usize, n: usize, nleaves: usize) -> usize {
     ((l as u128 * n as u128) / nleaves as u128) as usize
 }
 
+/// Where [`partition`] records the split planes: the value's bits and the
+/// axis (atomics only so that the two halves can be built on different
+/// threads).
+struct SplitSlot {
+    bits: AtomicU64,
+    dim: AtomicU32,
+}
+
 /// Reorders `items` (the items of leaves `l0..l1`) so that each leaf's items are
 /// contiguous, splitting at the median of the widest axis, and records the
-/// split planes (`splits[node] = dim << 32 | bits`; atomics only so that the
-/// two halves can be built on different threads).
-fn partition(items: &mut [Item], l0: usize, l1: usize, n: usize, splits: &[AtomicU64]) {
+/// split planes in `splits[node]`.
+fn partition<T: Real>(items: &mut [Item<T>], l0: usize, l1: usize, n: usize, splits: &[SplitSlot]) {
     let nleaves = splits.len();
     if l1 - l0 <= 1 {
         return;
@@ -253,7 +280,8 @@ fn partition(items: &mut [Item], l0: usize, l1: usize, n: usize, splits: &[Atomi
     // select_nth leaves items[..split] <= pivot <= items[split..] on `dim`.
     let v = items[split].p[dim];
     let node = (nleaves + l0) / (l1 - l0);
-    splits[node].store(((dim as u64) << 32) | v.to_bits() as u64, Ordering::Relaxed);
+    splits[node].bits.store(v.bits(), Ordering::Relaxed);
+    splits[node].dim.store(dim as u32, Ordering::Relaxed);
     let (left, right) = items.split_at_mut(split);
     if left.len() + right.len() >= PAR_BUILD {
         rayon::join(
@@ -267,10 +295,10 @@ fn partition(items: &mut [Item], l0: usize, l1: usize, n: usize, splits: &[Atomi
 }
 
 /// Distance from `q` to the far side of a split plane, as a lower bound on the
-/// f32 distance of every point across it (monotone rounding, as for boxes), and
-/// which child `q` falls in.
+/// computed distance of every point across it (monotone rounding, as for
+/// boxes), and which child `q` falls in.
 #[inline(always)]
-fn plane(q: &Point, s: Split) -> (f32, usize) {
+fn plane<T: Real>(q: &Point<T>, s: Split<T>) -> (T, usize) {
     // |fl(x - v)| = fl(v - x) and fl(x - v) >= 0 iff x >= v, so one difference
     // gives both the gap and the side, without a branch. q goes right iff
     // x >= v; points across the plane are then <= v <= x (or >= v > x).
@@ -283,10 +311,10 @@ fn plane(q: &Point, s: Split) -> (f32, usize) {
     (g * g, (x >= s.v) as usize)
 }
 
-impl KdTree {
+impl<T: Real> KdTree<T> {
     /// Builds the tree over `b` (non-empty, at most `u32::MAX` points), in
     /// parallel on the current rayon pool.
-    pub(super) fn build(b: &[Point]) -> KdTree {
+    pub(super) fn build(b: &[Point<T>]) -> KdTree<T> {
         use rayon::prelude::*;
         assert!(!b.is_empty() && b.len() <= u32::MAX as usize);
         let n = b.len();
@@ -295,7 +323,7 @@ impl KdTree {
         // Leaves hold >= 1 point each (n >= nleaves); depth <= 29 < STACK.
         debug_assert!((depth as usize) < STACK);
 
-        let mut items: Vec<Item> = b
+        let mut items: Vec<Item<T>> = b
             .par_iter()
             .enumerate()
             .map(|(i, p)| Item {
@@ -303,16 +331,18 @@ impl KdTree {
                 id: i as u32,
             })
             .collect();
-        let splits: Vec<AtomicU64> = (0..nleaves).map(|_| AtomicU64::new(0)).collect();
+        let splits: Vec<SplitSlot> = (0..nleaves)
+            .map(|_| SplitSlot {
+                bits: AtomicU64::new(0),
+                dim: AtomicU32::new(0),
+            })
+            .collect();
         partition(&mut items, 0, nleaves, n, &splits);
         let splits = splits
             .into_iter()
-            .map(|s| {
-                let s = s.into_inner();
-                Split {
-                    v: f32::from_bits(s as u32),
-                    dim: (s >> 32) as u32,
-                }
+            .map(|s| Split {
+                v: T::from_bits(s.bits.into_inner()),
+                dim: s.dim.into_inner(),
             })
             .collect();
 
@@ -320,10 +350,10 @@ impl KdTree {
         // fills the leaf, straight into fresh memory: on 16 cores, filling
         // 11 MB with padding on one thread first cost as much as all the
         // parallel work of this step.
-        let (leaves, tops): (Vec<Leaf>, Vec<(Aabb, u32)>) = (0..nleaves)
+        let (leaves, tops): (Vec<Leaf<T>>, Vec<_>) = (0..nleaves)
             .into_par_iter()
             .map(|l| {
-                let (mut leaf, mut bb, mut lo) = (Leaf::PAD, Aabb::EMPTY, u32::MAX);
+                let (mut leaf, mut bb, mut lo) = (Leaf::PAD, Aabb::<T>::EMPTY, u32::MAX);
                 let s = leaf_start(l, n, nleaves);
                 let e = leaf_start(l + 1, n, nleaves);
                 for (slot, it) in items[s..e].iter().enumerate() {
@@ -338,7 +368,7 @@ impl KdTree {
             })
             .unzip();
         // Internal nodes 1..nleaves first, then the leaves (node nleaves + l).
-        let mut boxes: Vec<Aabb> = (0..2 * nleaves)
+        let mut boxes: Vec<Aabb<T>> = (0..2 * nleaves)
             .into_par_iter()
             .map(|p| match p.checked_sub(nleaves) {
                 Some(l) => tops[l].0,
@@ -354,6 +384,7 @@ impl KdTree {
             minid[p] = minid[2 * p].min(minid[2 * p + 1]);
         }
         KdTree {
+            n,
             nleaves,
             depth,
             splits,
@@ -363,8 +394,17 @@ impl KdTree {
         }
     }
 
+    /// The number of points below `node`.
+    #[inline]
+    fn size(&self, node: usize) -> usize {
+        let level = node.ilog2();
+        let span = self.nleaves >> level;
+        let l0 = (node - (1 << level)) * span;
+        leaf_start(l0 + span, self.n, self.nleaves) - leaf_start(l0, self.n, self.nleaves)
+    }
+
     #[inline(always)]
-    fn scan<V: Visitor>(&self, node: usize, q: &Point, v: &mut V) {
+    fn scan<V: Visitor<T>>(&self, node: usize, q: &Point<T>, v: &mut V) {
         let leaf = &self.leaves[node - self.nleaves];
         let d = leaf.distances(q);
         let bound = v.bound_d2();
@@ -379,20 +419,23 @@ impl KdTree {
 
     /// The lower-bound key of every point below `node`: `(box distance, min j)`.
     #[inline(always)]
-    fn box_key(&self, node: usize, q: &Point) -> u64 {
-        key(self.boxes[node].lower_bound(q), self.minid[node])
+    fn box_key(&self, node: usize, q: &Point<T>) -> T::Key {
+        T::key(self.boxes[node].lower_bound(q), self.minid[node])
     }
 
     /// Depth-first branch and bound below `node`, the child with the smaller
     /// lower-bound key first.
-    fn descend<V: Visitor>(&self, node: usize, q: &Point, v: &mut V) {
-        let mut stack = [(0u32, 0u64); STACK];
+    fn descend<V: Visitor<T>>(&self, node: usize, q: &Point<T>, v: &mut V) {
+        let mut stack = [(0u32, T::NO_KEY); STACK];
         let mut sp = 0usize;
         let mut node = node;
         loop {
             if node >= self.nleaves {
                 self.scan(node, q, v);
-            } else {
+            } else if !(V::WHOLE
+                && self.boxes[node].upper_bound(q) <= v.bound_d2()
+                && v.take_whole(self.size(node), self.minid[node]))
+            {
                 let (c0, c1) = (2 * node, 2 * node + 1);
                 let k0 = self.box_key(c0, q);
                 let k1 = self.box_key(c1, q);
@@ -431,11 +474,11 @@ impl KdTree {
     /// The queries descend in lockstep: one query's descent is a chain of
     /// dependent loads, a batch's chains are independent and overlap.
     #[inline]
-    pub(super) fn locate(&self, qs: &[Point], out: &mut [Located; BATCH]) {
+    pub(super) fn locate(&self, qs: &[Point<T>], out: &mut [Located<T>; BATCH]) {
         debug_assert!(qs.len() <= BATCH);
         let n = qs.len();
         let mut node = [1usize; BATCH];
-        let mut gmin = [f32::INFINITY; BATCH];
+        let mut gmin = [T::INF; BATCH];
         for _ in 0..self.depth {
             for t in 0..n {
                 let (g, side) = plane(&qs[t], self.splits[node[t]]);
@@ -455,17 +498,17 @@ impl KdTree {
     /// leaf from [`KdTree::locate`]: scans the leaf, then backtracks bottom-up
     /// through the siblings whose plane and box are within the bound.
     #[inline]
-    pub(super) fn finish<V: Visitor>(&self, q: &Point, at: Located, v: &mut V) {
+    pub(super) fn finish<V: Visitor<T>>(&self, q: &Point<T>, at: Located<T>, v: &mut V) {
         let mut node = at.node;
         self.scan(node, q, v);
         // Every point outside q's leaf lies across one of the planes.
-        if key(at.gmin, 0) >= v.bound() {
+        if T::key(at.gmin, 0) >= v.bound() {
             return;
         }
         while node > 1 {
             let sib = node ^ 1;
             let (g, _) = plane(q, self.splits[node >> 1]);
-            if key(g, self.minid[sib]) < v.bound() && self.box_key(sib, q) < v.bound() {
+            if T::key(g, self.minid[sib]) < v.bound() && self.box_key(sib, q) < v.bound() {
                 self.descend(sib, q, v);
             }
             node >>= 1;
@@ -474,10 +517,10 @@ impl KdTree {
 
     /// The smallest key `(dist2(q, b_j), j)` below `bound`, or `bound` itself if
     /// no point of B has a smaller key; `at` is `q`'s [`KdTree::locate`] result.
-    pub(super) fn nearest(&self, q: &Point, at: Located, bound: u64) -> u64 {
+    pub(super) fn nearest(&self, q: &Point<T>, at: Located<T>, bound: T::Key) -> T::Key {
         let mut v = Best {
             key: bound,
-            d2: key_d2(bound),
+            d2: T::key_d2(bound),
         };
         self.finish(q, at, &mut v);
         v.key
@@ -486,7 +529,13 @@ impl KdTree {
     /// The `out.len()` smallest keys `(dist2(q, b_j), j)`, ascending, using
     /// `heap` as scratch; `at` is `q`'s [`KdTree::locate`] result. `out.len()`
     /// must not exceed |B|.
-    pub(super) fn knn(&self, q: &Point, at: Located, heap: &mut KeyHeap, out: &mut [u64]) {
+    pub(super) fn knn(
+        &self,
+        q: &Point<T>,
+        at: Located<T>,
+        heap: &mut KeyHeap<T>,
+        out: &mut [T::Key],
+    ) {
         heap.clear(out.len());
         if !out.is_empty() {
             self.finish(q, at, heap);
@@ -496,37 +545,37 @@ impl KdTree {
 }
 
 /// Visitor of [`KdTree::nearest`]: the single best key.
-struct Best {
-    key: u64,
-    d2: f32,
+struct Best<T: Real> {
+    key: T::Key,
+    d2: T,
 }
 
-impl Visitor for Best {
+impl<T: Real> Visitor<T> for Best<T> {
     #[inline(always)]
-    fn bound(&self) -> u64 {
+    fn bound(&self) -> T::Key {
         self.key
     }
     #[inline(always)]
-    fn bound_d2(&self) -> f32 {
+    fn bound_d2(&self) -> T {
         self.d2
     }
     #[inline(always)]
-    fn visit(&mut self, d: &[f32; LEAF], id: &[u32; LEAF]) {
+    fn visit(&mut self, d: &[T; LEAF], id: &[u32; LEAF]) {
         for s in 0..LEAF {
-            self.key = self.key.min(key(d[s], id[s]));
+            self.key = self.key.min(T::key(d[s], id[s]));
         }
-        self.d2 = key_d2(self.key);
+        self.d2 = T::key_d2(self.key);
     }
 }
 
-impl Visitor for KeyHeap {
+impl<T: Real> Visitor<T> for KeyHeap<T> {
     #[inline(always)]
-    fn bound(&self) -> u64 {
+    fn bound(&self) -> T::Key {
         KeyHeap::bound(self)
     }
-    fn visit(&mut self, d: &[f32; LEAF], id: &[u32; LEAF]) {
+    fn visit(&mut self, d: &[T; LEAF], id: &[u32; LEAF]) {
         for s in 0..LEAF {
-            self.offer(key(d[s], id[s]));
+            self.offer(T::key(d[s], id[s]));
         }
     }
 }
@@ -536,13 +585,21 @@ impl Visitor for KeyHeap {
 const STACK: usize = 32;
 
 /// A bounded max-heap of keys holding the k smallest offered so far.
-#[derive(Default)]
-pub(super) struct KeyHeap {
+pub(super) struct KeyHeap<T: Real> {
     k: usize,
-    h: Vec<u64>,
+    h: Vec<T::Key>,
 }
 
-impl KeyHeap {
+impl<T: Real> Default for KeyHeap<T> {
+    fn default() -> Self {
+        KeyHeap {
+            k: 0,
+            h: Vec::new(),
+        }
+    }
+}
+
+impl<T: Real> KeyHeap<T> {
     fn clear(&mut self, k: usize) {
         self.k = k;
         self.h.clear();
@@ -551,18 +608,18 @@ impl KeyHeap {
 
     /// Keys at or above this cannot enter.
     #[inline]
-    fn bound(&self) -> u64 {
+    fn bound(&self) -> T::Key {
         if self.h.len() < self.k {
-            NO_KEY
+            T::NO_KEY
         } else {
             self.h[0]
         }
     }
 
     #[inline]
-    fn offer(&mut self, key: u64) {
+    fn offer(&mut self, key: T::Key) {
         if self.h.len() < self.k {
-            if key >= NO_KEY {
+            if key >= T::NO_KEY {
                 return;
             }
             // Sift up.
@@ -599,7 +656,7 @@ impl KeyHeap {
     }
 
     /// Writes the held keys ascending into `out` (which has room for exactly k).
-    fn drain_sorted(&mut self, out: &mut [u64]) {
+    fn drain_sorted(&mut self, out: &mut [T::Key]) {
         debug_assert_eq!(self.h.len(), out.len());
         self.h.sort_unstable();
         out.copy_from_slice(&self.h);

@@ -7,6 +7,8 @@
 use rayon::prelude::*;
 use trident_core::Point;
 
+use super::real::Real;
+
 /// Spreads the low 10 bits of `v` to every third bit.
 fn spread(v: u32) -> u32 {
     let mut x = v & 0x3ff;
@@ -18,7 +20,7 @@ fn spread(v: u32) -> u32 {
 }
 
 /// The points of `a` in Morton-cell order, and their original indices.
-pub(super) fn spatial_order(a: &[Point]) -> (Vec<Point>, Vec<u32>) {
+pub(super) fn spatial_order<T: Real>(a: &[Point<T>]) -> (Vec<Point<T>>, Vec<u32>) {
     let order = morton_order(a);
     // A separate gather pass: its loads are independent and overlap, whereas
     // inside the query loop they would wait behind each query's search.
@@ -27,7 +29,7 @@ pub(super) fn spatial_order(a: &[Point]) -> (Vec<Point>, Vec<u32>) {
 }
 
 /// Indices of `a` in Morton-cell order (a permutation of `0..a.len()`).
-fn morton_order(a: &[Point]) -> Vec<u32> {
+fn morton_order<T: Real>(a: &[Point<T>]) -> Vec<u32> {
     let n = a.len();
     // About 8 queries per cell, at most 2^10 cells per axis.
     let bits = ((n / 8).max(1).ilog2() / 3).min(10);
@@ -39,12 +41,12 @@ fn morton_order(a: &[Point]) -> Vec<u32> {
     // In f64 so that extreme extents cannot overflow; cells only steer the
     // order, so rounding here cannot affect any result.
     let scale: [f64; 3] = [0, 1, 2].map(|d| {
-        let ext = hi[d] as f64 - lo[d] as f64;
+        let ext = hi[d].to_f64() - lo[d].to_f64();
         if ext > 0.0 { side as f64 / ext } else { 0.0 }
     });
-    let cell = |p: &Point| -> u32 {
+    let cell = |p: &Point<T>| -> u32 {
         let c = [0, 1, 2].map(|d| {
-            let v = ((p[d] as f64 - lo[d] as f64) * scale[d]) as u32;
+            let v = ((p[d].to_f64() - lo[d].to_f64()) * scale[d]) as u32;
             v.min(side - 1)
         });
         spread(c[0]) | (spread(c[1]) << 1) | (spread(c[2]) << 2)
@@ -54,11 +56,11 @@ fn morton_order(a: &[Point]) -> Vec<u32> {
 }
 
 /// The bounding box `(lo, hi)` of `pts` (non-empty), in parallel.
-pub(super) fn bounds(pts: &[Point]) -> ([f32; 3], [f32; 3]) {
+pub(super) fn bounds<T: Real>(pts: &[Point<T>]) -> ([T; 3], [T; 3]) {
     pts.par_iter()
         .with_min_len(4096)
         .fold(
-            || ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]),
+            || ([T::INF; 3], [T::NEG_INF; 3]),
             |(mut lo, mut hi), p| {
                 for d in 0..3 {
                     lo[d] = lo[d].min(p[d]);
@@ -68,7 +70,7 @@ pub(super) fn bounds(pts: &[Point]) -> ([f32; 3], [f32; 3]) {
             },
         )
         .reduce(
-            || ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]),
+            || ([T::INF; 3], [T::NEG_INF; 3]),
             |(l1, h1), (l2, h2)| {
                 (
                     [0, 1, 2].map(|d| l1[d].min(l2[d])),
@@ -142,9 +144,11 @@ fn counting_sort(cells: &[u32], ncells: usize) -> Vec<u32> {
 }
 
 /// A buffer shared by scatter tasks that each write their own slots.
-pub(super) struct SendPtr(pub(super) *mut u32);
-// SAFETY: see `counting_sort`: the tasks write disjoint elements.
-unsafe impl Sync for SendPtr {}
+pub(super) struct SendPtr<X>(pub(super) *mut X);
+// SAFETY: every user (`counting_sort`, the grid's scatter, the radius
+// search's row counts and rows) has its tasks write disjoint elements, and
+// reads none of them until the tasks are joined.
+unsafe impl<X: Send> Sync for SendPtr<X> {}
 
 #[cfg(test)]
 mod tests {

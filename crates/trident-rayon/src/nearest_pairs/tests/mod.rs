@@ -1,9 +1,22 @@
-//! Exact agreement with brute force (same f32 `dist2`, same tie rules), so every
-//! comparison here is bit-for-bit.
+//! Exact agreement with brute force (same `dist2` in the coordinate type, same
+//! tie rules), so every comparison here is bit-for-bit; `reference` compares
+//! with the reference backend. This file holds the f32 `nearest`, `knn` and
+//! `closest_pairs` tests; `f64` the same calls in f64 coordinates; `radius`
+//! `within` and `self_pairs` in both.
+
+mod brute;
+mod f64;
+mod radius;
+mod reference;
 
 use trident_core::{Error, NearestPairs, Neighbor, Pair, Point, dist2};
 
 use crate::RayonBackend;
+
+/// The same points in f64 (exact).
+fn wide(p: &[Point]) -> Vec<Point<f64>> {
+    p.iter().map(|q| q.map(f64::from)).collect()
+}
 
 struct Rng(u64);
 
