@@ -461,7 +461,7 @@ pub fn within<T: Coord>(
         let (idx, d2) = got.row(i);
         let q = &a[i];
         let mut seen = std::collections::HashSet::with_capacity(idx.len());
-        let mut prev: Option<(f64, u32)> = None;
+        let mut prev: Option<(f64, T, u32)> = None;
         for (&j, &d) in idx.iter().zip(d2) {
             let Some(p) = b.get(j as usize) else {
                 return Err(format!(
@@ -485,14 +485,14 @@ pub fn within<T: Coord>(
                 ratio((d.to_f64() - exact).abs(), near_tol::<T>(exact)),
                 || format!("row {i}: reported d2 = {d}, exact distance to B[{j}] is {exact:e}"),
             );
-            if let Some((pe, pj)) = prev
-                && (exact < pe - near_tol::<T>(pe) || (exact == pe && j < pj))
+            if let Some((pe, pd, pj)) = prev
+                && (exact < pe - near_tol::<T>(pe) || (exact == pe && d == pd && j < pj))
             {
                 return Err(format!(
                     "row {i}: B[{j}] comes after B[{pj}]: not sorted by (d2, j)"
                 ));
             }
-            prev = Some((exact, j));
+            prev = Some((exact, d, j));
         }
         for (j, p) in b.iter().enumerate() {
             if upper && j <= i {

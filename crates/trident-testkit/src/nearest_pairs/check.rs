@@ -160,9 +160,10 @@ pub fn check_pairs<T: Coord>(
 /// range (above the row for `self_pairs`) and returned once, its exact
 /// distance at most `r^2` and its reported `d2` matching it (both under
 /// [`Tol::nearest`]), sorted by `(d2, j)` (judged on exact distances: out
-/// of order beyond the tolerance, or an exact tie not in index order, fails;
-/// reported distances may have underflowed to equal values when the
-/// coordinates were scaled); and every reference pair present
+/// of order beyond the tolerance fails, and so does a tie in both the exact
+/// and the reported distance out of index order; equal exact distances may
+/// round to different computed ones, which then decide); and every
+/// reference pair present
 /// unless its exact distance is within the tolerance of `r^2` (a boundary
 /// pair either side may keep or drop).
 pub fn check_within<T: Coord>(
@@ -195,7 +196,7 @@ pub fn check_within<T: Coord>(
     for i in 0..rows {
         let (idx, d2) = got.row(i);
         let mut seen = std::collections::HashSet::with_capacity(idx.len());
-        let mut prev: Option<(f64, u32)> = None;
+        let mut prev: Option<(f64, T, u32)> = None;
         for (&j, &d) in idx.iter().zip(d2) {
             if j as usize >= b.len() || (upper && j as usize <= i) {
                 v.fail(format!(
@@ -216,14 +217,14 @@ pub fn check_within<T: Coord>(
             v.ratio(tol.ratio(exact, d.to_f64()), || {
                 format!("row {i}: reported d2 = {d} but B[{j}] is at exactly {exact}")
             });
-            if let Some((pe, pj)) = prev
-                && (exact < pe - tol.bound(pe) || (exact == pe && j < pj))
+            if let Some((pe, pd, pj)) = prev
+                && (exact < pe - tol.bound(pe) || (exact == pe && d == pd && j < pj))
             {
                 v.fail(format!(
                     "row {i}: B[{j}] (d2 = {exact}) comes after B[{pj}] (d2 = {pe}): not sorted by (d2, j)"
                 ));
             }
-            prev = Some((exact, j));
+            prev = Some((exact, d, j));
         }
         if i < expected.rows() {
             let (want, _) = expected.row(i);
