@@ -1246,3 +1246,109 @@ fn pairs_read_lidar_xyz_with_extra_columns_and_a_header() {
         &out,
     );
 }
+
+/// Map coordinates given as float64 stay f64: with f32 rounding (half a
+/// metre of resolution at 5.3e6) most nearest answers were wrong.
+#[test]
+fn pairs_keep_f64_coordinates() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.npy"), dir.path().join("b.npy"));
+    // A jittered 20 x 20 metre grid around (5e5, 5.3e6, 200); queries between.
+    let grid = |off: f64, n: usize| -> Vec<f64> {
+        (0..n * n)
+            .flat_map(|i| {
+                let (x, y) = ((i % n) as f64, (i / n) as f64);
+                let j = ((i * 7919) % 13) as f64 * 0.01;
+                [5e5 + x + j + off, 5.3e6 + y - j + off, 200.0 + j]
+            })
+            .collect()
+    };
+    let (pa, pb) = (grid(0.37, 12), grid(0.0, 20));
+    write_npy(&a, &[144, 3], &pa);
+    write_npy(&b, &[400, 3], &pb);
+    let out = dir.path().join("nn.npz");
+    let o = trident(&["pairs", s(&a), s(&b), "-o", s(&out), "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&o)["coordinates"], "f64");
+    let got = npz_member::<i64>(&out, "indices");
+    let d2 = npz_member::<f64>(&out, "d2");
+    for i in 0..144 {
+        let q = &pa[3 * i..3 * i + 3];
+        let dist = |j: usize| -> f64 { (0..3).map(|d| (q[d] - pb[3 * j + d]).powi(2)).sum() };
+        let best = (0..400)
+            .min_by(|&x, &y| dist(x).total_cmp(&dist(y)).then(x.cmp(&y)))
+            .expect("B");
+        assert_eq!(got[i], best as i64, "query {i}");
+        assert!(
+            (d2[i] - dist(best)).abs() <= 1e-9 * dist(best).max(1e-12),
+            "query {i}"
+        );
+    }
+    // The same points in float32 stay f32.
+    let a32 = dir.path().join("a32.npy");
+    write_npy(&a32, &[2, 3], &[0.0f32, 0.0, 0.0, 1.0, 1.0, 1.0]);
+    let o = trident(&["pairs", s(&a32), s(&a32), "-o", s(&out), "--json"]);
+    assert_eq!(json(&o)["coordinates"], "f32");
+}
+
+/// `--radius`: every pair within R in (a, d2, b) order, as CSV and as an
+/// NPZ with CSR offsets; `--self`: the pairs i < j of one set; `--max-pairs`
+/// exceeded is exit 3 (bad input) with no output.
+#[test]
+fn pairs_radius_and_self() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    std::fs::write(&a, "x,y,z\n0,0,0\n10,0,0\n").expect("a");
+    std::fs::write(&b, "x,y,z\n2,0,0\n1,0,0\n0,3,0\n11,0,0\n").expect("b");
+    let csv = dir.path().join("r.csv");
+    let o = trident(&["pairs", s(&a), s(&b), "--radius", "2", "-o", s(&csv)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&csv).expect("csv"),
+        "a,b,d2\n0,1,1\n0,0,4\n1,3,1\n"
+    );
+    let npz = dir.path().join("r.npz");
+    let o = trident(&[
+        "pairs",
+        s(&a),
+        s(&b),
+        "--radius",
+        "2",
+        "--euclidean",
+        "-o",
+        s(&npz),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(npz_member::<i64>(&npz, "offsets"), [0, 2, 3]);
+    assert_eq!(npz_member::<i64>(&npz, "b"), [1, 0, 3]);
+    assert_eq!(npz_member::<f64>(&npz, "distances"), [1.0, 2.0, 1.0]);
+    let o = trident(&["pairs", s(&b), "--self", "--radius", "3", "-o", s(&csv)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&csv).expect("csv"),
+        "a,b,d2\n0,1,1\n"
+    );
+    let none = dir.path().join("none.csv");
+    fails(
+        &[
+            "pairs",
+            s(&a),
+            s(&b),
+            "--radius",
+            "100",
+            "--max-pairs",
+            "3",
+            "-o",
+            s(&none),
+        ],
+        3,
+        "exceeds the limit 3",
+        &none,
+    );
+    fails(
+        &["pairs", s(&a), s(&b), "--radius=-1", "-o", s(&none)],
+        2,
+        "--radius -1",
+        &none,
+    );
+}

@@ -14,6 +14,7 @@
 //! | nearest, `N` queries | `a,b,d2` | `indices` (`N`) | `indices` (`N`), `d2` (`N`) |
 //! | `k` nearest | `a,rank,b,d2` | `indices` (`N x k`) | `indices` (`N x k`), `d2` (`N x k`) |
 //! | `K` closest pairs | `a,b,d2` | `K x 2` (columns `a`, `b`) | `a` (`K`), `b` (`K`), `d2` (`K`) |
+//! | `K` pairs within a radius, `N` rows | `a,b,d2` | `K x 2` (columns `a`, `b`) | `offsets` (`N + 1`), `a` (`K`), `b` (`K`), `d2` (`K`) |
 //!
 //! ```
 //! use trident_io::neighbors::{self, Distance, Format};
@@ -208,4 +209,51 @@ pub fn write_pairs<D: Value>(
     }
     w.flush()?;
     Ok(())
+}
+
+/// Writes the pairs of a radius search in CSR form: row `i` (a query, or a
+/// point of the one set for self pairs) holds `indices[offsets[i]..offsets[i
+/// + 1]]` at `distances` of the same places. CSV and NPY list the pairs as
+/// closest pairs are listed ([`write_pairs`]); NPZ adds `offsets` (int64),
+/// so `b[offsets[i]:offsets[i + 1]]` is row `i`, as scipy's CSR `indptr`.
+pub fn write_radius<D: Value>(
+    mut w: impl Write,
+    format: Format,
+    offsets: &[usize],
+    indices: &[u32],
+    distances: &[D],
+    kind: Distance,
+) -> Result<()> {
+    let k = indices.len();
+    check("distances", k, &[distances.len()])?;
+    if offsets.first() != Some(&0)
+        || offsets.last() != Some(&k)
+        || offsets.windows(2).any(|p| p[0] > p[1])
+    {
+        return Err(crate::Error::format(
+            crate::At::Header,
+            format!("offsets must rise from 0 to the {k} pairs"),
+        ));
+    }
+    let rows = offsets.len() - 1;
+    let a: Vec<u32> = (0..rows)
+        .flat_map(|i| std::iter::repeat_n(i as u32, offsets[i + 1] - offsets[i]))
+        .collect();
+    match format {
+        Format::Csv | Format::Npy => write_pairs(w, format, &a, indices, distances, kind),
+        Format::Npz => {
+            let off: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
+            npz::write(
+                &mut w,
+                &[
+                    ("offsets".into(), npy::encode(&[off.len() as u64], &off)?),
+                    ("a".into(), npy::encode(&[k as u64], &int64(&a))?),
+                    ("b".into(), npy::encode(&[k as u64], &int64(indices))?),
+                    (kind.member().into(), npy::encode(&[k as u64], distances)?),
+                ],
+            )?;
+            w.flush()?;
+            Ok(())
+        }
+    }
 }

@@ -15,7 +15,7 @@ use std::io::Write;
 
 use trident_core::Point;
 
-use crate::points::coord;
+use crate::points::coord64;
 use crate::text::Num;
 use crate::{At, Error, Result};
 
@@ -45,8 +45,36 @@ struct Element {
     props: Vec<(String, Option<(&'static str, usize)>)>,
 }
 
-/// The points of a PLY file: the `x`, `y`, `z` of each vertex, as f32.
+/// The points of a PLY file: the `x`, `y`, `z` of each vertex, as f32
+/// (a coordinate beyond f32's range is an error; [`read_any`] keeps f64).
 pub fn read(bytes: &[u8]) -> Result<Vec<Point>> {
+    read_t(bytes, |v| {
+        let x = v as f32;
+        x.is_finite().then_some(x)
+    })
+    .map(|(p, _)| p)
+}
+
+/// The points of a PLY file in the precision it declares: f64 when one of
+/// `x`, `y`, `z` is a `double` (or an `int`/`uint` beyond what f32 holds
+/// exactly), else f32.
+pub fn read_any(bytes: &[u8]) -> Result<crate::points::Points> {
+    use crate::points::Points;
+    let (p, types) = read_t(bytes, Some)?;
+    Ok(match types {
+        t if t.contains(&"double") => Points::F64(p),
+        t if t.contains(&"int") || t.contains(&"uint") => Points::narrowest(p),
+        _ => Points::F32(p.iter().map(|q| q.map(|x| x as f32)).collect()),
+    })
+}
+
+/// The reader, converting each coordinate read as f64 with `conv` (`None`:
+/// not representable, an error at its place); with the declared types of
+/// `x`, `y`, `z`.
+fn read_t<T: Copy + Default>(
+    bytes: &[u8],
+    conv: fn(f64) -> Option<T>,
+) -> Result<(Vec<[T; 3]>, [&'static str; 3])> {
     // The header is text up to and including the `end_header` line.
     let mut pos = 0usize;
     let mut line_no = 0usize;
@@ -165,27 +193,30 @@ pub fn read(bytes: &[u8]) -> Result<Vec<Point>> {
             format!("{} vertices exceed the limit {}", vert.count, u32::MAX),
         ));
     }
+    let types = [xi, yi, zi].map(|i| vert.props[i].1.map_or("list", |(t, _)| t));
     let body = &bytes[pos..];
-    match format.as_str() {
-        "ascii" => ascii(body, end_line, &elements, vi, [xi, yi, zi]),
-        "binary_little_endian" => binary(body, pos, &elements, vi, [xi, yi, zi], false),
-        "binary_big_endian" => binary(body, pos, &elements, vi, [xi, yi, zi], true),
+    let pts = match format.as_str() {
+        "ascii" => ascii(body, end_line, &elements, vi, [xi, yi, zi], conv),
+        "binary_little_endian" => binary(body, pos, &elements, vi, [xi, yi, zi], false, conv),
+        "binary_big_endian" => binary(body, pos, &elements, vi, [xi, yi, zi], true, conv),
         other => Err(hdr(
             format_line,
             format!(
                 "format {other:?} is not read; expected ascii, binary_little_endian or binary_big_endian"
             ),
         )),
-    }
+    }?;
+    Ok((pts, types))
 }
 
-fn ascii(
+fn ascii<T: Copy + Default>(
     body: &[u8],
     end_line: usize,
     elements: &[Element],
     vi: usize,
     xyz: [usize; 3],
-) -> Result<Vec<Point>> {
+    conv: fn(f64) -> Option<T>,
+) -> Result<Vec<[T; 3]>> {
     let text = String::from_utf8_lossy(body);
     let mut lines = text.lines().enumerate().map(|(i, l)| (end_line + 1 + i, l));
     let skip = elements[..vi]
@@ -228,9 +259,12 @@ fn ascii(
                 ),
             ));
         }
-        let mut p = [0f32; 3];
+        let mut p = [T::default(); 3];
         for (d, &i) in xyz.iter().enumerate() {
-            p[d] = coord(f[i]).map_err(|m| Error::format(At::Line(no), m))?;
+            let v = coord64(f[i]).map_err(|m| Error::format(At::Line(no), m))?;
+            p[d] = conv(v).ok_or_else(|| {
+                Error::format(At::Line(no), format!("coordinate {v} is not finite in f32"))
+            })?;
         }
         pts.try_reserve(1)
             .map_err(|e| Error::format(At::Line(no), format!("out of memory: {e}")))?;
@@ -239,14 +273,15 @@ fn ascii(
     Ok(pts)
 }
 
-fn binary(
+fn binary<T: Copy + Default>(
     body: &[u8],
     body_off: usize,
     elements: &[Element],
     vi: usize,
     xyz: [usize; 3],
     big: bool,
-) -> Result<Vec<Point>> {
+    conv: fn(f64) -> Option<T>,
+) -> Result<Vec<[T; 3]>> {
     let row_size = |e: &Element| -> Result<usize> {
         e.props
             .iter()
@@ -292,20 +327,25 @@ fn binary(
     let mut pts = Vec::with_capacity(vert.count as usize);
     for k in 0..vert.count as usize {
         let row = off + k * stride;
-        let mut p = [0f32; 3];
+        let mut p = [T::default(); 3];
         for (d, &i) in xyz.iter().enumerate() {
             let Some((ty, size)) = vert.props[i].1 else {
                 continue;
             };
             let at = row + starts[i];
             let v = value(ty, &body[at..at + size], big);
-            let x = v as f32;
-            if !x.is_finite() {
+            let x = conv(v).filter(|_| v.is_finite());
+            let Some(x) = x else {
+                let why = if v.is_finite() {
+                    "beyond f32"
+                } else {
+                    "not finite"
+                };
                 return Err(Error::format(
                     At::Byte((body_off + at) as u64),
-                    format!("vertex {k} coordinate {v} is not a finite f32"),
+                    format!("vertex {k} coordinate {v} is {why}"),
                 ));
-            }
+            };
             p[d] = x;
         }
         pts.push(p);

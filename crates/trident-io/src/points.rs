@@ -1,4 +1,4 @@
-//! Point sets (`N x 3`, f32) as text, CSV (`.csv`) or whitespace-separated
+//! Point sets (`N x 3`, f32 or f64: [`read_any`] keeps what f32 would round) as text, CSV (`.csv`) or whitespace-separated
 //! columns (`.xyz`, `.txt`), or as an `N x 3` `.npy` matrix; PLY is in
 //! [`crate::ply`].
 //!
@@ -96,6 +96,105 @@ pub fn write_npy(w: impl Write, pts: &[Point]) -> Result<()> {
     npy::write(w, &[pts.len() as u64, 3], pts.as_flattened())
 }
 
+/// Points as the file holds them: f32, or f64 where f32 would round them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Points {
+    /// Single precision (a float32 `.npy`, a PLY of `float` coordinates,
+    /// text whose every coordinate is exactly an f32).
+    F32(Vec<Point>),
+    /// Double precision (a float64 `.npy`, a PLY of `double` coordinates,
+    /// text with a coordinate that f32 cannot hold exactly).
+    F64(Vec<Point<f64>>),
+}
+
+impl Points {
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        match self {
+            Points::F32(p) => p.len(),
+            Points::F64(p) => p.len(),
+        }
+    }
+    /// `true` when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// `"f32"` or `"f64"`.
+    pub fn dtype(&self) -> &'static str {
+        match self {
+            Points::F32(_) => "f32",
+            Points::F64(_) => "f64",
+        }
+    }
+    /// `p` as f32 when every coordinate converts to f32 exactly (small
+    /// integers, halves, values written from f32), else kept in f64: never
+    /// rounded. Decimal text such as `0.1` is not an f32, so it stays f64.
+    pub fn narrowest(p: Vec<Point<f64>>) -> Points {
+        if p.as_flattened().iter().all(|&x| (x as f32) as f64 == x) {
+            Points::F32(p.iter().map(|q| q.map(|x| x as f32)).collect())
+        } else {
+            Points::F64(p)
+        }
+    }
+    /// The points in f64 (exact).
+    pub fn to_f64(&self) -> Vec<Point<f64>> {
+        match self {
+            Points::F32(p) => p.iter().map(|q| q.map(f64::from)).collect(),
+            Points::F64(p) => p.clone(),
+        }
+    }
+}
+
+/// Reads the points of a whole file in `format`, in the precision it holds
+/// them ([`Points`]): a float64 `.npy` or a PLY of `double` coordinates
+/// stays f64, a float32 one f32; text is f64 unless every coordinate is
+/// exactly an f32 ([`Points::narrowest`]).
+///
+/// ```
+/// use trident_io::points::{Points, read_any, Format};
+/// let utm = "500000.25 5300000.1 200\n500001 5300001 200.5\n";
+/// assert!(matches!(read_any(utm.as_bytes(), Format::Text).unwrap(), Points::F64(_)));
+/// let grid = "0 0 1\n2.5 -1 0\n";
+/// assert_eq!(read_any(grid.as_bytes(), Format::Text).unwrap(),
+///            Points::F32(vec![[0.0, 0.0, 1.0], [2.5, -1.0, 0.0]]));
+/// ```
+pub fn read_any(bytes: &[u8], format: Format) -> Result<Points> {
+    match format {
+        Format::Npy => {
+            let m = npy::read_matrix(bytes)?;
+            if m.cols != 3 {
+                return Err(Error::format(
+                    At::Header,
+                    format!("shape {} x {}: expected N x 3 points", m.rows, m.cols),
+                ));
+            }
+            Ok(match &m.data {
+                npy::Dense::F32(v) => {
+                    Points::F32(v.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
+                }
+                npy::Dense::F64(v) => {
+                    Points::F64(v.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
+                }
+            })
+        }
+        Format::Ply => crate::ply::read_any(bytes),
+        Format::Text => read_text_t(bytes, coord64).map(Points::narrowest),
+        Format::Csv => read_csv_t(bytes, coord64).map(Points::narrowest),
+    }
+}
+
+/// Parses one coordinate in f64; non-finite values are rejected.
+pub(crate) fn coord64(s: &str) -> std::result::Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{:?} is not a number", s.trim()))?;
+    if !x.is_finite() {
+        return Err(format!("coordinate {} is not finite", s.trim()));
+    }
+    Ok(x)
+}
+
 /// Parses one coordinate; non-finite values are rejected.
 pub(crate) fn coord(s: &str) -> std::result::Result<f32, String> {
     let x: f32 = s
@@ -129,8 +228,16 @@ fn columns(header: Option<&[&str]>) -> [usize; 3] {
     }
 }
 
+/// A coordinate parser: [`coord`] (f32) or [`coord64`].
+type Parse<T> = fn(&str) -> std::result::Result<T, String>;
+
 /// The point in `fields` at `cols`, or why not (`shape` names the layout).
-fn point(fields: &[&str], cols: [usize; 3], shape: &str) -> std::result::Result<Point, String> {
+fn point<T: Copy + Default>(
+    fields: &[&str],
+    cols: [usize; 3],
+    shape: &str,
+    parse: Parse<T>,
+) -> std::result::Result<[T; 3], String> {
     let need = cols.iter().max().map_or(3, |&c| c + 1);
     if fields.len() < need {
         return Err(format!(
@@ -139,9 +246,9 @@ fn point(fields: &[&str], cols: [usize; 3], shape: &str) -> std::result::Result<
             fields.join(if shape.contains(',') { "," } else { " " })
         ));
     }
-    let mut p = [0f32; 3];
+    let mut p = [T::default(); 3];
     for (d, &c) in cols.iter().enumerate() {
-        p[d] = coord(fields[c])?;
+        p[d] = parse(fields[c])?;
     }
     Ok(p)
 }
@@ -157,13 +264,17 @@ fn is_header(fields: &[&str]) -> bool {
 
 /// Points from CSV (see the module docs). Errors name the line.
 pub fn read_csv(r: impl BufRead) -> Result<Vec<Point>> {
+    read_csv_t(r, coord)
+}
+
+fn read_csv_t<T: Copy + Default>(r: impl BufRead, parse: Parse<T>) -> Result<Vec<[T; 3]>> {
     let mut rd = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .comment(Some(b'#'))
         .trim(csv::Trim::All)
         .from_reader(r);
-    let mut pts: Vec<Point> = Vec::new();
+    let mut pts: Vec<[T; 3]> = Vec::new();
     let mut cols = None;
     let mut rec = csv::ByteRecord::new();
     loop {
@@ -196,7 +307,7 @@ pub fn read_csv(r: impl BufRead) -> Result<Vec<Point>> {
             }
             None => *cols.insert(columns(None)),
         };
-        let p = point(&fields, c, "`x,y,z`").map_err(bad)?;
+        let p = point(&fields, c, "`x,y,z`", parse).map_err(bad)?;
         pts.try_reserve(1)
             .map_err(|e| bad(format!("out of memory: {e}")))?;
         pts.push(p);
@@ -207,8 +318,12 @@ pub fn read_csv(r: impl BufRead) -> Result<Vec<Point>> {
 /// Points from whitespace-separated columns (`.xyz`, `.txt`; see the module
 /// docs). Errors name the line.
 pub fn read_xyz(r: impl BufRead) -> Result<Vec<Point>> {
+    read_xyz_t(r, coord)
+}
+
+fn read_xyz_t<T: Copy + Default>(r: impl BufRead, parse: Parse<T>) -> Result<Vec<[T; 3]>> {
     let mut lines = Lines::new(r);
-    let mut pts: Vec<Point> = Vec::new();
+    let mut pts: Vec<[T; 3]> = Vec::new();
     let mut cols = None;
     while let Some((no, line)) = lines.next_line("a point")? {
         let bad = |m: String| Error::format(At::Line(no), m);
@@ -225,7 +340,7 @@ pub fn read_xyz(r: impl BufRead) -> Result<Vec<Point>> {
             }
             None => *cols.insert(columns(None)),
         };
-        let p = point(&fields, c, "`x y z`").map_err(bad)?;
+        let p = point(&fields, c, "`x y z`", parse).map_err(bad)?;
         pts.try_reserve(1)
             .map_err(|e| bad(format!("out of memory: {e}")))?;
         pts.push(p);
@@ -235,7 +350,11 @@ pub fn read_xyz(r: impl BufRead) -> Result<Vec<Point>> {
 
 /// Points from text, CSV or whitespace-separated: CSV when the first line
 /// that is not blank or a comment has a comma (see the module docs).
-pub fn read_text(mut r: impl BufRead) -> Result<Vec<Point>> {
+pub fn read_text(r: impl BufRead) -> Result<Vec<Point>> {
+    read_text_t(r, coord)
+}
+
+fn read_text_t<T: Copy + Default>(mut r: impl BufRead, parse: Parse<T>) -> Result<Vec<[T; 3]>> {
     let mut bytes = Vec::new();
     r.read_to_end(&mut bytes)?;
     let first = bytes
@@ -244,9 +363,9 @@ pub fn read_text(mut r: impl BufRead) -> Result<Vec<Point>> {
         .find(|l| !l.trim_ascii().is_empty())
         .unwrap_or(&[]);
     if first.contains(&b',') {
-        read_csv(&bytes[..])
+        read_csv_t(&bytes[..], parse)
     } else {
-        read_xyz(&bytes[..])
+        read_xyz_t(&bytes[..], parse)
     }
 }
 

@@ -17,7 +17,7 @@ use indicatif::ProgressBar;
 use trident::{CsrMatrix, Point, Scalar};
 use trident_io::img::{Image, ImageFormat, Seed};
 use trident_io::npy::{self, Element};
-use trident_io::points::Format;
+use trident_io::points::{Format, Points};
 use trident_io::sparse;
 
 use crate::fail::{CliResult, Fail, bad_file, io_error};
@@ -176,6 +176,32 @@ pub fn encode_fail(path: &Path, e: trident_io::Error) -> Fail {
 }
 
 /// The points of `path`, in the format its extension names.
+/// Points of `.npy`, `.ply`, `.csv`, `.xyz` or `.txt` in the precision the
+/// file holds them (`trident_io::points::read_any`): float64 stays f64.
+pub fn read_points_any(path: &Path, progress: &Progress) -> CliResult<Points> {
+    let ext = extension(path);
+    match Format::from_extension(&ext) {
+        Some(format @ (Format::Text | Format::Csv)) => {
+            let (mut reader, pb) = open(path, progress)?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut reader, &mut bytes)
+                .map_err(|e| read_fail(path, trident_io::Error::Io(e)))?;
+            let pts =
+                trident_io::points::read_any(&bytes, format).map_err(|e| read_fail(path, e))?;
+            pb.finish_and_clear();
+            Ok(pts)
+        }
+        Some(format) => read_bytes(path, progress, |b| trident_io::points::read_any(b, format)),
+        None => Err(bad_file(
+            path,
+            "name",
+            format!(
+                "unknown point format {ext:?}; expected .npy (N x 3), .ply, .csv, .xyz or .txt"
+            ),
+        )),
+    }
+}
+
 pub fn read_points(path: &Path, progress: &Progress) -> CliResult<Vec<Point>> {
     let ext = extension(path);
     match Format::from_extension(&ext) {
