@@ -1,0 +1,111 @@
+//! numpy arrays as Trident's slices and views: borrowed where the layout
+//! allows it, copied otherwise (never an error for a layout).
+//!
+//! A 2-D array is used in place when its rows (or, for a transposed view,
+//! its columns) are unit-stride and evenly spaced: `MatRef`'s leading
+//! dimension covers sliced views such as `a[:, :5]`, and a Fortran-ordered
+//! array is the transpose of a row-major one, which GEMM absorbs by flipping
+//! `op`. Anything else (negative or zero strides, unaligned data, steps
+//! inside a row) is copied into a row-major buffer first.
+//!
+//! The slices are made from the array's data pointer while a rust-numpy
+//! read-only borrow is held, and they cover exactly the elements from the
+//! first to the last of the view, all inside the array's buffer. As with any
+//! numpy extension that releases the GIL, another Python thread writing into
+//! the same buffer during the call races with it; numpy's own routines have
+//! the same rule.
+
+use std::borrow::Cow;
+
+use numpy::{Element, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+
+/// A 2-D array as row-major memory: `mem_rows x mem_cols` with leading
+/// dimension `ld`; `transposed` says the array is the transpose of that
+/// memory (a Fortran-ordered array).
+pub struct Mat<'a, T: Clone> {
+    pub data: Cow<'a, [T]>,
+    pub mem_rows: usize,
+    pub mem_cols: usize,
+    pub ld: usize,
+    pub transposed: bool,
+}
+
+/// The array's elements in place where its layout allows (see the module
+/// docs), else a row-major copy.
+pub fn mat<'a, T: Element + Copy>(a: &'a PyReadonlyArray2<'_, T>) -> Mat<'a, T> {
+    let (rows, cols) = (a.shape()[0], a.shape()[1]);
+    let size = std::mem::size_of::<T>() as isize;
+    let (s0, s1) = (a.strides()[0], a.strides()[1]);
+    let ptr = a.data();
+    let aligned = (ptr as usize).is_multiple_of(std::mem::align_of::<T>());
+    // `s / size` as an element count when `s` is a positive whole number of
+    // elements spanning at least `min` elements.
+    let spacing = |s: isize, min: usize| -> Option<usize> {
+        (s > 0 && s % size == 0)
+            .then(|| (s / size) as usize)
+            .filter(|&ld| ld >= min)
+    };
+    if rows > 0 && cols > 0 && aligned {
+        if s1 == size {
+            let ld = if rows == 1 {
+                Some(cols)
+            } else {
+                spacing(s0, cols)
+            };
+            if let Some(ld) = ld {
+                // SAFETY: see the module docs; `(rows - 1) * ld + cols`
+                // elements from the first element reach exactly the last.
+                let data = unsafe { std::slice::from_raw_parts(ptr, (rows - 1) * ld + cols) };
+                return Mat {
+                    data: Cow::Borrowed(data),
+                    mem_rows: rows,
+                    mem_cols: cols,
+                    ld,
+                    transposed: false,
+                };
+            }
+        }
+        if s0 == size {
+            let ld = if cols == 1 {
+                Some(rows)
+            } else {
+                spacing(s1, rows)
+            };
+            if let Some(ld) = ld {
+                // SAFETY: as above, for the transposed memory (cols x rows).
+                let data = unsafe { std::slice::from_raw_parts(ptr, (cols - 1) * ld + rows) };
+                return Mat {
+                    data: Cow::Borrowed(data),
+                    mem_rows: cols,
+                    mem_cols: rows,
+                    ld,
+                    transposed: true,
+                };
+            }
+        }
+    }
+    Mat {
+        data: Cow::Owned(a.as_array().iter().copied().collect()),
+        mem_rows: rows,
+        mem_cols: cols,
+        ld: cols,
+        transposed: false,
+    }
+}
+
+/// A 2-D array as one contiguous row-major slice, copied unless it is
+/// C-contiguous already.
+pub fn contiguous<'a, T: Element + Copy>(a: &'a PyReadonlyArray2<'_, T>) -> Cow<'a, [T]> {
+    match a.as_slice() {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(a.as_array().iter().copied().collect()),
+    }
+}
+
+/// A 1-D array as a slice, copied unless it is contiguous.
+pub fn vector<'a, T: Element + Copy>(a: &'a PyReadonlyArray1<'_, T>) -> Cow<'a, [T]> {
+    match a.as_slice() {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(a.as_array().iter().copied().collect()),
+    }
+}

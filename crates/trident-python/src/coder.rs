@@ -1,0 +1,218 @@
+//! `sparse_encode`: OMP codes in scikit-learn's layout.
+//!
+//! scikit-learn holds the dictionary as `n_atoms x n_features` with the
+//! atoms as rows; Trident's `Dictionary` is `n x K` with the atoms as
+//! columns, so the dictionary (small beside the signals) is transposed into
+//! a new buffer. The signals (`n_samples x n_features`, one per row) are
+//! Trident's layout and are used in place.
+
+use numpy::{Element, IntoPyArray, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use rayon::prelude::*;
+use trident::{Dictionary, MatRef, Scalar, SparseCoder, SparseCodes, StopRule, Trident};
+
+use crate::arrays;
+use crate::errors;
+use crate::handles::compute;
+
+const CALL: &str = "sparse_encode";
+
+/// Codes every row of `x` over the rows of `dictionary`. `sparsity` and
+/// `tol` give the stop rule (at least one of them); the result is a dense
+/// `n_samples x n_atoms` array, or with `sparse` CSR's
+/// `(indptr, indices, data)` with each row's atoms sorted.
+#[pyfunction]
+#[pyo3(signature = (x, dictionary, sparsity, tol, sparse, backend))]
+pub fn sparse_encode<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    dictionary: &Bound<'py, PyAny>,
+    sparsity: Option<usize>,
+    tol: Option<f64>,
+    sparse: bool,
+    backend: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let rule = match (sparsity, tol) {
+        (Some(t), None) => StopRule::Sparsity(t),
+        (None, Some(e)) => StopRule::Error(e),
+        (Some(t), Some(e)) => StopRule::SparsityOrError {
+            sparsity: t,
+            error: e,
+        },
+        (None, None) => {
+            return Err(errors::value(
+                CALL,
+                "a stop rule is needed: sparsity or tol",
+            ));
+        }
+    };
+    if let Ok(x) = x.cast::<PyArray2<f32>>() {
+        typed::<f32>(py, x, dictionary, rule, sparse, backend)
+    } else if let Ok(x) = x.cast::<PyArray2<f64>>() {
+        typed::<f64>(py, x, dictionary, rule, sparse, backend)
+    } else {
+        Err(errors::type_error(
+            CALL,
+            "argument X must be a 2-D float32 or float64 array",
+        ))
+    }
+}
+
+fn typed<'py, T>(
+    py: Python<'py>,
+    x: &Bound<'py, PyArray2<T>>,
+    dictionary: &Bound<'py, PyAny>,
+    rule: StopRule,
+    sparse: bool,
+    backend: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    T: Scalar + Element,
+    Trident: SparseCoder<T>,
+{
+    let d = dictionary.cast::<PyArray2<T>>().map_err(|_| {
+        errors::type_error(
+            CALL,
+            "argument dictionary must be a 2-D array of the dtype of X",
+        )
+    })?;
+    let (atoms, n) = (d.shape()[0], d.shape()[1]);
+    let (signals, xn) = (x.shape()[0], x.shape()[1]);
+    if xn != n {
+        return Err(errors::value(
+            CALL,
+            format!(
+                "argument X: {xn} features per sample, but the dictionary's atoms have {n} \
+                 (dictionary is n_atoms x n_features = {atoms} x {n})"
+            ),
+        ));
+    }
+    let d_ro = d.try_readonly()?;
+    let d_rows = arrays::contiguous(&d_ro);
+    let x_ro = x.try_readonly()?;
+    let x_mat = arrays::mat(&x_ro);
+    let codes = compute(py, CALL, backend, |t| {
+        let dict = dictionary_of(&d_rows, atoms, n)?;
+        let owned;
+        let (data, ld) = if x_mat.transposed {
+            // A Fortran-ordered X: OMP reads signals by row, so make rows.
+            owned = transpose(&x_mat.data, x_mat.mem_rows, x_mat.mem_cols, x_mat.ld);
+            (&owned[..], n)
+        } else {
+            (&x_mat.data[..], x_mat.ld)
+        };
+        let signals_view = MatRef::new(data, signals, n, ld)?;
+        SparseCoder::<T>::encode(t, &dict, signals_view, rule)
+    })?;
+    if sparse {
+        let (indptr, indices, data) = py.detach(|| csr_of(&codes));
+        let t = PyTuple::new(
+            py,
+            [
+                indptr.into_pyarray(py).into_any(),
+                indices.into_pyarray(py).into_any(),
+                data.into_pyarray(py).into_any(),
+            ],
+        )?;
+        Ok(t.into_any())
+    } else {
+        let out = PyArray2::<T>::zeros(py, [signals, atoms], false);
+        {
+            let mut rw = out.try_readwrite()?;
+            let dense = rw
+                .as_slice_mut()
+                .map_err(|e| errors::TridentError::new_err(format!("{CALL}: output: {e}")))?;
+            py.detach(|| scatter(&codes, dense, atoms));
+        }
+        Ok(out.into_any())
+    }
+}
+
+/// scikit-learn's `n_atoms x n` rows as Trident's `n x n_atoms` dictionary,
+/// with scikit-learn's words in the unit-norm error.
+fn dictionary_of<T: Scalar>(rows: &[T], atoms: usize, n: usize) -> trident::Result<Dictionary<T>> {
+    for j in 0..atoms {
+        // The sum in the order `Dictionary::new` takes it, so both agree.
+        let norm = rows[j * n..(j + 1) * n]
+            .iter()
+            .map(|v| v.to_f64() * v.to_f64())
+            .sum::<f64>()
+            .sqrt();
+        if (norm - 1.0).abs() > trident::UNIT_NORM_TOL {
+            return Err(trident::Error::arg(
+                "dictionary",
+                format!(
+                    "row {j} (atom {j}) has norm {norm:.6}; atoms must have unit norm within {}",
+                    trident::UNIT_NORM_TOL
+                ),
+            ));
+        }
+    }
+    Dictionary::new(n, atoms, transpose(rows, atoms, n, n))
+}
+
+/// The transpose of a row-major `rows x cols` matrix with leading dimension
+/// `ld`, as a dense row-major `cols x rows` buffer.
+fn transpose<T: Copy>(data: &[T], rows: usize, cols: usize, ld: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(rows * cols);
+    for j in 0..cols {
+        out.extend((0..rows).map(|i| data[i * ld + j]));
+    }
+    out
+}
+
+/// Codes as CSR arrays (int64 offsets and indices), each row's atoms sorted
+/// as CSR requires (they are kept in selection order by Trident).
+fn csr_of<T: Scalar>(codes: &SparseCodes<T>) -> (Vec<i64>, Vec<i64>, Vec<T>) {
+    let indptr: Vec<i64> = codes.offsets.iter().map(|&o| o as i64).collect();
+    let nnz = codes.atoms.len();
+    let mut indices = vec![0i64; nnz];
+    let mut data = vec![T::ZERO; nnz];
+    let rows: Vec<(usize, &mut [i64], &mut [T])> = split(&codes.offsets, &mut indices, &mut data);
+    rows.into_par_iter().for_each(|(i, idx, val)| {
+        let (atoms, coefs) = codes.signal(i);
+        let mut order: Vec<usize> = (0..atoms.len()).collect();
+        order.sort_unstable_by_key(|&p| atoms[p]);
+        for (q, &p) in order.iter().enumerate() {
+            idx[q] = atoms[p] as i64;
+            val[q] = coefs[p];
+        }
+    });
+    (indptr, indices, data)
+}
+
+/// The row slices of two CSR value arrays, with their row numbers.
+fn split<'a, A, B>(
+    offsets: &[usize],
+    mut a: &'a mut [A],
+    mut b: &'a mut [B],
+) -> Vec<(usize, &'a mut [A], &'a mut [B])> {
+    let mut out = Vec::with_capacity(offsets.len().saturating_sub(1));
+    for (i, w) in offsets.windows(2).enumerate() {
+        let len = w[1] - w[0];
+        let (ra, rest_a) = std::mem::take(&mut a).split_at_mut(len);
+        let (rb, rest_b) = std::mem::take(&mut b).split_at_mut(len);
+        a = rest_a;
+        b = rest_b;
+        out.push((i, ra, rb));
+    }
+    out
+}
+
+/// Writes each signal's coefficients into its row of the zeroed dense
+/// `signals x atoms` output, rows in parallel.
+fn scatter<T: Scalar>(codes: &SparseCodes<T>, dense: &mut [T], atoms: usize) {
+    if atoms == 0 {
+        return;
+    }
+    dense
+        .par_chunks_mut(atoms)
+        .enumerate()
+        .for_each(|(i, row)| {
+            let (ids, coefs) = codes.signal(i);
+            for (&j, &c) in ids.iter().zip(coefs) {
+                row[j as usize] = c;
+            }
+        });
+}

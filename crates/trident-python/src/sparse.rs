@@ -1,0 +1,195 @@
+//! `spgemm`: the product of two CSR matrices given as scipy's three arrays.
+//!
+//! Trident's `CsrMatrix` owns `usize` offsets and `u32` column indices, so
+//! scipy's `int32`/`int64` arrays are converted (and checked) on the way in;
+//! the values are copied as they are. The product comes back as numpy arrays
+//! that take over Trident's buffers where the types agree (values; column
+//! indices as int32), with scipy's index dtype rule: int32 while every index
+//! and the entry count fit, int64 otherwise.
+
+use numpy::{Element, IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use rayon::prelude::*;
+use trident::{CsrMatrix, Scalar, SparseGemm, Trident};
+
+use crate::arrays;
+use crate::errors;
+use crate::handles::{compute_in, detached};
+
+const CALL: &str = "spgemm";
+
+/// One CSR operand as scipy holds it: `(indptr, indices, data, shape)`.
+type Csr<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    (usize, usize),
+);
+
+/// `a @ b` for CSR operands with sorted, unique column indices (the Python
+/// layer brings any scipy matrix to that form), returned as
+/// `(indptr, indices, data)` of the `a.rows x b.cols` product.
+#[pyfunction]
+#[pyo3(signature = (a, b, backend))]
+pub fn spgemm<'py>(
+    py: Python<'py>,
+    a: Csr<'py>,
+    b: Csr<'py>,
+    backend: Option<&str>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    if a.2.cast::<PyArray1<f32>>().is_ok() {
+        typed::<f32>(py, a, b, backend)
+    } else if a.2.cast::<PyArray1<f64>>().is_ok() {
+        typed::<f64>(py, a, b, backend)
+    } else {
+        Err(errors::type_error(
+            CALL,
+            "argument a: data must be a float32 or float64 array",
+        ))
+    }
+}
+
+fn typed<'py, T>(
+    py: Python<'py>,
+    a: Csr<'py>,
+    b: Csr<'py>,
+    backend: Option<&str>,
+) -> PyResult<Bound<'py, PyTuple>>
+where
+    T: Scalar + Element,
+    Trident: SparseGemm<T>,
+{
+    // The same Python arrays for both operands (`A @ A`): convert once.
+    let same = a.0.is(&b.0) && a.1.is(&b.1) && a.2.is(&b.2) && a.3 == b.3;
+    let ma = csr_matrix::<T>(py, "a", &a)?;
+    let mb = if same {
+        None
+    } else {
+        Some(csr_matrix::<T>(py, "b", &b)?)
+    };
+    if a.3.1 != b.3.0 {
+        return Err(errors::value(
+            CALL,
+            format!(
+                "argument b: a is {} x {} but b is {} x {}; a's columns must equal b's rows",
+                a.3.0, a.3.1, b.3.0, b.3.1
+            ),
+        ));
+    }
+    let c = compute_in(py, CALL, backend, None, |t| {
+        SparseGemm::<T>::spgemm(t, &ma, mb.as_ref().unwrap_or(&ma))
+    })?;
+    let (rows, cols, nnz) = (c.rows(), c.cols(), c.nnz());
+    let (offsets, indices, values) = c.into_parts();
+    let narrow = nnz <= i32::MAX as usize && rows.max(cols) <= i32::MAX as usize;
+    let values = values.into_pyarray(py).into_any();
+    let (indptr, indices) = if narrow {
+        // Column indices are below `cols <= i32::MAX`: the same bits as i32.
+        let indices: Vec<i32> = bytemuck::cast_vec(indices);
+        let indptr: Vec<i32> = offsets.into_iter().map(|o| o as i32).collect();
+        (
+            indptr.into_pyarray(py).into_any(),
+            indices.into_pyarray(py).into_any(),
+        )
+    } else {
+        let indices: Vec<i64> = indices.into_iter().map(i64::from).collect();
+        let indptr: Vec<i64> = offsets.into_iter().map(|o| o as i64).collect();
+        (
+            indptr.into_pyarray(py).into_any(),
+            indices.into_pyarray(py).into_any(),
+        )
+    };
+    PyTuple::new(py, [indptr, indices, values])
+}
+
+/// Checks and converts one operand; `name` is its argument name.
+fn csr_matrix<'py, T: Scalar + Element>(
+    py: Python<'py>,
+    name: &str,
+    (indptr, indices, data, (rows, cols)): &Csr<'py>,
+) -> PyResult<CsrMatrix<T>> {
+    let data = data.cast::<PyArray1<T>>().map_err(|_| {
+        errors::type_error(
+            CALL,
+            format!("argument {name}: data must be a 1-D array of the dtype of a's data"),
+        )
+    })?;
+    let data = data.try_readonly()?;
+    let data = arrays::vector(&data);
+    let offsets = index_array(py, name, "indptr", indptr, usize::MAX as u64, |v| {
+        v as usize
+    })?;
+    let indices = index_array(py, name, "indices", indices, u32::MAX as u64, |v| v as u32)?;
+    let (rows, cols) = (*rows, *cols);
+    detached(py, CALL, move || {
+        CsrMatrix::new(rows, cols, offsets, indices, data.into_owned())
+            .map_err(|e| errors::to_py_in(CALL, Some(name), e))
+    })
+}
+
+/// An int32 or int64 index array as `Vec<U>`, every entry in `0..=limit`.
+fn index_array<'py, U: Send>(
+    py: Python<'py>,
+    name: &str,
+    field: &str,
+    arr: &Bound<'py, PyAny>,
+    limit: u64,
+    conv: impl Fn(u64) -> U + Send + Sync,
+) -> PyResult<Vec<U>> {
+    if let Ok(a) = arr.cast::<PyArray1<i32>>() {
+        let ro = a.try_readonly()?;
+        convert(py, name, field, &ro, limit, conv)
+    } else if let Ok(a) = arr.cast::<PyArray1<i64>>() {
+        let ro = a.try_readonly()?;
+        convert(py, name, field, &ro, limit, conv)
+    } else {
+        Err(errors::type_error(
+            CALL,
+            format!("argument {name}: {field} must be an int32 or int64 array"),
+        ))
+    }
+}
+
+fn convert<'py, I, U>(
+    py: Python<'py>,
+    name: &str,
+    field: &str,
+    arr: &PyReadonlyArray1<'py, I>,
+    limit: u64,
+    conv: impl Fn(u64) -> U + Send + Sync,
+) -> PyResult<Vec<U>>
+where
+    I: Element + Copy + Into<i64> + Sync,
+    U: Send,
+{
+    let src = arrays::vector(arr);
+    detached(py, CALL, || {
+        let bad = |p: usize, v: i64| {
+            errors::value(
+                CALL,
+                format!("argument {name}: {field}[{p}] = {v} is outside 0..={limit}"),
+            )
+        };
+        // Large matrices: the check and the conversion run on all cores,
+        // so that the copy stays small beside the product.
+        let invalid = |&v: &I| {
+            let v: i64 = v.into();
+            v < 0 || v as u64 > limit
+        };
+        if let Some(p) = src.par_iter().position_first(invalid) {
+            return Err(bad(p, src[p].into()));
+        }
+        let mut out = Vec::new();
+        out.try_reserve_exact(src.len()).map_err(|_| {
+            pyo3::exceptions::PyMemoryError::new_err(format!(
+                "{CALL}: argument {name}: cannot allocate {} entries for {field}",
+                src.len()
+            ))
+        })?;
+        src.par_iter()
+            .map(|&v| conv(Into::<i64>::into(v) as u64))
+            .collect_into_vec(&mut out);
+        Ok(out)
+    })
+}
