@@ -70,7 +70,7 @@ def vonNeumann_structure(ndim: int = 2, directed: bool = False) -> np.ndarray:
     along each axis (use it with ``symmetric=True``)."""
     s = np.zeros((3,) * ndim)
     for d in range(ndim):
-        for o in (1,) if directed else (0, 2):
+        for o in (2,) if directed else (0, 2):
             idx = [1] * ndim
             idx[d] = o
             s[tuple(idx)] = 1
@@ -78,14 +78,13 @@ def vonNeumann_structure(ndim: int = 2, directed: bool = False) -> np.ndarray:
 
 
 def moore_structure(ndim: int = 2, directed: bool = False) -> np.ndarray:
-    """The 8-connected (26 in 3-D) neighbourhood; ``directed`` keeps the
-    half of the neighbours after the centre in row-major order."""
+    """The 8-connected (26 in 3-D) neighbourhood: all ones, as PyMaxflow's
+    (the centre is ignored); ``directed`` keeps only the neighbours after the
+    centre in row-major order (use it with ``symmetric=True``)."""
     s = np.ones((3,) * ndim)
-    flat = s.reshape(-1)
-    centre = flat.size // 2
-    flat[centre] = 0
     if directed:
-        flat[:centre] = 0
+        flat = s.reshape(-1)
+        flat[: flat.size // 2 + 1] = 0
     return s
 
 
