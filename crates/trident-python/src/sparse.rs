@@ -85,8 +85,7 @@ where
     let narrow = nnz <= i32::MAX as usize && rows.max(cols) <= i32::MAX as usize;
     let values = values.into_pyarray(py).into_any();
     let (indptr, indices) = if narrow {
-        // Column indices are below `cols <= i32::MAX`: the same bits as i32.
-        let indices: Vec<i32> = bytemuck::cast_vec(indices);
+        let indices = as_i32(indices);
         let indptr: Vec<i32> = offsets.into_iter().map(|o| o as i32).collect();
         (
             indptr.into_pyarray(py).into_any(),
@@ -101,6 +100,15 @@ where
         )
     };
     PyTuple::new(py, [indptr, indices, values])
+}
+
+/// Column indices below `i32::MAX` as the int32 numpy takes, in place.
+fn as_i32(indices: Vec<u32>) -> Vec<i32> {
+    let mut v = std::mem::ManuallyDrop::new(indices);
+    // SAFETY: u32 and i32 have one size and alignment, so the allocation is
+    // a valid Vec<i32> of the same length and capacity, freed as such; every
+    // index is below `cols <= i32::MAX`, so each keeps its value.
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<i32>(), v.len(), v.capacity()) }
 }
 
 /// Checks and converts one operand; `name` is its argument name.

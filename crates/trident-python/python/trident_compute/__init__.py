@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numbers
 import operator
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -48,6 +48,7 @@ __all__ = [
     "backends",
     "gemm",
     "last_backend",
+    "maxflow",
     "maximum_flow",
     "report",
     "sparse_encode",
@@ -152,9 +153,7 @@ def _csr(call: str, name: str, x: Any):
     """Any 2-D scipy.sparse matrix as CSR with sorted, unique columns (a copy
     only where it is not already)."""
     if not _is_sparse(x):
-        raise TypeError(
-            f"{call}: argument {name} must be a scipy.sparse matrix or array, not {type(x).__name__}"
-        )
+        raise TypeError(f"{call}: argument {name} must be a scipy.sparse matrix or array, not {type(x).__name__}")
     if x.ndim != 2:
         raise ValueError(f"{call}: argument {name} must be 2-D, got shape {x.shape}")
     if x.dtype.kind not in "biuf":

@@ -203,9 +203,7 @@ class _Graph:
             structure = vonNeumann_structure(nd, directed=bool(symmetric))
         st = np.asarray(structure)
         if st.ndim != nd or any(s % 2 == 0 for s in st.shape):
-            raise ValueError(
-                f"{call}: argument structure must have {nd} axes of odd length, got shape {st.shape}"
-            )
+            raise ValueError(f"{call}: argument structure must have {nd} axes of odd length, got shape {st.shape}")
         w = np.broadcast_to(_int64(call, "weights", weights, self._integer), ids.shape)
         st_caps = _int64(call, "structure", st, self._integer)
         wrap = np.broadcast_to(np.asarray(periodic, dtype=bool), (nd,))
