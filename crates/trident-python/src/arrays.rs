@@ -17,6 +17,8 @@
 
 use std::borrow::Cow;
 
+use rayon::prelude::*;
+
 use numpy::{Element, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 
 /// A 2-D array as row-major memory: `mem_rows x mem_cols` with leading
@@ -107,5 +109,43 @@ pub fn vector<'a, T: Element + Copy>(a: &'a PyReadonlyArray1<'_, T>) -> Cow<'a, 
     match a.as_slice() {
         Ok(s) => Cow::Borrowed(s),
         Err(_) => Cow::Owned(a.as_array().iter().copied().collect()),
+    }
+}
+
+/// From this many elements [`owned`] copies on all cores: one thread does not
+/// saturate the memory bandwidth a large copy could use.
+const PAR_COPY_MIN: usize = 1 << 20;
+
+/// The elements as an owned `Vec` (Trident's owned types need one), copied
+/// on all cores when large; an owned input is moved, not copied.
+pub fn owned<T: Copy + Send + Sync>(data: Cow<'_, [T]>) -> Vec<T> {
+    match data {
+        Cow::Owned(v) => v,
+        Cow::Borrowed(s) if s.len() >= PAR_COPY_MIN => {
+            let mut v = Vec::with_capacity(s.len());
+            s.par_iter().copied().collect_into_vec(&mut v);
+            v
+        }
+        Cow::Borrowed(s) => s.to_vec(),
+    }
+}
+
+/// The index dtype of CSR arrays handed to scipy: int32 while the entries
+/// fit, int64 beyond (scipy itself would copy int64 arrays down to int32
+/// when they fit, so giving it int32 saves a pass).
+pub trait Index: numpy::Element + Copy + Send + Sync {
+    /// `v`, which the caller knows to fit.
+    fn of(v: usize) -> Self;
+}
+
+impl Index for i32 {
+    fn of(v: usize) -> Self {
+        v as i32
+    }
+}
+
+impl Index for i64 {
+    fn of(v: usize) -> Self {
+        v as i64
     }
 }

@@ -12,7 +12,7 @@ use pyo3::types::PyTuple;
 use rayon::prelude::*;
 use trident::{Dictionary, MatRef, Scalar, SparseCoder, SparseCodes, StopRule, Trident};
 
-use crate::arrays;
+use crate::arrays::{self, Index};
 use crate::errors;
 use crate::handles::compute;
 
@@ -106,16 +106,7 @@ where
         SparseCoder::<T>::encode(t, &dict, signals_view, rule)
     })?;
     if sparse {
-        let (indptr, indices, data) = py.detach(|| csr_of(&codes));
-        let t = PyTuple::new(
-            py,
-            [
-                indptr.into_pyarray(py).into_any(),
-                indices.into_pyarray(py).into_any(),
-                data.into_pyarray(py).into_any(),
-            ],
-        )?;
-        Ok(t.into_any())
+        Ok(csr_arrays(py, &codes, atoms)?.into_any())
     } else {
         let out = PyArray2::<T>::zeros(py, [signals, atoms], false);
         {
@@ -162,42 +153,74 @@ fn transpose<T: Copy>(data: &[T], rows: usize, cols: usize, ld: usize) -> Vec<T>
     out
 }
 
-/// Codes as CSR arrays (int64 offsets and indices), each row's atoms sorted
-/// as CSR requires (they are kept in selection order by Trident).
-fn csr_of<T: Scalar>(codes: &SparseCodes<T>) -> (Vec<i64>, Vec<i64>, Vec<T>) {
-    let indptr: Vec<i64> = codes.offsets.iter().map(|&o| o as i64).collect();
+/// Codes as CSR arrays, each row's atoms sorted as CSR requires (Trident
+/// keeps them in selection order). Rows go to threads in blocks, each
+/// block's entries one contiguous range of the output.
+fn csr_of<T: Scalar, I: Index>(codes: &SparseCodes<T>) -> (Vec<I>, Vec<I>, Vec<T>) {
+    let rows = codes.len();
+    let offsets = &codes.offsets;
+    let indptr: Vec<I> = offsets.par_iter().map(|&o| I::of(o)).collect();
     let nnz = codes.atoms.len();
-    let mut indices = vec![0i64; nnz];
+    let mut indices = vec![I::of(0); nnz];
     let mut data = vec![T::ZERO; nnz];
-    let rows: Vec<(usize, &mut [i64], &mut [T])> = split(&codes.offsets, &mut indices, &mut data);
-    rows.into_par_iter().for_each(|(i, idx, val)| {
-        let (atoms, coefs) = codes.signal(i);
-        let mut order: Vec<usize> = (0..atoms.len()).collect();
-        order.sort_unstable_by_key(|&p| atoms[p]);
-        for (q, &p) in order.iter().enumerate() {
-            idx[q] = atoms[p] as i64;
-            val[q] = coefs[p];
+    let per = rows.div_ceil(rayon::current_num_threads() * 8).max(1);
+    let mut blocks = Vec::new();
+    let (mut idx_rest, mut val_rest) = (&mut indices[..], &mut data[..]);
+    let mut r0 = 0;
+    while r0 < rows {
+        let r1 = (r0 + per).min(rows);
+        let len = offsets[r1] - offsets[r0];
+        let (idx, rest) = std::mem::take(&mut idx_rest).split_at_mut(len);
+        idx_rest = rest;
+        let (val, rest) = std::mem::take(&mut val_rest).split_at_mut(len);
+        val_rest = rest;
+        blocks.push((r0, r1, idx, val));
+        r0 = r1;
+    }
+    blocks.into_par_iter().for_each(|(r0, r1, idx, val)| {
+        let mut order = Vec::new();
+        for i in r0..r1 {
+            let (atoms, coefs) = codes.signal(i);
+            let start = offsets[i] - offsets[r0];
+            order.clear();
+            order.extend(0..atoms.len());
+            order.sort_unstable_by_key(|&p| atoms[p]);
+            for (q, &p) in order.iter().enumerate() {
+                idx[start + q] = I::of(atoms[p] as usize);
+                val[start + q] = coefs[p];
+            }
         }
     });
     (indptr, indices, data)
 }
 
-/// The row slices of two CSR value arrays, with their row numbers.
-fn split<'a, A, B>(
-    offsets: &[usize],
-    mut a: &'a mut [A],
-    mut b: &'a mut [B],
-) -> Vec<(usize, &'a mut [A], &'a mut [B])> {
-    let mut out = Vec::with_capacity(offsets.len().saturating_sub(1));
-    for (i, w) in offsets.windows(2).enumerate() {
-        let len = w[1] - w[0];
-        let (ra, rest_a) = std::mem::take(&mut a).split_at_mut(len);
-        let (rb, rest_b) = std::mem::take(&mut b).split_at_mut(len);
-        a = rest_a;
-        b = rest_b;
-        out.push((i, ra, rb));
+/// The codes as `(indptr, indices, data)` numpy arrays.
+fn csr_arrays<'py, T: Scalar + Element>(
+    py: Python<'py>,
+    codes: &SparseCodes<T>,
+    atoms: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    fn tuple<'py, T: Element, I: Index>(
+        py: Python<'py>,
+        (indptr, indices, data): (Vec<I>, Vec<I>, Vec<T>),
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            py,
+            [
+                indptr.into_pyarray(py).into_any(),
+                indices.into_pyarray(py).into_any(),
+                data.into_pyarray(py).into_any(),
+            ],
+        )
     }
-    out
+    let narrow = codes.atoms.len() <= i32::MAX as usize && atoms <= i32::MAX as usize;
+    if narrow {
+        let parts = py.detach(|| csr_of::<T, i32>(codes));
+        tuple(py, parts)
+    } else {
+        let parts = py.detach(|| csr_of::<T, i64>(codes));
+        tuple(py, parts)
+    }
 }
 
 /// Writes each signal's coefficients into its row of the zeroed dense

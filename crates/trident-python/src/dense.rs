@@ -96,8 +96,11 @@ where
                 format!("argument c: shape {:?}, expected ({m}, {n})", c.shape()),
             ));
         }
-        // A C-ordered copy: the caller's c is never written.
-        let out = c.to_owned_array();
+        // A C-ordered copy (made without the GIL): the caller's c is never
+        // written, and numpy takes the copy over as it is.
+        let c_ro = c.try_readonly()?;
+        let view = c_ro.as_array();
+        let out = py.detach(|| view.as_standard_layout().into_owned());
         PyArray2::from_owned_array(py, out)
     } else {
         if let Some(c) = c {

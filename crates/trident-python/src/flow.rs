@@ -22,19 +22,17 @@
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use trident::{Arc, Dir, FlowNetwork, GridGraph, MaxFlow};
 
-use crate::arrays;
+use crate::arrays::{self, Index};
 use crate::errors;
-use crate::handles::{compute, compute_in};
-
-/// `(flow_value, source_side, arc_flow)`.
-type FlowAnswer<'py> = (i64, Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<i64>>);
+use crate::handles::{compute, compute_in, detached};
 
 /// `scipy.sparse.csgraph.maximum_flow` on a CSR graph of `nodes` nodes
 /// whose entry `(i, j)` is the capacity of arc `i -> j` (duplicates are
-/// parallel arcs): `(flow_value, source_side, arc_flow)` with the flow of
-/// every stored entry, in CSR order.
+/// parallel arcs): `(flow_value, source_side, indptr, indices, data)`, the
+/// last three scipy's net flow matrix (see [`net_flow`]).
 #[pyfunction]
 #[pyo3(signature = (nodes, indptr, indices, caps, source, sink, backend))]
 #[allow(clippy::too_many_arguments)]
@@ -47,7 +45,7 @@ pub fn maximum_flow<'py>(
     source: i64,
     sink: i64,
     backend: Option<&str>,
-) -> PyResult<FlowAnswer<'py>> {
+) -> PyResult<Bound<'py, PyTuple>> {
     const CALL: &str = "maximum_flow";
     let node = |name: &str, v: i64| -> PyResult<u32> {
         if v < 0 || v as u64 >= nodes as u64 {
@@ -88,37 +86,116 @@ pub fn maximum_flow<'py>(
             cap.len()
         )));
     }
-    let mut arcs = Vec::new();
-    arcs.try_reserve_exact(idx.len())
-        .map_err(|_| errors::to_py(CALL, oom(idx.len(), "the arcs")))?;
-    for r in 0..nodes {
-        let (lo, hi) = (ptr[r], ptr[r + 1]);
-        if lo > hi {
-            return Err(bad(format!(
-                "indptr[{}] = {hi} < indptr[{r}] = {lo}",
-                r + 1
-            )));
-        }
-        for p in lo as usize..hi as usize {
-            let to = idx[p];
-            if to < 0 || to as u64 >= nodes as u64 {
+    let arcs = detached(py, CALL, || {
+        let mut arcs = Vec::new();
+        arcs.try_reserve_exact(idx.len())
+            .map_err(|_| errors::to_py(CALL, oom(idx.len(), "the arcs")))?;
+        for r in 0..nodes {
+            let (lo, hi) = (ptr[r], ptr[r + 1]);
+            if lo > hi {
                 return Err(bad(format!(
-                    "indices[{p}] = {to} is not a vertex of {nodes}"
+                    "indptr[{}] = {hi} < indptr[{r}] = {lo}",
+                    r + 1
                 )));
             }
-            arcs.push(Arc {
-                from: r as u32,
-                to: to as u32,
-                cap: cap[p],
-            });
+            for p in lo as usize..hi as usize {
+                let to = idx[p];
+                if to < 0 || to as u64 >= nodes as u64 {
+                    return Err(bad(format!(
+                        "indices[{p}] = {to} is not a vertex of {nodes}"
+                    )));
+                }
+                arcs.push(Arc {
+                    from: r as u32,
+                    to: to as u32,
+                    cap: cap[p],
+                });
+            }
         }
-    }
-    let (flow, side, arc_flow) = compute_in(py, CALL, backend, Some("csgraph"), move |tr| {
+        Ok(arcs)
+    })?;
+    let (flow, side, net) = compute_in(py, CALL, backend, Some("csgraph"), move |tr| {
         let g = FlowNetwork::new(nodes, s, t, arcs)?;
         let r = tr.network_flow(&g)?;
-        Ok((r.flow, r.source_side, r.arc_flow))
+        let net = if 2 * g.arcs().len() <= i32::MAX as usize && nodes <= i32::MAX as usize {
+            NetFlow::Narrow(net_flow(nodes, g.arcs(), &r.arc_flow))
+        } else {
+            NetFlow::Wide(net_flow(nodes, g.arcs(), &r.arc_flow))
+        };
+        Ok((r.flow, r.source_side, net))
     })?;
-    Ok((flow, side.into_pyarray(py), arc_flow.into_pyarray(py)))
+    let (indptr, indices, data) = match net {
+        NetFlow::Narrow((p, i, d)) => (
+            p.into_pyarray(py).into_any(),
+            i.into_pyarray(py).into_any(),
+            d,
+        ),
+        NetFlow::Wide((p, i, d)) => (
+            p.into_pyarray(py).into_any(),
+            i.into_pyarray(py).into_any(),
+            d,
+        ),
+    };
+    PyTuple::new(
+        py,
+        [
+            flow.into_pyobject(py)?.into_any(),
+            side.into_pyarray(py).into_any(),
+            indptr,
+            indices,
+            data.into_pyarray(py).into_any(),
+        ],
+    )
+}
+
+/// The net flow matrix in CSR arrays, int32 or int64 indices.
+enum NetFlow {
+    Narrow(Csr<i32>),
+    Wide(Csr<i64>),
+}
+
+type Csr<I> = (Vec<I>, Vec<I>, Vec<i64>);
+
+/// scipy's flow matrix: entry `(u, v)` is the flow from `u` to `v` minus the
+/// flow from `v` to `u`, stored for every pair joined by an arc either way
+/// (zeros included, as scipy stores them), columns sorted within each row.
+fn net_flow<I: Index>(nodes: usize, arcs: &[Arc], flow: &[i64]) -> Csr<I> {
+    let mut start = vec![0usize; nodes + 1];
+    for a in arcs {
+        start[a.from as usize + 1] += 1;
+        start[a.to as usize + 1] += 1;
+    }
+    for v in 0..nodes {
+        start[v + 1] += start[v];
+    }
+    let mut fill = start.clone();
+    let mut entries = vec![(0u32, 0i64); start[nodes]];
+    for (a, &f) in arcs.iter().zip(flow) {
+        for (u, v, x) in [(a.from, a.to, f), (a.to, a.from, -f)] {
+            entries[fill[u as usize]] = (v, x);
+            fill[u as usize] += 1;
+        }
+    }
+    let mut indptr = Vec::with_capacity(nodes + 1);
+    let mut indices = Vec::with_capacity(entries.len());
+    let mut data = Vec::with_capacity(entries.len());
+    indptr.push(I::of(0));
+    for v in 0..nodes {
+        let row = &mut entries[start[v]..start[v + 1]];
+        row.sort_unstable_by_key(|e| e.0);
+        for (p, &(col, x)) in row.iter().enumerate() {
+            if p > 0 && row[p - 1].0 == col {
+                if let Some(last) = data.last_mut() {
+                    *last += x;
+                }
+            } else {
+                indices.push(I::of(col as usize));
+                data.push(x);
+            }
+        }
+        indptr.push(I::of(indices.len()));
+    }
+    (indptr, indices, data)
 }
 
 fn oom(count: usize, what: &str) -> trident::Error {
@@ -270,6 +347,155 @@ impl FlowGraph {
         }
         Ok(())
     }
+
+    /// Adds edges `i[p] -> j[p]` of capacity `cap[p]` with reverse
+    /// capacity `rcap[p]` (BK's `add_edge`), all checked before any is added.
+    fn apply_edges(&mut self, i: &[i64], j: &[i64], cap: &[i64], rcap: &[i64]) -> PyResult<()> {
+        const CALL: &str = "add_edges";
+        let len = i.len();
+        if j.len() != len || cap.len() != len || rcap.len() != len {
+            return Err(errors::value(
+                CALL,
+                "the node and capacity arrays must have the same length",
+            ));
+        }
+        self.ids(CALL, "i", i)?;
+        self.ids(CALL, "j", j)?;
+        let mut sum = 0i128;
+        for (name, c) in [("capacity", cap), ("rcapacity", rcap)] {
+            if let Some(p) = c.iter().position(|&v| v < 0) {
+                return Err(errors::value(
+                    CALL,
+                    format!(
+                        "{name}[{p}] = {} is negative; edge capacities must be >= 0",
+                        c[p]
+                    ),
+                ));
+            }
+            sum += c.iter().map(|&v| v as i128).sum::<i128>();
+        }
+        if self.total + sum > LIMIT {
+            return Err(too_large(CALL));
+        }
+        let on_grid = match &self.store {
+            Store::Grid { shape, .. } => {
+                (0..len).all(|p| shape.dir(i[p] as usize, j[p] as usize).is_some())
+            }
+            Store::Net { .. } => false,
+        };
+        if on_grid {
+            if let Store::Grid { shape, raw, built } = &mut self.store {
+                *built = None;
+                let n = raw.source.len();
+                for p in 0..len {
+                    let (a, b) = (i[p] as usize, j[p] as usize);
+                    if let Some(d) = shape.dir(a, b) {
+                        raw.caps[d * n + a] += cap[p];
+                        raw.caps[(d ^ 1) * n + b] += rcap[p];
+                    }
+                }
+            }
+        } else {
+            self.make_network();
+            if let Store::Net { arcs, .. } = &mut self.store {
+                arcs.try_reserve(2 * len)
+                    .map_err(|_| errors::to_py(CALL, oom(2 * len, "the edges")))?;
+                for p in 0..len {
+                    let (from, to) = (i[p] as u32, j[p] as u32);
+                    if cap[p] > 0 {
+                        arcs.push(Arc {
+                            from,
+                            to,
+                            cap: cap[p],
+                        });
+                    }
+                    if rcap[p] > 0 {
+                        arcs.push(Arc {
+                            from: to,
+                            to: from,
+                            cap: rcap[p],
+                        });
+                    }
+                }
+            }
+        }
+        self.total += sum;
+        self.edges += len as u64;
+        self.cut = None;
+        Ok(())
+    }
+
+    /// Adds `source[p]` to the capacity from the source to node `ids[p]`
+    /// and `sink[p]` to its capacity to the sink (BK's `add_tweights`;
+    /// negative values allowed), all checked before any is added.
+    fn apply_tedges(&mut self, ids: &[i64], cs: &[i64], ct: &[i64]) -> PyResult<()> {
+        const CALL: &str = "add_tedges";
+        if cs.len() != ids.len() || ct.len() != ids.len() {
+            return Err(errors::value(
+                CALL,
+                "the node and capacity arrays must have the same length",
+            ));
+        }
+        self.ids(CALL, "ids", ids)?;
+        let (mut constant, mut total) = (self.constant, self.total);
+        let (src, snk) = self.terminals();
+        // Apply, remembering the old values, so that a sum out of range can
+        // be undone and leave the graph as it was.
+        let mut undo: Vec<(usize, i64, i64)> = Vec::with_capacity(ids.len());
+        let mut failed = false;
+        for p in 0..ids.len() {
+            let v = ids[p] as usize;
+            let (s, t) = (
+                src[v] as i128 + cs[p] as i128,
+                snk[v] as i128 + ct[p] as i128,
+            );
+            let m = s.min(t);
+            let (s, t) = (s - m, t - m);
+            total += s + t - src[v] as i128 - snk[v] as i128;
+            constant += m;
+            if s > LIMIT || t > LIMIT || total > LIMIT {
+                failed = true;
+                break;
+            }
+            undo.push((v, src[v], snk[v]));
+            src[v] = s as i64;
+            snk[v] = t as i64;
+        }
+        if failed {
+            for &(v, s, t) in undo.iter().rev() {
+                src[v] = s;
+                snk[v] = t;
+            }
+            return Err(too_large(CALL));
+        }
+        self.constant = constant;
+        self.total = total;
+        self.cut = None;
+        Ok(())
+    }
+
+    /// Builds the validated grid if a change dropped it.
+    fn build(&mut self) -> PyResult<()> {
+        if let Store::Grid { shape, raw, built } = &mut self.store
+            && built.is_none()
+        {
+            let raw = raw.clone();
+            let g = if shape.three_d {
+                GridGraph::new_3d(
+                    shape.depth,
+                    shape.height,
+                    shape.width,
+                    raw.source,
+                    raw.sink,
+                    raw.caps,
+                )
+            } else {
+                GridGraph::new_2d(shape.height, shape.width, raw.source, raw.sink, raw.caps)
+            };
+            *built = Some(g.map_err(|e| errors::to_py("maxflow", e))?);
+        }
+        Ok(())
+    }
 }
 
 fn too_large(call: &str) -> PyErr {
@@ -362,89 +588,19 @@ impl FlowGraph {
     /// capacity `rcap[p]` (BK's `add_edge`), all checked before any is added.
     fn add_edges(
         &mut self,
+        py: Python<'_>,
         i: PyReadonlyArray1<'_, i64>,
         j: PyReadonlyArray1<'_, i64>,
         cap: PyReadonlyArray1<'_, i64>,
         rcap: PyReadonlyArray1<'_, i64>,
     ) -> PyResult<()> {
-        const CALL: &str = "add_edges";
         let (i, j, cap, rcap) = (
             arrays::vector(&i),
             arrays::vector(&j),
             arrays::vector(&cap),
             arrays::vector(&rcap),
         );
-        let len = i.len();
-        if j.len() != len || cap.len() != len || rcap.len() != len {
-            return Err(errors::value(
-                CALL,
-                "the node and capacity arrays must have the same length",
-            ));
-        }
-        self.ids(CALL, "i", &i)?;
-        self.ids(CALL, "j", &j)?;
-        let mut sum = 0i128;
-        for (name, c) in [("capacity", &cap), ("rcapacity", &rcap)] {
-            if let Some(p) = c.iter().position(|&v| v < 0) {
-                return Err(errors::value(
-                    CALL,
-                    format!(
-                        "{name}[{p}] = {} is negative; edge capacities must be >= 0",
-                        c[p]
-                    ),
-                ));
-            }
-            sum += c.iter().map(|&v| v as i128).sum::<i128>();
-        }
-        if self.total + sum > LIMIT {
-            return Err(too_large(CALL));
-        }
-        let on_grid = match &self.store {
-            Store::Grid { shape, .. } => {
-                (0..len).all(|p| shape.dir(i[p] as usize, j[p] as usize).is_some())
-            }
-            Store::Net { .. } => false,
-        };
-        if on_grid {
-            if let Store::Grid { shape, raw, built } = &mut self.store {
-                *built = None;
-                let n = raw.source.len();
-                for p in 0..len {
-                    let (a, b) = (i[p] as usize, j[p] as usize);
-                    if let Some(d) = shape.dir(a, b) {
-                        raw.caps[d * n + a] += cap[p];
-                        raw.caps[(d ^ 1) * n + b] += rcap[p];
-                    }
-                }
-            }
-        } else {
-            self.make_network();
-            if let Store::Net { arcs, .. } = &mut self.store {
-                arcs.try_reserve(2 * len)
-                    .map_err(|_| errors::to_py(CALL, oom(2 * len, "the edges")))?;
-                for p in 0..len {
-                    let (from, to) = (i[p] as u32, j[p] as u32);
-                    if cap[p] > 0 {
-                        arcs.push(Arc {
-                            from,
-                            to,
-                            cap: cap[p],
-                        });
-                    }
-                    if rcap[p] > 0 {
-                        arcs.push(Arc {
-                            from: to,
-                            to: from,
-                            cap: rcap[p],
-                        });
-                    }
-                }
-            }
-        }
-        self.total += sum;
-        self.edges += len as u64;
-        self.cut = None;
-        Ok(())
+        detached(py, "add_edges", || self.apply_edges(&i, &j, &cap, &rcap))
     }
 
     /// Adds `source[p]` to the capacity from the source to node `ids[p]`
@@ -452,82 +608,23 @@ impl FlowGraph {
     /// negative values allowed), all checked before any is added.
     fn add_tedges(
         &mut self,
+        py: Python<'_>,
         ids: PyReadonlyArray1<'_, i64>,
         source: PyReadonlyArray1<'_, i64>,
         sink: PyReadonlyArray1<'_, i64>,
     ) -> PyResult<()> {
-        const CALL: &str = "add_tedges";
         let (ids, cs, ct) = (
             arrays::vector(&ids),
             arrays::vector(&source),
             arrays::vector(&sink),
         );
-        if cs.len() != ids.len() || ct.len() != ids.len() {
-            return Err(errors::value(
-                CALL,
-                "the node and capacity arrays must have the same length",
-            ));
-        }
-        self.ids(CALL, "ids", &ids)?;
-        let (mut constant, mut total) = (self.constant, self.total);
-        let (src, snk) = self.terminals();
-        // Apply, remembering the old values, so that a sum out of range can
-        // be undone and leave the graph as it was.
-        let mut undo: Vec<(usize, i64, i64)> = Vec::with_capacity(ids.len());
-        let mut failed = false;
-        for p in 0..ids.len() {
-            let v = ids[p] as usize;
-            let (s, t) = (
-                src[v] as i128 + cs[p] as i128,
-                snk[v] as i128 + ct[p] as i128,
-            );
-            let m = s.min(t);
-            let (s, t) = (s - m, t - m);
-            total += s + t - src[v] as i128 - snk[v] as i128;
-            constant += m;
-            if s > LIMIT || t > LIMIT || total > LIMIT {
-                failed = true;
-                break;
-            }
-            undo.push((v, src[v], snk[v]));
-            src[v] = s as i64;
-            snk[v] = t as i64;
-        }
-        if failed {
-            for &(v, s, t) in undo.iter().rev() {
-                src[v] = s;
-                snk[v] = t;
-            }
-            return Err(too_large(CALL));
-        }
-        self.constant = constant;
-        self.total = total;
-        self.cut = None;
-        Ok(())
+        detached(py, "add_tedges", || self.apply_tedges(&ids, &cs, &ct))
     }
 
     /// Builds the validated grid now, so that `maxflow()` is the solve
     /// alone (a network is built by `maxflow()`).
-    fn finish(&mut self) -> PyResult<()> {
-        if let Store::Grid { shape, raw, built } = &mut self.store
-            && built.is_none()
-        {
-            let raw = raw.clone();
-            let g = if shape.three_d {
-                GridGraph::new_3d(
-                    shape.depth,
-                    shape.height,
-                    shape.width,
-                    raw.source,
-                    raw.sink,
-                    raw.caps,
-                )
-            } else {
-                GridGraph::new_2d(shape.height, shape.width, raw.source, raw.sink, raw.caps)
-            };
-            *built = Some(g.map_err(|e| errors::to_py("maxflow", e))?);
-        }
-        Ok(())
+    fn finish(&mut self, py: Python<'_>) -> PyResult<()> {
+        detached(py, "maxflow", || self.build())
     }
 
     /// Solves; returns the flow including the constant of the terminal
@@ -535,7 +632,7 @@ impl FlowGraph {
     #[pyo3(signature = (backend=None))]
     fn maxflow(&mut self, py: Python<'_>, backend: Option<&str>) -> PyResult<i128> {
         const CALL: &str = "maxflow";
-        self.finish()?;
+        self.finish(py)?;
         let nodes = self.nodes;
         let (flow, side) = match &self.store {
             Store::Grid { built: Some(g), .. } => compute(py, CALL, backend, |t| {

@@ -131,7 +131,7 @@ fn csr_matrix<'py, T: Scalar + Element>(
     let indices = index_array(py, name, "indices", indices, u32::MAX as u64, |v| v as u32)?;
     let (rows, cols) = (*rows, *cols);
     detached(py, CALL, move || {
-        CsrMatrix::new(rows, cols, offsets, indices, data.into_owned())
+        CsrMatrix::new(rows, cols, offsets, indices, arrays::owned(data))
             .map_err(|e| errors::to_py_in(CALL, Some(name), e))
     })
 }

@@ -50,6 +50,16 @@ def test_layouts_read_in_place_or_copied(rng, dtype, peer, rtol):
         close(tc.gemm(a, b), ref_for(a, b), rtol), name
 
 
+@pytest.mark.parametrize("dtype,peer,rtol", DTYPES)
+def test_c_in_any_layout(rng, dtype, peer, rtol):
+    a = rng.standard_normal((6, 5)).astype(dtype)
+    b = rng.standard_normal((5, 4)).astype(dtype)
+    c = rng.standard_normal((4, 6)).astype(dtype).T  # Fortran order
+    out = tc.gemm(a, b, beta=2.0, c=c)
+    assert out.flags.c_contiguous
+    close(out, peer(1.0, a, b, beta=2.0, c=np.ascontiguousarray(c)), rtol)
+
+
 def test_dtype_promotion(rng):
     a32 = rng.standard_normal((4, 3)).astype(np.float32)
     b64 = rng.standard_normal((3, 2))

@@ -17,6 +17,11 @@ def random_graph(rng, n, m, cap=50, dtype=np.int32):
     return sp.csr_matrix((caps[keep].astype(dtype), (rows[keep], cols[keep])), shape=(n, n))
 
 
+def stored(m):
+    m = m.tocsr()
+    return set(zip(np.repeat(np.arange(m.shape[0]), np.diff(m.indptr)).tolist(), m.indices.tolist()))
+
+
 def check_flow(g, res, s, t):
     """Capacity, antisymmetry, conservation, the value at s, and the cut:
     source_side is exactly what the source reaches in the residual graph."""
@@ -51,6 +56,8 @@ def test_matches_scipy(seed):
     ref = sp_maximum_flow(g, 0, 29)
     assert ours.flow_value == ref.flow_value
     assert isinstance(ours.flow, sp.csr_matrix)
+    # The same stored entries as scipy's: both directions of every edge.
+    assert stored(ours.flow) == stored(ref.flow)
     check_flow(g, ours, 0, 29)
 
 

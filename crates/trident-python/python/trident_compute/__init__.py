@@ -13,9 +13,10 @@ shapes of the library it replaces:
 ``backends``            what is compiled in, what runs here, what is picked
 ======================  ==================================================
 
-Every call runs with the GIL released. C-contiguous float32/float64 arrays
-(and row-strided or transposed views of them, where the call can take the
-layout) are read in place; other layouts are copied. Errors are
+Every call runs with the GIL released. Dense float32/float64 arrays are read
+in place where their layout allows (C order and row-strided views; for
+``gemm`` also transposes); other layouts are copied, never refused. Sparse
+matrices and graphs are converted into Trident's own CSR or arc arrays. Errors are
 ``ValueError`` (bad shapes or values), ``TypeError`` (wrong types),
 ``MemoryError``, or a subclass of :class:`TridentError`.
 
@@ -330,8 +331,9 @@ def sparse_encode(
 
 
 class MaximumFlowResult:
-    """What :func:`maximum_flow` returns: ``flow_value``, ``flow`` (CSR,
-    ``flow[i, j] = -flow[j, i]`` is the net flow from ``i`` to ``j``, int64)
+    """What :func:`maximum_flow` returns: ``flow_value``, ``flow`` (CSR, int64:
+    ``flow[i, j] = -flow[j, i]`` is the net flow from ``i`` to ``j``, stored
+    for every pair joined by an edge either way, as scipy stores it)
     and ``source_side`` (bool per vertex: the vertices reachable from the
     source in the final residual graph, the minimum cut with the smallest
     source side)."""
@@ -377,14 +379,12 @@ def maximum_flow(csgraph: Any, source: int, sink: int, *, backend: Optional[str]
         raise TypeError(f"{call}: arguments source and sink must be integers") from None
     indptr = g.indptr.astype(np.int64, copy=False)
     indices = g.indices.astype(np.int64, copy=False)
-    value, side, arc_flow = _trident.maximum_flow(
+    value, side, f_indptr, f_indices, f_data = _trident.maximum_flow(
         n, indptr, indices, caps.astype(np.int64, copy=False), s, t, _backend(call, backend)
     )
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    flows = sp.csr_matrix((arc_flow, (rows, indices)), shape=(n, n))
-    net = (flows - flows.T).tocsr()
-    if isinstance(csgraph, getattr(sp, "sparray", ())):
-        net = sp.csr_array(net)
+    cls = sp.csr_array if isinstance(csgraph, getattr(sp, "sparray", ())) else sp.csr_matrix
+    net = cls((f_data, f_indices, f_indptr), shape=(n, n))
+    net.has_canonical_format = True
     return MaximumFlowResult(int(value), net, side)
 
 
