@@ -230,8 +230,8 @@ def gen_omp(count_signals, rng, p=8, m=16, sparsity=16):
     d = dct_dictionary(p, m)
     n, atoms = d.shape
     x = np.empty((count_signals, n))
-    for lo in range(0, count_signals, 65536):
-        hi = min(count_signals, lo + 65536)
+    for lo in range(0, count_signals, 8192):  # in blocks: d[:, picks] is n x block x sparsity
+        hi = min(count_signals, lo + 8192)
         picks = np.argsort(rng.random((hi - lo, atoms)), axis=1)[:, :sparsity]
         coef = rng.standard_normal((hi - lo, sparsity))
         clean = np.einsum("sk,nsk->sn", coef, d[:, picks])
