@@ -4,6 +4,7 @@ against the same peers, in the same process, on the same inputs.
 
 usage: python3 benches/python/bench.py [--inputs DIR | --size small|bench]
            [--case NAME]... [--backend NAME]... [--reps N] [--peer-reps N]
+           [--peer NAME]... [--skip-peer NAME]... [--no-peers]
            [--json FILE] [--omp-signals N]
 
 Inputs: with `--inputs DIR`, the TRIDENT-CASE files `bench_table
@@ -507,6 +508,12 @@ def main():
     p.add_argument("--reps", type=int, default=5, help="timed calls of ours (median; after one warm-up)")
     p.add_argument("--peer-reps", type=int, default=2, help="timed calls per peer (median; after one warm-up)")
     p.add_argument("--peer", action="append", default=[], help="only peers whose function name contains this")
+    p.add_argument(
+        "--skip-peer",
+        action="append",
+        default=[],
+        help="leave out peers whose function name contains this (e.g. peer_points for cKDTree)",
+    )
     p.add_argument("--no-peers", action="store_true", help="time ours only")
     p.add_argument(
         "--omp-signals", type=int, default=10000, help="signals scikit-learn codes (time scaled to all), as peers.py"
@@ -573,6 +580,8 @@ def main():
         peer_rows = []
         for fn in [] if args.no_peers else peer_list(kind):
             if args.peer and not any(w in fn.__name__ for w in args.peer):
+                continue
+            if any(w in fn.__name__ for w in args.skip_peer):
                 continue
             try:
                 r = fn(meta, arrays, args.peer_reps, args)
