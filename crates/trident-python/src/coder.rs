@@ -89,15 +89,15 @@ where
         ));
     }
     let d_ro = d.try_readonly()?;
-    let d_rows = arrays::contiguous(&d_ro);
+    let d_rows = arrays::contiguous(&d_ro)?;
     let x_ro = x.try_readonly()?;
-    let x_mat = arrays::mat(&x_ro);
+    let x_mat = arrays::mat(&x_ro)?;
     let codes = compute(py, CALL, backend, |t| {
         let dict = dictionary_of(&d_rows, atoms, n)?;
         let owned;
         let (data, ld) = if x_mat.transposed {
             // A Fortran-ordered X: OMP reads signals by row, so make rows.
-            owned = transpose(&x_mat.data, x_mat.mem_rows, x_mat.mem_cols, x_mat.ld);
+            owned = transpose(&x_mat.data, x_mat.mem_rows, x_mat.mem_cols, x_mat.ld)?;
             (&owned[..], n)
         } else {
             (&x_mat.data[..], x_mat.ld)
@@ -108,7 +108,7 @@ where
     if sparse {
         Ok(csr_arrays(py, &codes, atoms)?.into_any())
     } else {
-        let out = PyArray2::<T>::zeros(py, [signals, atoms], false);
+        let out = arrays::new_array::<T>(py, [signals, atoms], true)?;
         {
             let mut rw = out.try_readwrite()?;
             let dense = rw
@@ -140,29 +140,38 @@ fn dictionary_of<T: Scalar>(rows: &[T], atoms: usize, n: usize) -> trident::Resu
             ));
         }
     }
-    Dictionary::new(n, atoms, transpose(rows, atoms, n, n))
+    Dictionary::new(n, atoms, transpose(rows, atoms, n, n)?)
 }
 
 /// The transpose of a row-major `rows x cols` matrix with leading dimension
 /// `ld`, as a dense row-major `cols x rows` buffer.
-fn transpose<T: Copy>(data: &[T], rows: usize, cols: usize, ld: usize) -> Vec<T> {
-    let mut out = Vec::with_capacity(rows * cols);
+fn transpose<T: Copy>(data: &[T], rows: usize, cols: usize, ld: usize) -> trident::Result<Vec<T>> {
+    let mut out = trident::mem::with_capacity(rows * cols, || {
+        format!("a transposed copy of a {rows} x {cols} matrix")
+    })?;
     for j in 0..cols {
         out.extend((0..rows).map(|i| data[i * ld + j]));
     }
-    out
+    Ok(out)
 }
 
 /// Codes as CSR arrays, each row's atoms sorted as CSR requires (Trident
 /// keeps them in selection order). Rows go to threads in blocks, each
 /// block's entries one contiguous range of the output.
-fn csr_of<T: Scalar, I: Index>(codes: &SparseCodes<T>) -> (Vec<I>, Vec<I>, Vec<T>) {
+type Csr<I, T> = (Vec<I>, Vec<I>, Vec<T>);
+
+fn csr_of<T: Scalar, I: Index>(codes: &SparseCodes<T>) -> trident::Result<Csr<I, T>> {
     let rows = codes.len();
     let offsets = &codes.offsets;
-    let indptr: Vec<I> = offsets.par_iter().map(|&o| I::of(o)).collect();
     let nnz = codes.atoms.len();
-    let mut indices = vec![I::of(0); nnz];
-    let mut data = vec![T::ZERO; nnz];
+    let what = || format!("the CSR arrays of {nnz} coefficients");
+    let mut indptr = trident::mem::with_capacity(offsets.len(), what)?;
+    offsets
+        .par_iter()
+        .map(|&o| I::of(o))
+        .collect_into_vec(&mut indptr);
+    let mut indices = trident::mem::try_vec(nnz, I::of(0), what)?;
+    let mut data = trident::mem::try_vec(nnz, T::ZERO, what)?;
     let per = rows.div_ceil(rayon::current_num_threads() * 8).max(1);
     let mut blocks = Vec::new();
     let (mut idx_rest, mut val_rest) = (&mut indices[..], &mut data[..]);
@@ -191,7 +200,7 @@ fn csr_of<T: Scalar, I: Index>(codes: &SparseCodes<T>) -> (Vec<I>, Vec<I>, Vec<T
             }
         }
     });
-    (indptr, indices, data)
+    Ok((indptr, indices, data))
 }
 
 /// The codes as `(indptr, indices, data)` numpy arrays.
@@ -216,10 +225,10 @@ fn csr_arrays<'py, T: Scalar + Element>(
     let narrow = codes.atoms.len() <= i32::MAX as usize && atoms <= i32::MAX as usize;
     if narrow {
         let parts = py.detach(|| csr_of::<T, i32>(codes));
-        tuple(py, parts)
+        tuple(py, parts.map_err(|e| errors::to_py(CALL, e))?)
     } else {
         let parts = py.detach(|| csr_of::<T, i64>(codes));
-        tuple(py, parts)
+        tuple(py, parts.map_err(|e| errors::to_py(CALL, e))?)
     }
 }
 

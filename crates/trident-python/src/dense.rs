@@ -97,11 +97,15 @@ where
             ));
         }
         // A C-ordered copy (made without the GIL): the caller's c is never
-        // written, and numpy takes the copy over as it is.
+        // written.
+        let out = arrays::new_array::<T>(py, [m, n], false)?;
         let c_ro = c.try_readonly()?;
         let view = c_ro.as_array();
-        let out = py.detach(|| view.as_standard_layout().into_owned());
-        PyArray2::from_owned_array(py, out)
+        let mut out_rw = out.try_readwrite()?;
+        let mut dst = out_rw.as_array_mut();
+        py.detach(|| dst.assign(&view));
+        drop(out_rw);
+        out
     } else {
         if let Some(c) = c {
             let c = c.cast::<PyArray2<T>>().map_err(|_| same("c"))?;
@@ -112,14 +116,14 @@ where
                 ));
             }
         }
-        // SAFETY: with beta == 0 the contract does not read C, and every
-        // element of the m x n view is written before the array is returned
-        // (on an error the array is dropped unread).
-        unsafe { PyArray2::<T>::new(py, [m, n], false) }
+        // Uninitialised: with beta == 0 the contract does not read C, and
+        // every element of the m x n view is written before the array is
+        // returned (on an error it is dropped unread).
+        arrays::new_array::<T>(py, [m, n], false)?
     };
     let a_ro = a.try_readonly()?;
     let b_ro = b.try_readonly()?;
-    let (a_mat, b_mat) = (arrays::mat(&a_ro), arrays::mat(&b_ro));
+    let (a_mat, b_mat) = (arrays::mat(&a_ro)?, arrays::mat(&b_ro)?);
     let mut out_rw = out.try_readwrite()?;
     let c_data = out_rw
         .as_slice_mut()

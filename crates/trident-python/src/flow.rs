@@ -65,9 +65,9 @@ pub fn maximum_flow<'py>(
         ));
     }
     let (ptr, idx, cap) = (
-        arrays::vector(&indptr),
-        arrays::vector(&indices),
-        arrays::vector(&caps),
+        arrays::vector(&indptr)?,
+        arrays::vector(&indices)?,
+        arrays::vector(&caps)?,
     );
     let bad = |d: String| errors::value(CALL, format!("argument csgraph: {d}"));
     if ptr.len() != nodes + 1 || ptr[0] != 0 {
@@ -118,9 +118,9 @@ pub fn maximum_flow<'py>(
         let g = FlowNetwork::new(nodes, s, t, arcs)?;
         let r = tr.network_flow(&g)?;
         let net = if 2 * g.arcs().len() <= i32::MAX as usize && nodes <= i32::MAX as usize {
-            NetFlow::Narrow(net_flow(nodes, g.arcs(), &r.arc_flow))
+            NetFlow::Narrow(net_flow(nodes, g.arcs(), &r.arc_flow)?)
         } else {
-            NetFlow::Wide(net_flow(nodes, g.arcs(), &r.arc_flow))
+            NetFlow::Wide(net_flow(nodes, g.arcs(), &r.arc_flow)?)
         };
         Ok((r.flow, r.source_side, net))
     })?;
@@ -159,8 +159,9 @@ type Csr<I> = (Vec<I>, Vec<I>, Vec<i64>);
 /// scipy's flow matrix: entry `(u, v)` is the flow from `u` to `v` minus the
 /// flow from `v` to `u`, stored for every pair joined by an arc either way
 /// (zeros included, as scipy stores them), columns sorted within each row.
-fn net_flow<I: Index>(nodes: usize, arcs: &[Arc], flow: &[i64]) -> Csr<I> {
-    let mut start = vec![0usize; nodes + 1];
+fn net_flow<I: Index>(nodes: usize, arcs: &[Arc], flow: &[i64]) -> trident::Result<Csr<I>> {
+    let what = || format!("the flow matrix of {} arcs", arcs.len());
+    let mut start = trident::mem::try_vec(nodes + 1, 0usize, what)?;
     for a in arcs {
         start[a.from as usize + 1] += 1;
         start[a.to as usize + 1] += 1;
@@ -168,17 +169,18 @@ fn net_flow<I: Index>(nodes: usize, arcs: &[Arc], flow: &[i64]) -> Csr<I> {
     for v in 0..nodes {
         start[v + 1] += start[v];
     }
-    let mut fill = start.clone();
-    let mut entries = vec![(0u32, 0i64); start[nodes]];
+    let mut fill = trident::mem::with_capacity(nodes + 1, what)?;
+    fill.extend_from_slice(&start);
+    let mut entries = trident::mem::try_vec(start[nodes], (0u32, 0i64), what)?;
     for (a, &f) in arcs.iter().zip(flow) {
         for (u, v, x) in [(a.from, a.to, f), (a.to, a.from, -f)] {
             entries[fill[u as usize]] = (v, x);
             fill[u as usize] += 1;
         }
     }
-    let mut indptr = Vec::with_capacity(nodes + 1);
-    let mut indices = Vec::with_capacity(entries.len());
-    let mut data = Vec::with_capacity(entries.len());
+    let mut indptr = trident::mem::with_capacity(nodes + 1, what)?;
+    let mut indices = trident::mem::with_capacity(entries.len(), what)?;
+    let mut data = trident::mem::with_capacity(entries.len(), what)?;
     indptr.push(I::of(0));
     for v in 0..nodes {
         let row = &mut entries[start[v]..start[v + 1]];
@@ -195,7 +197,7 @@ fn net_flow<I: Index>(nodes: usize, arcs: &[Arc], flow: &[i64]) -> Csr<I> {
         }
         indptr.push(I::of(indices.len()));
     }
-    (indptr, indices, data)
+    Ok((indptr, indices, data))
 }
 
 fn oom(count: usize, what: &str) -> trident::Error {
@@ -254,11 +256,28 @@ impl Shape {
 }
 
 /// Capacities of a grid as they are added.
-#[derive(Clone)]
 struct GridRaw {
     source: Vec<i64>,
     sink: Vec<i64>,
     caps: Vec<i64>,
+}
+
+impl GridRaw {
+    /// A copy, allocated fallibly (a grid's planes are the largest arrays here).
+    fn try_clone(&self) -> trident::Result<Self> {
+        let copy = |v: &[i64]| {
+            let mut c = trident::mem::with_capacity(v.len(), || {
+                format!("a copy of a grid's {} capacities", v.len())
+            })?;
+            c.extend_from_slice(v);
+            Ok::<_, trident::Error>(c)
+        };
+        Ok(Self {
+            source: copy(&self.source)?,
+            sink: copy(&self.sink)?,
+            caps: copy(&self.caps)?,
+        })
+    }
 }
 
 enum Store {
@@ -479,7 +498,7 @@ impl FlowGraph {
         if let Store::Grid { shape, raw, built } = &mut self.store
             && built.is_none()
         {
-            let raw = raw.clone();
+            let raw = raw.try_clone().map_err(|e| errors::to_py("maxflow", e))?;
             let g = if shape.three_d {
                 GridGraph::new_3d(
                     shape.depth,
@@ -571,7 +590,10 @@ impl FlowGraph {
                 let raw = GridRaw {
                     source: std::mem::take(source),
                     sink: std::mem::take(sink),
-                    caps: vec![0; shape.dirs() * count],
+                    caps: trident::mem::try_vec(shape.dirs() * count, 0, || {
+                        format!("the capacity planes of a grid of {count} nodes")
+                    })
+                    .map_err(|e| errors::to_py("add_grid_nodes", e))?,
                 };
                 self.store = Store::Grid {
                     shape,
@@ -595,10 +617,10 @@ impl FlowGraph {
         rcap: PyReadonlyArray1<'_, i64>,
     ) -> PyResult<()> {
         let (i, j, cap, rcap) = (
-            arrays::vector(&i),
-            arrays::vector(&j),
-            arrays::vector(&cap),
-            arrays::vector(&rcap),
+            arrays::vector(&i)?,
+            arrays::vector(&j)?,
+            arrays::vector(&cap)?,
+            arrays::vector(&rcap)?,
         );
         detached(py, "add_edges", || self.apply_edges(&i, &j, &cap, &rcap))
     }
@@ -614,9 +636,9 @@ impl FlowGraph {
         sink: PyReadonlyArray1<'_, i64>,
     ) -> PyResult<()> {
         let (ids, cs, ct) = (
-            arrays::vector(&ids),
-            arrays::vector(&source),
-            arrays::vector(&sink),
+            arrays::vector(&ids)?,
+            arrays::vector(&source)?,
+            arrays::vector(&sink)?,
         );
         detached(py, "add_tedges", || self.apply_tedges(&ids, &cs, &ct))
     }

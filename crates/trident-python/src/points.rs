@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 use trident::{NearestPairs, Neighbor, Point, dist2_f64};
 
+use crate::arrays;
 use crate::errors;
 use crate::handles::compute;
 
@@ -40,9 +41,12 @@ fn points<'a>(
         return Ok(Cow::Borrowed(p));
     }
     let v = a.as_array();
-    Ok(Cow::Owned(
-        v.rows().into_iter().map(|r| [r[0], r[1], r[2]]).collect(),
-    ))
+    let n = v.nrows();
+    arrays::try_collect(n, v.rows().into_iter().map(|r| [r[0], r[1], r[2]]), || {
+        format!("a copy of {n} points")
+    })
+    .map(Cow::Owned)
+    .map_err(|e| errors::to_py(call, e))
 }
 
 fn distance(p: &Point, q: &Point) -> f64 {
@@ -81,11 +85,16 @@ pub fn knn<'py>(
         } else {
             t.knn(&a, &b, k, &mut out)?;
         }
-        let (dist, idx): (Vec<f64>, Vec<i64>) = out
-            .par_iter()
+        let what = || format!("the {n} x {k} distances and indices");
+        let mut dist = trident::mem::with_capacity(len, what)?;
+        let mut idx = trident::mem::with_capacity(len, what)?;
+        out.par_iter()
             .enumerate()
-            .map(|(p, nb)| (distance(&a[p / k], &b[nb.index as usize]), nb.index as i64))
-            .unzip();
+            .map(|(p, nb)| distance(&a[p / k], &b[nb.index as usize]))
+            .collect_into_vec(&mut dist);
+        out.par_iter()
+            .map(|nb| nb.index as i64)
+            .collect_into_vec(&mut idx);
         Ok((dist, idx))
     })?;
     Ok((shaped(py, dist, n, k)?, shaped(py, idx, n, k)?))

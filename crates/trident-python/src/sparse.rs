@@ -88,20 +88,26 @@ where
     let values = values.into_pyarray(py).into_any();
     let (indptr, indices) = if narrow {
         let indices = as_i32(indices);
-        let indptr: Vec<i32> = offsets.into_iter().map(|o| o as i32).collect();
+        let indptr = wide(offsets.len(), offsets.iter().map(|&o| o as i32))?;
         (
             indptr.into_pyarray(py).into_any(),
             indices.into_pyarray(py).into_any(),
         )
     } else {
-        let indices: Vec<i64> = indices.into_iter().map(i64::from).collect();
-        let indptr: Vec<i64> = offsets.into_iter().map(|o| o as i64).collect();
+        let indices = wide(indices.len(), indices.iter().map(|&c| i64::from(c)))?;
+        let indptr = wide(offsets.len(), offsets.iter().map(|&o| o as i64))?;
         (
             indptr.into_pyarray(py).into_any(),
             indices.into_pyarray(py).into_any(),
         )
     };
     PyTuple::new(py, [indptr, indices, values])
+}
+
+/// The product's index arrays in numpy's type, allocated fallibly.
+fn wide<I>(len: usize, it: impl Iterator<Item = I>) -> PyResult<Vec<I>> {
+    arrays::try_collect(len, it, || format!("the product's {len} indices"))
+        .map_err(|e| errors::to_py(CALL, e))
 }
 
 /// Column indices below `i32::MAX` as the int32 numpy takes, in place.
@@ -126,14 +132,15 @@ fn csr_matrix<'py, T: Scalar + Element>(
         )
     })?;
     let data = data.try_readonly()?;
-    let data = arrays::vector(&data);
+    let data = arrays::vector(&data)?;
     let offsets = index_array(py, name, "indptr", indptr, usize::MAX as u64, |v| {
         v as usize
     })?;
     let indices = index_array(py, name, "indices", indices, u32::MAX as u64, |v| v as u32)?;
     let (rows, cols) = (*rows, *cols);
     detached(py, CALL, move || {
-        CsrMatrix::new(rows, cols, offsets, indices, arrays::owned(data))
+        arrays::owned(data)
+            .and_then(|values| CsrMatrix::new(rows, cols, offsets, indices, values))
             .map_err(|e| errors::to_py_in(CALL, Some(name), e))
     })
 }
@@ -173,7 +180,7 @@ where
     I: Element + Copy + Into<i64> + Sync,
     U: Send,
 {
-    let src = arrays::vector(arr);
+    let src = arrays::vector(arr)?;
     detached(py, CALL, || {
         let bad = |p: usize, v: i64| {
             errors::value(

@@ -110,6 +110,12 @@ def test_bad_inputs():
         tc.gemm(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), alpha=1e40)
 
 
+def test_out_of_memory_is_memory_error():
+    # A 2^20 x 2^21 float64 result (16 TiB): numpy's MemoryError, no crash.
+    with pytest.raises(MemoryError):
+        tc.gemm(np.zeros((2**20, 1)), np.zeros((1, 2**21)))
+
+
 def test_backend_argument():
     a = np.eye(2)
     np.testing.assert_array_equal(tc.gemm(a, a, backend="rayon"), a)

@@ -104,6 +104,12 @@ def test_layouts(rng):
     np.testing.assert_array_equal(tc.NearestIndex(wide).query(x)[1], ref)
 
 
+def test_out_of_memory_is_memory_error():
+    index = tc.NearestIndex(np.zeros((2**21, 3), np.float32))
+    with pytest.raises(MemoryError, match="neighbours"):
+        index.query(np.zeros((2**22, 3), np.float32), k=2**20)
+
+
 def test_bad_inputs(rng):
     data = cloud(rng, 10)
     index = tc.NearestIndex(data)
