@@ -46,7 +46,10 @@ Where the answer differs from PyMaxflow's (Boykov-Kolmogorov):
 
 Every call that adds capacities checks them at once (ids in range,
 signs, the int64 sum) and raises there; a grid graph is validated at the
-end of each grid call, so ``maxflow()`` is the solve alone.
+end of each grid call, so ``maxflow()`` is the solve alone (as BK's is).
+A grid keeps its capacities twice meanwhile, as added and as validated, so
+that a later change to one node does not copy the grid back out.
+``set_backend(name)`` (not in PyMaxflow) picks the backend of ``maxflow()``.
 """
 
 from __future__ import annotations
