@@ -163,6 +163,8 @@ pub fn owned<T: Copy + Send + Sync>(data: Cow<'_, [T]>) -> trident::Result<Vec<T
         Cow::Borrowed(s) => {
             let mut v =
                 trident::mem::with_capacity(s.len(), || format!("a copy of {} values", s.len()))?;
+            // Huge pages where the kernel allows them (see `sparse::convert`).
+            trident::mem::advise_huge(&mut v);
             if s.len() >= PAR_COPY_MIN {
                 s.par_iter().copied().collect_into_vec(&mut v);
             } else {

@@ -200,6 +200,9 @@ where
             format!("the {} entries of argument {name}'s {field}", src.len())
         })
         .map_err(|e| errors::to_py(CALL, e))?;
+        // Huge pages where the kernel allows them: a fresh buffer of tens of
+        // MB otherwise costs a page fault per 4 KiB as it is first written.
+        trident::mem::advise_huge(&mut out);
         src.par_iter()
             .map(|&v| match ok(v) {
                 Some(v) => conv(v),
