@@ -100,6 +100,8 @@ fn _trident(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sparse::spgemm, m)?)?;
     m.add_function(wrap_pyfunction!(points::knn, m)?)?;
     m.add_function(wrap_pyfunction!(points::closest_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(points::knn_f64, m)?)?;
+    m.add_function(wrap_pyfunction!(points::closest_pairs_f64, m)?)?;
     m.add_function(wrap_pyfunction!(coder::sparse_encode, m)?)?;
     m.add_function(wrap_pyfunction!(flow::maximum_flow, m)?)?;
     m.add_class::<flow::FlowGraph>()?;

@@ -1,8 +1,9 @@
 //! Nearest points: `NearestIndex.query` and `.closest_pairs` in the shapes
 //! `scipy.spatial.cKDTree` returns.
 //!
-//! Points are `float32` triples (`trident_core::Point`); a C-contiguous
-//! `(n, 3)` array is used in place. Distances come back Euclidean in
+//! Points are `float32` or `float64` triples (`trident_core::Point<T>`; the
+//! Python layer picks float32 only where it holds the coordinates exactly,
+//! so nothing is rounded); a C-contiguous `(n, 3)` array is used in place. Distances come back Euclidean in
 //! float64, recomputed from the returned index on the exact (f64) values of
 //! the coordinates in cKDTree's order of operations, so they are the
 //! distances cKDTree reports for the same pair, not the backend's f32
@@ -14,18 +15,18 @@ use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use rayon::prelude::*;
-use trident::{NearestPairs, Neighbor, Point, dist2_f64};
+use trident::{Coord, NearestPairs, Neighbor, Point, Trident};
 
 use crate::arrays;
 use crate::errors;
 use crate::handles::compute;
 
-/// An `(n, 3)` float32 array as points, in place when C-contiguous.
-fn points<'a>(
+/// An `(n, 3)` array as points, in place when C-contiguous.
+fn points<'a, T: Coord + numpy::Element>(
     call: &str,
     name: &str,
-    a: &'a PyReadonlyArray2<'_, f32>,
-) -> PyResult<Cow<'a, [Point]>> {
+    a: &'a PyReadonlyArray2<'_, T>,
+) -> PyResult<Cow<'a, [Point<T>]>> {
     if a.shape()[1] != 3 {
         return Err(errors::value(
             call,
@@ -36,7 +37,8 @@ fn points<'a>(
         ));
     }
     if let Ok(s) = a.as_slice()
-        && let Ok(p) = bytemuck::try_cast_slice::<f32, Point>(s)
+        && s.len() % 3 == 0
+        && let Some(p) = Some(s.as_chunks::<3>().0)
     {
         return Ok(Cow::Borrowed(p));
     }
@@ -49,8 +51,15 @@ fn points<'a>(
     .map_err(|e| errors::to_py(call, e))
 }
 
-fn distance(p: &Point, q: &Point) -> f64 {
-    dist2_f64(p, q).sqrt()
+/// The Euclidean distance as cKDTree computes it, in f64 from the
+/// coordinates (exact for f32 ones): `sqrt(dx*dx + dy*dy + dz*dz)`.
+fn distance<T: Coord>(p: &Point<T>, q: &Point<T>) -> f64 {
+    let mut s = 0.0f64;
+    for d in 0..3 {
+        let x = p[d].to_f64() - q[d].to_f64();
+        s += x * x;
+    }
+    s.sqrt()
 }
 
 type Answer<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<i64>>);
@@ -67,6 +76,32 @@ pub fn knn<'py>(
     k: usize,
     backend: Option<&str>,
 ) -> PyResult<Answer<'py>> {
+    knn_t(py, data, x, k, backend)
+}
+
+/// [`knn`] in float64 coordinates.
+#[pyfunction]
+#[pyo3(signature = (data, x, k, backend))]
+pub fn knn_f64<'py>(
+    py: Python<'py>,
+    data: PyReadonlyArray2<'py, f64>,
+    x: PyReadonlyArray2<'py, f64>,
+    k: usize,
+    backend: Option<&str>,
+) -> PyResult<Answer<'py>> {
+    knn_t(py, data, x, k, backend)
+}
+
+fn knn_t<'py, T: Coord + numpy::Element>(
+    py: Python<'py>,
+    data: PyReadonlyArray2<'py, T>,
+    x: PyReadonlyArray2<'py, T>,
+    k: usize,
+    backend: Option<&str>,
+) -> PyResult<Answer<'py>>
+where
+    Trident: NearestPairs<T>,
+{
     const CALL: &str = "NearestIndex.query";
     let b = points(CALL, "points", &data)?;
     let a = points(CALL, "x", &x)?;
@@ -77,7 +112,7 @@ pub fn knn<'py>(
             value: n as u128 * k as u128,
             limit: usize::MAX as u128,
         })?;
-        let mut out = trident::mem::try_vec(len, Neighbor::default(), || {
+        let mut out = trident::mem::try_vec(len, Neighbor::<T>::default(), || {
             format!("the {n} x {k} neighbours")
         })?;
         if k == 1 {
@@ -129,6 +164,32 @@ pub fn closest_pairs<'py>(
     k: usize,
     backend: Option<&str>,
 ) -> PyResult<Pairs<'py>> {
+    closest_pairs_t(py, data, x, k, backend)
+}
+
+/// [`closest_pairs`] in float64 coordinates.
+#[pyfunction]
+#[pyo3(signature = (data, x, k, backend))]
+pub fn closest_pairs_f64<'py>(
+    py: Python<'py>,
+    data: PyReadonlyArray2<'py, f64>,
+    x: PyReadonlyArray2<'py, f64>,
+    k: usize,
+    backend: Option<&str>,
+) -> PyResult<Pairs<'py>> {
+    closest_pairs_t(py, data, x, k, backend)
+}
+
+fn closest_pairs_t<'py, T: Coord + numpy::Element>(
+    py: Python<'py>,
+    data: PyReadonlyArray2<'py, T>,
+    x: PyReadonlyArray2<'py, T>,
+    k: usize,
+    backend: Option<&str>,
+) -> PyResult<Pairs<'py>>
+where
+    Trident: NearestPairs<T>,
+{
     const CALL: &str = "NearestIndex.closest_pairs";
     let b = points(CALL, "points", &data)?;
     let a = points(CALL, "x", &x)?;

@@ -34,13 +34,27 @@ def test_float64_that_float32_holds_exactly(rng):
     assert tc.NearestIndex(ints).query(ints)[0].max() == 0.0
 
 
-def test_float64_beyond_float32_is_refused(rng):
-    data = rng.random((10, 3))
-    with pytest.raises(tc.UnsupportedError, match="float32"):
-        tc.NearestIndex(data)
+def test_float64_beyond_float32_is_searched_in_float64(rng):
+    # Map coordinates: a jittered metre grid around (5e5, 5.3e6, 200), where
+    # float32 keeps half a metre. Answers must be cKDTree's exactly.
+    g = np.stack(np.meshgrid(np.arange(30.0), np.arange(30.0), indexing="ij"), -1).reshape(-1, 2)
+    data = np.column_stack([5e5 + g[:, 0], 5.3e6 + g[:, 1], np.full(len(g), 200.0)])
+    data += rng.uniform(-0.2, 0.2, data.shape)
+    x = data[::7] + rng.uniform(-0.45, 0.45, data[::7].shape)
+    for k in (1, 4):
+        dist, idx = tc.NearestIndex(data).query(x, k=k)
+        d_ref, i_ref = cKDTree(data).query(x, k=k)
+        np.testing.assert_array_equal(idx, i_ref)
+        np.testing.assert_allclose(dist, d_ref, rtol=1e-12)
+    i, j, d = tc.NearestIndex(data).closest_pairs(x, 5)
+    nn = cKDTree(data).query(x)[0]
+    np.testing.assert_allclose(d, np.sort(nn)[:5], rtol=1e-12)
+    # A float32 index queried with float64 points searches in float64.
     index = tc.NearestIndex(data.astype(np.float32))
-    with pytest.raises(tc.UnsupportedError, match="argument x"):
-        index.query(rng.random((2, 3)))
+    q = rng.random((3, 3))
+    np.testing.assert_array_equal(
+        index.query(q)[1], cKDTree(data.astype(np.float32).astype(np.float64)).query(q)[1]
+    )
 
 
 def test_single_point_and_padding(rng):

@@ -194,9 +194,12 @@ def spgemm(a: Any, b: Any, *, backend: Optional[str] = None):
 
 
 def _points(call: str, name: str, x: Any, single: bool = False) -> np.ndarray:
-    """An ``(n, 3)`` C-contiguous float32 array of points (a single point of
-    shape ``(d,)`` where ``single``; 1- and 2-D points get zero coordinates,
-    which leaves every distance as it is)."""
+    """An ``(n, 3)`` C-contiguous array of points (a single point of shape
+    ``(d,)`` where ``single``; 1- and 2-D points get zero coordinates, which
+    leaves every distance as it is): float32 where float32 holds every
+    coordinate exactly (float32 input, small integers, halves), else
+    float64. Coordinates are never rounded: map coordinates such as UTM
+    eastings and northings stay float64 and are searched in float64."""
     a = np.asarray(x)
     if a.dtype.kind not in "biuf":
         raise TypeError(f"{call}: argument {name} has dtype {a.dtype}; expected real coordinates")
@@ -206,27 +209,29 @@ def _points(call: str, name: str, x: Any, single: bool = False) -> np.ndarray:
         raise ValueError(f"{call}: argument {name} must have shape (n, 3) (or (n, 1), (n, 2)), got {a.shape}")
     if a.dtype != np.float32:
         f = a.astype(np.float32)
-        if not np.array_equal(f, a, equal_nan=True):
-            bad = np.argwhere(f != a)[0]
-            raise UnsupportedError(
-                f"{call}: argument {name}: coordinates of dtype {a.dtype} that float32 cannot hold "
-                f"exactly (the first: {name}[{bad[0]}, {bad[1]}] = {a[tuple(bad)]!r}); nearest-point "
-                f"searches take float32 coordinates. Pass {name}.astype(numpy.float32) to accept the "
-                f"rounding."
-            )
-        a = f
+        a = f if np.array_equal(f, a, equal_nan=True) else a.astype(np.float64)
     if a.shape[1] < 3:
-        a = np.concatenate([a, np.zeros((a.shape[0], 3 - a.shape[1]), np.float32)], axis=1)
+        a = np.concatenate([a, np.zeros((a.shape[0], 3 - a.shape[1]), a.dtype)], axis=1)
     return np.ascontiguousarray(a)
+
+
+def _same_type(data: np.ndarray, x: np.ndarray) -> Tuple[np.ndarray, np.ndarray, bool]:
+    """``data`` and ``x`` in one type: float64 (exactly widened) when either
+    is, with ``True``; else both float32 and ``False``."""
+    if data.dtype == np.float64 or x.dtype == np.float64:
+        return data.astype(np.float64, copy=False), x.astype(np.float64, copy=False), True
+    return data, x, False
 
 
 class NearestIndex:
     """Nearest points of a fixed 3-D point set, with ``cKDTree``'s answers.
 
-    ``points`` is an ``(n, 3)`` array (``(n, 1)`` and ``(n, 2)`` work too),
-    float32, or of another dtype whose values float32 holds exactly; the
-    array is kept, not copied, when it is C-contiguous float32. Each query
-    builds the backend's search structure over ``points``.
+    ``points`` is an ``(n, 3)`` array (``(n, 1)`` and ``(n, 2)`` work too)
+    of any real dtype. The search runs in float32 where float32 holds every
+    coordinate of ``points`` and the query exactly, else in float64 (map
+    coordinates, for one): never on rounded coordinates. The array is kept,
+    not copied, when it is C-contiguous float32 (or float64 needing it).
+    Each query builds the backend's search structure over ``points``.
 
     Ties in distance go to the smaller index; distances are Euclidean,
     float64, computed from the coordinates as cKDTree computes them.
@@ -255,7 +260,9 @@ class NearestIndex:
             raise ValueError(f"{call}: argument k = {k} must be >= 1")
         kk = min(k, self.n)
         if kk > 0:
-            dist, idx = _trident.knn(self.data, X, kk, self._backend)
+            D, X, wide = _same_type(self.data, X)
+            knn = _trident.knn_f64 if wide else _trident.knn
+            dist, idx = knn(D, X, kk, self._backend)
         else:
             dist = np.empty((X.shape[0], 0))
             idx = np.empty((X.shape[0], 0), np.int64)
@@ -277,8 +284,9 @@ class NearestIndex:
         returns the ``k`` pairs of smallest distance (``min(k, len(x))`` of
         them, ascending; ties to the smaller ``i``) as ``(i, j, dist)``."""
         call = "NearestIndex.closest_pairs"
-        X = _points(call, "x", x)
-        return _trident.closest_pairs(self.data, X, _count(call, "k", k), self._backend)
+        D, X, wide = _same_type(self.data, _points(call, "x", x))
+        pairs = _trident.closest_pairs_f64 if wide else _trident.closest_pairs
+        return pairs(D, X, _count(call, "k", k), self._backend)
 
     def __repr__(self) -> str:
         return f"NearestIndex(n={self.n})"

@@ -39,6 +39,12 @@ def knn(
 def closest_pairs(
     data: npt.NDArray[np.float32], x: npt.NDArray[np.float32], k: int, backend: Optional[str]
 ) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]: ...
+def knn_f64(
+    data: npt.NDArray[np.float64], x: npt.NDArray[np.float64], k: int, backend: Optional[str]
+) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]: ...
+def closest_pairs_f64(
+    data: npt.NDArray[np.float64], x: npt.NDArray[np.float64], k: int, backend: Optional[str]
+) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]: ...
 def sparse_encode(
     x: npt.NDArray[np.floating],
     dictionary: npt.NDArray[np.floating],
