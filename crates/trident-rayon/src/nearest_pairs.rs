@@ -36,10 +36,14 @@
 //!   fixed bound `(r * r, u32::MAX)`, so a point is in exactly when its
 //!   computed `d2 <= r * r` (both in the coordinate type, the radius scaled
 //!   with the points): the same keys and box bounds as the other searches.
-//!   Each task gathers the sorted rows of its chunk of queries (spatial
-//!   order) into buffers of its own; the row lengths give the offsets, and
-//!   the rows are copied into place. A count-then-fill design searches twice
-//!   and writes rows in scattered order: it measured about twice as slow.
+//!   With a bound that does not shrink, a plain descent from the root
+//!   ([`kdtree::KdTree::search_all`]) beats the nearest-first climb from the
+//!   query's leaf. Queries go in A's Morton order, or for `self_pairs` in
+//!   the tree's own leaf order. Each task gathers the sorted rows of its
+//!   chunk of queries into buffers of its own; the row lengths give the
+//!   offsets, and the rows are copied into place. A count-then-fill design
+//!   searches twice and writes rows in scattered order: it measured about
+//!   twice as slow.
 //!   `max_pairs` is checked as the tasks go (they stop soon after the count
 //!   passes it), so a radius too large fails having held little more than
 //!   `max_pairs` pairs; the exact count for the error comes from a search
@@ -409,13 +413,14 @@ enum Index {
 /// f32 `closest_pairs` for `1 <= k <= |A|`, on the current pool: the grid
 /// where B is even enough (see the module docs), else [`tree_pairs`].
 fn closest_pairs(a: &[Point], b: &[Point], k: usize, index: Index) -> Vec<Pair> {
+    let t0 = std::time::Instant::now();
     let grid = match index {
         Index::Auto => Grid::build(b),
         #[cfg(test)]
         Index::KdTree => None,
     };
     match &grid {
-        Some(grid) => grid_pairs(a, b, k, grid),
+        Some(grid) => grid_pairs(a, b, k, grid, t0),
         None => tree_pairs(a, b, k),
     }
 }
@@ -435,9 +440,15 @@ fn print_trace(how: &str, t0: std::time::Instant, t_prep: std::time::Duration, k
     );
 }
 
-/// `closest_pairs` over B's grid (f32 only), A in input order.
-fn grid_pairs(a: &[Point], b: &[Point], k: usize, grid: &Grid) -> Vec<Pair> {
-    let t0 = std::time::Instant::now();
+/// `closest_pairs` over B's grid (f32 only, built from `t0` on), A in input
+/// order.
+fn grid_pairs(
+    a: &[Point],
+    b: &[Point],
+    k: usize,
+    grid: &Grid,
+    t0: std::time::Instant,
+) -> Vec<Pair> {
     let global = AtomicU64::new(f32::INFINITY.bits());
     // A in input order: a query touches one cell table entry and a cache
     // line or two of B, no tree descent to keep warm.
@@ -534,7 +545,10 @@ fn self_pairs<T: Real>(p: &[Point<T>], r: T, max_pairs: usize) -> Result<RadiusN
     }
     let t0 = std::time::Instant::now();
     let (p, _, shift) = scaled_for_range(p, &[]);
-    let (tree, (qp, order)) = build_and_order(&p, &p);
+    // The queries in the tree's own leaf order: as coherent as A's Morton
+    // order, with no sort of their own (a few percent of the call).
+    let tree = KdTree::build(&p);
+    let (qp, order) = tree.points_in_order();
     radius::<T, true>(&tree, &qp, &order, r, shift, max_pairs, t0)
 }
 
@@ -624,9 +638,9 @@ struct Rows<T> {
 /// indices are `order` (a permutation of the rows), over `tree`; with
 /// `UPPER` the tree holds the queries themselves and row `i` keeps `j > i`.
 ///
-/// One pass over the tree: each task gathers the rows of its chunk of
-/// queries (in the spatial order that keeps the tree in cache), sorted by
-/// `(d2, j)`, into buffers of its own; the row lengths then give the offsets,
+/// One pass over the tree: each task searches its chunk of queries (in the
+/// spatial order that keeps the tree in cache) from the root and gathers
+/// their rows, sorted by `(d2, j)`, into buffers of its own; the row lengths then give the offsets,
 /// and the rows are copied to their places. Counting in a first pass and
 /// filling in a second searches the tree twice and writes the rows in
 /// scattered order, and measured about twice as slow (1M x 1M, ~10 pairs a
@@ -663,25 +677,18 @@ fn radius<T: Real, const UPPER: bool>(
                 oom: false,
             };
             let mut pending = 0u64;
-            let mut stop = found.load(Ordering::Relaxed) > max;
-            for_each_located(tree, qs, |t, q, at| {
-                if stop {
-                    return;
-                }
+            // Past the limit already (another task found that many): skip.
+            let skip = found.load(Ordering::Relaxed) > max;
+            for (q, &i) in qs.iter().zip(ids).take(if skip { 0 } else { qs.len() }) {
                 keys.clear();
-                let mut v = Collect::<T, UPPER> {
-                    bound,
-                    i: ids[t],
-                    keys,
-                };
-                tree.finish(q, at, &mut v);
+                let mut v = Collect::<T, UPPER> { bound, i, keys };
+                tree.search_all(q, &mut v);
                 keys.sort_unstable();
                 if out.idx.try_reserve(keys.len()).is_err()
                     || out.d2.try_reserve(keys.len()).is_err()
                 {
                     out.oom = true;
-                    stop = true;
-                    return;
+                    break;
                 }
                 // A row holds at most |B| <= u32::MAX points.
                 out.lens.push(keys.len() as u32);
@@ -690,10 +697,13 @@ fn radius<T: Real, const UPPER: bool>(
                     .extend(keys.iter().map(|&k| unscale_d2(T::key_d2(k), shift)));
                 pending += keys.len() as u64;
                 if pending >= FLUSH {
-                    stop = found.fetch_add(pending, Ordering::Relaxed) + pending > max;
+                    let total = found.fetch_add(pending, Ordering::Relaxed) + pending;
                     pending = 0;
+                    if total > max {
+                        break;
+                    }
                 }
-            });
+            }
             found.fetch_add(pending, Ordering::Relaxed);
             out
         })
@@ -813,15 +823,11 @@ fn count_pairs<T: Real, const UPPER: bool>(
         .zip(order.par_chunks(CHUNK))
         .map(|(qs, ids)| {
             let mut n = 0u128;
-            for_each_located(tree, qs, |t, q, at| {
-                let mut v = Count::<T, UPPER> {
-                    bound,
-                    i: ids[t],
-                    n: 0,
-                };
-                tree.finish(q, at, &mut v);
+            for (q, &i) in qs.iter().zip(ids) {
+                let mut v = Count::<T, UPPER> { bound, i, n: 0 };
+                tree.search_all(q, &mut v);
                 n += v.n as u128;
-            });
+            }
             n
         })
         .sum()

@@ -394,6 +394,56 @@ impl<T: Real> KdTree<T> {
         }
     }
 
+    /// B's points in the order of the leaves, with their indices: a query
+    /// order in which neighbouring queries share most of their search, for
+    /// searches of B against itself.
+    pub(super) fn points_in_order(&self) -> (Vec<Point<T>>, Vec<u32>) {
+        use rayon::prelude::*;
+        self.leaves
+            .par_iter()
+            .flat_map_iter(|leaf| {
+                (0..LEAF)
+                    .filter(|&s| leaf.id[s] != u32::MAX)
+                    .map(|s| ([leaf.x[s], leaf.y[s], leaf.z[s]], leaf.id[s]))
+            })
+            .unzip()
+    }
+
+    /// Offers `v` every point of B that can lie within its bound, by a
+    /// descent from the root into every node whose lower-bound key is below
+    /// it, in no particular order: for searches whose bound does not shrink
+    /// (a radius), where [`KdTree::finish`]'s nearest-first order buys
+    /// nothing and its climb from `q`'s leaf tests planes and boxes of
+    /// siblings the descent from the root skips at once. With
+    /// [`Visitor::WHOLE`], a subtree whose upper bound is within the bound is
+    /// offered whole.
+    pub(super) fn search_all<V: Visitor<T>>(&self, q: &Point<T>, v: &mut V) {
+        let mut stack = [0u32; STACK];
+        let mut sp = 0usize;
+        let mut node = 1usize;
+        loop {
+            if self.box_key(node, q) < v.bound() {
+                if node >= self.nleaves {
+                    self.scan(node, q, v);
+                } else if !(V::WHOLE
+                    && self.boxes[node].upper_bound(q) <= v.bound_d2()
+                    && v.take_whole(self.size(node), self.minid[node]))
+                {
+                    // Entries sit at strictly increasing depths (< STACK).
+                    stack[sp] = (2 * node + 1) as u32;
+                    sp += 1;
+                    node *= 2;
+                    continue;
+                }
+            }
+            if sp == 0 {
+                return;
+            }
+            sp -= 1;
+            node = stack[sp] as usize;
+        }
+    }
+
     /// The number of points below `node`.
     #[inline]
     fn size(&self, node: usize) -> usize {
@@ -432,10 +482,7 @@ impl<T: Real> KdTree<T> {
         loop {
             if node >= self.nleaves {
                 self.scan(node, q, v);
-            } else if !(V::WHOLE
-                && self.boxes[node].upper_bound(q) <= v.bound_d2()
-                && v.take_whole(self.size(node), self.minid[node]))
-            {
+            } else {
                 let (c0, c1) = (2 * node, 2 * node + 1);
                 let k0 = self.box_key(c0, q);
                 let k1 = self.box_key(c1, q);
