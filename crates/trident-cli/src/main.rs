@@ -98,7 +98,21 @@ pub struct Outcome {
     pub ok: bool,
 }
 
+/// Mesa's implicit Vulkan layer `VK_LAYER_MESA_device_select` connects to
+/// Wayland while wgpu lists adapters and prints two `error:
+/// XDG_RUNTIME_DIR is invalid` lines on machines without a session (servers,
+/// CI). The layer only reorders devices, which the backend probe does not
+/// need: it is turned off for this process unless the user set it.
+fn quiet_vulkan_layer() {
+    if std::env::var_os("NODEVICE_SELECT").is_none() {
+        // SAFETY: called first in `main`, before any other thread exists, so
+        // no thread can read the environment while it is written.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
+    }
+}
+
 fn main() -> ExitCode {
+    quiet_vulkan_layer();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

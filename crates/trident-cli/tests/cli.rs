@@ -965,7 +965,7 @@ fn maxflow_bad_dimacs_files() {
 }
 
 #[test]
-fn a_successful_run_on_a_named_backend_writes_nothing_to_stderr() {
+fn a_successful_run_writes_nothing_to_stderr() {
     // Only the backend asked for is constructed: probing the GPU ones loads
     // the Vulkan loader, whose Mesa device-select layer has libwayland print
     // "error: XDG_RUNTIME_DIR is invalid" when that variable is unset (in a
@@ -983,16 +983,21 @@ fn a_successful_run_on_a_named_backend_writes_nothing_to_stderr() {
         vec!["pairs", s(&csv), s(&csv), "--knn", "1", "-o", s(&p_csv)],
         vec!["maxflow", s(&max), "--cut", s(&cut)],
     ];
-    for args in runs {
-        let o = Command::new(env!("CARGO_BIN_EXE_trident"))
-            .args(&args)
-            .args(["--backend", "rayon"])
-            .env_remove("XDG_RUNTIME_DIR")
-            .env_remove("TRIDENT_BACKEND")
-            .output()
-            .expect("run trident");
-        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
-        assert_eq!(stderr(&o), "", "{args:?} wrote to stderr");
+    // Named and automatic (every compiled backend probed; the binary turns
+    // the device-select layer off).
+    for backend in [&["--backend", "rayon"][..], &[]] {
+        for args in &runs {
+            let o = Command::new(env!("CARGO_BIN_EXE_trident"))
+                .args(args)
+                .args(backend)
+                .env_remove("XDG_RUNTIME_DIR")
+                .env_remove("TRIDENT_BACKEND")
+                .env_remove("NODEVICE_SELECT")
+                .output()
+                .expect("run trident");
+            assert_eq!(code(&o), 0, "{args:?} {backend:?}: {}", stderr(&o));
+            assert_eq!(stderr(&o), "", "{args:?} {backend:?} wrote to stderr");
+        }
     }
 }
 
