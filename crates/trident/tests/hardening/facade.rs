@@ -151,7 +151,8 @@ fn report_says_what_serves_each_primitive() {
         ("dense_gemm f64", "reference"),
         ("sparse_gemm f32", "partial"),
         ("sparse_gemm f64", "reference"),
-        ("nearest_pairs", "partial"),
+        ("nearest_pairs f32", "partial"),
+        ("nearest_pairs f64", "reference"),
         ("sparse_coder f32", "partial"),
         ("sparse_coder f64", "reference"),
         ("max_flow", "partial"),
@@ -173,7 +174,7 @@ fn report_says_what_serves_each_primitive() {
 #[test]
 fn the_default_handle_reports_every_primitive_served() {
     let t = Trident::probe();
-    assert_eq!(t.serving().len(), 8);
+    assert_eq!(t.serving().len(), 9);
     assert!(
         t.serving().iter().all(|s| s.backend.is_ok()),
         "{}",
