@@ -44,7 +44,7 @@ fn kiddo_within(a: &[Point<f64>], b: &[Point<f64>], r: f64) -> Result<RadiusNeig
                 .unsorted()
                 .execute()
                 .into_iter()
-                .map(|n| (n.distance, n.item as u32))
+                .map(|n| (n.distance, n.item))
                 .collect();
             row.sort_unstable_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
             row
