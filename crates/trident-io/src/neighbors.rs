@@ -212,10 +212,10 @@ pub fn write_pairs<D: Value>(
 }
 
 /// Writes the pairs of a radius search in CSR form: row `i` (a query, or a
-/// point of the one set for self pairs) holds `indices[offsets[i]..offsets[i
-/// + 1]]` at `distances` of the same places. CSV and NPY list the pairs as
-/// closest pairs are listed ([`write_pairs`]); NPZ adds `offsets` (int64),
-/// so `b[offsets[i]:offsets[i + 1]]` is row `i`, as scipy's CSR `indptr`.
+/// point of the one set for self pairs) holds the indices from `offsets[i]`
+/// up to `offsets[i + 1]`, with `distances` at the same places. CSV and NPY
+/// list the pairs as closest pairs are listed ([`write_pairs`]); NPZ adds
+/// `offsets` (int64), scipy's CSR `indptr` for the rows of `b`.
 pub fn write_radius<D: Value>(
     mut w: impl Write,
     format: Format,
