@@ -97,6 +97,16 @@ pub enum Error {
     /// An I/O failure while reading or writing a file.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+    /// Another rank of a distributed call (`trident-dist`) failed: every
+    /// other rank returns this, so none waits for it. `detail` is that rank's
+    /// own error as it printed.
+    #[error("rank {rank} failed: {detail}")]
+    RankFailed {
+        /// The rank whose step failed.
+        rank: usize,
+        /// Its error, as it printed.
+        detail: String,
+    },
     /// A failure inside a backend's driver or runtime (CUDA, NVRTC, wgpu).
     #[error("backend error: {0}")]
     Backend(Box<dyn std::error::Error + Send + Sync>),

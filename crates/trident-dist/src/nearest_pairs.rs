@@ -1,0 +1,310 @@
+//! NearestPairs across ranks. A (the queries) is partitioned: each rank
+//! passes its rows, and `nearest`, `knn`, `within` answer for them, with
+//! indices into the whole B. B is replicated (every rank passes all of it),
+//! or, with the `_ring` calls, partitioned and passed round the ring of
+//! ranks so no rank holds more than its part. `closest_pairs` merges every
+//! rank's candidates into the same `k` pairs on every rank, under the tie
+//! rule of one device; `self_pairs` cuts the rows of a replicated set.
+
+use std::cmp::Ordering;
+use std::ops::Range;
+
+use trident_core::{
+    Coord, Error, NearestPairs, Neighbor, Pair, Point, Primitives, RadiusNeighbors, Result,
+};
+
+use crate::comm::{CommExt, ReduceOp};
+use crate::sharded::{Sharded, bits, even_split};
+
+fn type_code<T: Coord>() -> u64 {
+    std::mem::size_of::<T>() as u64
+}
+
+/// `(d2, j)` order of neighbours, as every backend sorts them.
+fn by_d2_then_index<T: Coord>(x: &Neighbor<T>, y: &Neighbor<T>) -> Ordering {
+    x.d2.partial_cmp(&y.d2)
+        .unwrap_or(Ordering::Equal)
+        .then(x.index.cmp(&y.index))
+}
+
+impl<'a> Sharded<'a> {
+    fn points_agree<T: Coord>(&self, b: &[Point<T>], extra: &[(&'static str, u64)]) -> Result<()> {
+        let mut items = vec![
+            ("b.len", b.len() as u64),
+            ("coordinate type", type_code::<T>()),
+        ];
+        items.extend_from_slice(extra);
+        items.push(self.replica("b (contents)", b));
+        self.agree(&items)
+    }
+
+    /// `nearest` for this rank's rows of A against the replicated B: `out`
+    /// holds one neighbour per local row, indices into B.
+    pub fn nearest<T: Coord>(
+        &self,
+        a: &[Point<T>],
+        b: &[Point<T>],
+        out: &mut [Neighbor<T>],
+    ) -> Result<()>
+    where
+        dyn Primitives + 'a: NearestPairs<T>,
+    {
+        self.points_agree(b, &[])?;
+        self.settle(NearestPairs::<T>::nearest(self.backend(), a, b, out))
+    }
+
+    /// `knn` for this rank's rows of A against the replicated B.
+    pub fn knn<T: Coord>(
+        &self,
+        a: &[Point<T>],
+        b: &[Point<T>],
+        k: usize,
+        out: &mut [Neighbor<T>],
+    ) -> Result<()>
+    where
+        dyn Primitives + 'a: NearestPairs<T>,
+    {
+        self.points_agree(b, &[("k", k as u64)])?;
+        self.settle(NearestPairs::<T>::knn(self.backend(), a, b, k, out))
+    }
+
+    /// The `k` closest pairs over all ranks' rows of A (indices `a` in the
+    /// global numbering: rank order, then local order), the same list on
+    /// every rank and the same as one device's.
+    pub fn closest_pairs<T: Coord>(
+        &self,
+        a: &[Point<T>],
+        b: &[Point<T>],
+        k: usize,
+    ) -> Result<Vec<Pair<T>>>
+    where
+        dyn Primitives + 'a: NearestPairs<T>,
+    {
+        self.points_agree(b, &[("k", k as u64)])?;
+        let (first, _) = self.offsets(a.len())?;
+        let local = self.settle(NearestPairs::<T>::closest_pairs(self.backend(), a, b, k))?;
+        let ia: Vec<u64> = local
+            .iter()
+            .map(|p| (first + p.a as usize) as u64)
+            .collect();
+        let ib: Vec<u32> = local.iter().map(|p| p.b).collect();
+        let d2: Vec<T> = local.iter().map(|p| p.d2).collect();
+        let (ia, ib, d2) = (
+            self.gather_rows(&ia)?,
+            self.gather_rows(&ib)?,
+            self.gather_rows(&d2)?,
+        );
+        let mut all: Vec<Pair<T>> = Vec::with_capacity(ia.len());
+        for ((&a, &b), &d2) in ia.iter().zip(&ib).zip(&d2) {
+            let a = u32::try_from(a).map_err(|_| Error::TooLarge {
+                field: "a.len",
+                value: u128::from(a) + 1,
+                limit: u128::from(u32::MAX),
+            })?;
+            all.push(Pair { a, b, d2 });
+        }
+        all.sort_by(|x, y| {
+            x.d2.partial_cmp(&y.d2)
+                .unwrap_or(Ordering::Equal)
+                .then(x.a.cmp(&y.a))
+        });
+        all.truncate(k);
+        Ok(all)
+    }
+
+    /// `within` for this rank's rows of A against the replicated B.
+    /// `max_pairs` bounds the pairs over all ranks: past it the call is
+    /// `TooLarge` on every rank.
+    pub fn within<T: Coord>(
+        &self,
+        a: &[Point<T>],
+        b: &[Point<T>],
+        r: T,
+        max_pairs: usize,
+    ) -> Result<RadiusNeighbors<T>>
+    where
+        dyn Primitives + 'a: NearestPairs<T>,
+    {
+        self.points_agree(b, &[("r", bits(r)), ("max_pairs", max_pairs as u64)])?;
+        let local = self.settle(NearestPairs::<T>::within(
+            self.backend(),
+            a,
+            b,
+            r,
+            max_pairs,
+        ))?;
+        self.total_within(local.len(), max_pairs)?;
+        Ok(local)
+    }
+
+    fn total_within(&self, local: usize, max_pairs: usize) -> Result<()> {
+        let mut total = [local as u64];
+        self.comm().all_reduce_u64(&mut total, ReduceOp::Sum)?;
+        trident_core::validate::radius_count(u128::from(total[0]), max_pairs)
+    }
+
+    /// `self_pairs` of the replicated `p`, cut by rows: this rank answers
+    /// the rows of the returned range (an even cut), each with its `j > i`.
+    pub fn self_pairs<T: Coord>(
+        &self,
+        p: &[Point<T>],
+        r: T,
+        max_pairs: usize,
+    ) -> Result<(Range<usize>, RadiusNeighbors<T>)>
+    where
+        dyn Primitives + 'a: NearestPairs<T>,
+    {
+        self.points_agree(p, &[("r", bits(r)), ("max_pairs", max_pairs as u64)])?;
+        let rows = even_split(p.len(), self.cluster().size(), self.cluster().rank());
+        // Rows against the whole set find every pair twice and each point
+        // itself: the local bound allows for that, the total below is exact.
+        let cap = max_pairs.saturating_mul(2).saturating_add(rows.len());
+        let local =
+            NearestPairs::<T>::within(self.backend(), &p[rows.clone()], p, r, cap).map(|all| {
+                let mut out = RadiusNeighbors {
+                    offsets: Vec::with_capacity(rows.len() + 1),
+                    indices: Vec::new(),
+                    d2: Vec::new(),
+                };
+                out.offsets.push(0);
+                for (row, i) in rows.clone().enumerate() {
+                    let (s, e) = (all.offsets[row], all.offsets[row + 1]);
+                    for t in s..e {
+                        if all.indices[t] as usize > i {
+                            out.indices.push(all.indices[t]);
+                            out.d2.push(all.d2[t]);
+                        }
+                    }
+                    out.offsets.push(out.indices.len());
+                }
+                out
+            });
+        let local = self.settle(local)?;
+        self.total_within(local.len(), max_pairs)?;
+        Ok((rows, local))
+    }
+
+    /// `nearest` with B partitioned: each rank passes its part of B (the
+    /// global index of a point of B counts the parts in rank order), and the
+    /// parts travel round the ring, so no rank ever holds more than the
+    /// largest part. Same answer as replicated B.
+    pub fn nearest_ring<T: Coord>(
+        &self,
+        a: &[Point<T>],
+        b: &[Point<T>],
+        out: &mut [Neighbor<T>],
+    ) -> Result<()>
+    where
+        dyn Primitives + 'a: NearestPairs<T>,
+    {
+        self.knn_ring(a, b, 1, out)
+    }
+
+    /// `knn` with B partitioned and passed round the ring (see
+    /// [`Sharded::nearest_ring`]); `k` counts over the whole B.
+    pub fn knn_ring<T: Coord>(
+        &self,
+        a: &[Point<T>],
+        b: &[Point<T>],
+        k: usize,
+        out: &mut [Neighbor<T>],
+    ) -> Result<()>
+    where
+        dyn Primitives + 'a: NearestPairs<T>,
+    {
+        self.agree(&[("k", k as u64), ("coordinate type", type_code::<T>())])?;
+        let lens = self.comm().all_gather_u64(b.len() as u64)?;
+        let total: u64 = lens.iter().sum();
+        let checked = trident_core::validate::points("a", a)
+            .and_then(|()| trident_core::validate::points("b", b))
+            .and_then(|()| {
+                if total == 0 && k > 0 {
+                    Err(Error::arg(
+                        "b",
+                        "B is empty on every rank: there is no nearest point",
+                    ))
+                } else if k as u64 > total {
+                    Err(Error::arg(
+                        "k",
+                        format!("k = {k} exceeds |B| = {total} over all ranks"),
+                    ))
+                } else if out.len() != a.len() * k {
+                    Err(Error::dim(
+                        "out",
+                        format!(
+                            "{} neighbours for {} points and k = {k}",
+                            out.len(),
+                            a.len()
+                        ),
+                    ))
+                } else {
+                    Ok(())
+                }
+            });
+        self.settle(checked)?;
+        if k == 0 {
+            return Ok(());
+        }
+        let (p, me) = (self.cluster().size(), self.cluster().rank());
+        let start = |r: usize| lens[..r].iter().sum::<u64>() as u32;
+        let mut best: Vec<Vec<Neighbor<T>>> = vec![Vec::with_capacity(k); a.len()];
+        let mut part: Vec<Point<T>> = b.to_vec();
+        let mut origin = me;
+        for step in 0..p {
+            if !part.is_empty() && !a.is_empty() {
+                let kk = k.min(part.len());
+                let mut found = vec![Neighbor::<T>::default(); a.len() * kk];
+                let local = NearestPairs::<T>::knn(self.backend(), a, &part, kk, &mut found);
+                self.settle(local)?;
+                let base = start(origin);
+                for (i, list) in best.iter_mut().enumerate() {
+                    list.extend(found[i * kk..(i + 1) * kk].iter().map(|n| Neighbor {
+                        index: n.index + base,
+                        d2: n.d2,
+                    }));
+                    list.sort_by(by_d2_then_index);
+                    list.truncate(k);
+                }
+            } else {
+                self.settle(Ok(()))?;
+            }
+            if step + 1 < p {
+                let flat: &[T] = bytemuck::cast_slice(&part);
+                let got = self.comm().ring_shift(flat)?;
+                part = bytemuck::cast_slice::<T, Point<T>>(&got).to_vec();
+                origin = (origin + p - 1) % p;
+            }
+        }
+        for (i, list) in best.iter().enumerate() {
+            out[i * k..(i + 1) * k].copy_from_slice(list);
+        }
+        Ok(())
+    }
+
+    /// Every rank's neighbours (one `nearest` or `knn` output each), in rank
+    /// order, on every rank.
+    pub fn gather_neighbors<T: Coord>(&self, local: &[Neighbor<T>]) -> Result<Vec<Neighbor<T>>> {
+        let index: Vec<u32> = local.iter().map(|n| n.index).collect();
+        let d2: Vec<T> = local.iter().map(|n| n.d2).collect();
+        let (index, d2) = (self.gather_rows(&index)?, self.gather_rows(&d2)?);
+        Ok(index
+            .into_iter()
+            .zip(d2)
+            .map(|(index, d2)| Neighbor { index, d2 })
+            .collect())
+    }
+
+    /// Every rank's rows of a radius search, stacked in rank order.
+    pub fn gather_radius<T: Coord>(
+        &self,
+        local: &RadiusNeighbors<T>,
+    ) -> Result<RadiusNeighbors<T>> {
+        let (offsets, indices, d2) =
+            self.gather_csr_parts(&local.offsets, &local.indices, &local.d2)?;
+        Ok(RadiusNeighbors {
+            offsets,
+            indices,
+            d2,
+        })
+    }
+}

@@ -1,0 +1,424 @@
+//! Several ranks for real: each test here starts `mpirun -n N` on this same
+//! test binary, which then runs one `#[ignore]`d child test per rank (the
+//! child tests do nothing when started any other way). The children compare
+//! every sharded call with one device's answer on the same inputs, bit for
+//! bit, and check the fault rules: inputs that disagree, a rank whose step
+//! fails, a rank that dies.
+#![cfg(feature = "mpi")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use trident_core::{
+    CsrMatrix, DenseGemm, Dictionary, Error, GemmParams, MatMut, MatRef, NearestPairs, Neighbor,
+    Op, Point, SparseCoder, SparseGemm, StopRule,
+};
+use trident_dist::{Cluster, Sharded, even_split, row_block};
+use trident_rayon::RayonBackend;
+
+const CHILD: &str = "TRIDENT_DIST_TEST_CHILD";
+
+/// Runs child test `name` on `n` ranks; the job's exit status, its output,
+/// and how long it took. A job still running after `limit` is killed and
+/// reported as hung.
+fn mpirun(n: usize, name: &str, limit: Duration) -> (bool, String, Duration) {
+    let version = Command::new("mpirun").arg("--version").output();
+    let Ok(version) = version else {
+        panic!(
+            "mpirun is not installed: install OpenMPI (apt-get install openmpi-bin libopenmpi-dev) to run the multi-rank tests"
+        );
+    };
+    let mut cmd = Command::new("mpirun");
+    if String::from_utf8_lossy(&version.stdout).contains("Open MPI") {
+        cmd.args(["--allow-run-as-root", "--oversubscribe"]);
+        cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    }
+    let exe = std::env::current_exe().unwrap();
+    cmd.arg("-n")
+        .arg(n.to_string())
+        .arg(exe)
+        .args([
+            "--exact",
+            name,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .env("RAYON_NUM_THREADS", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    loop {
+        if let Some(_status) = child.try_wait().unwrap() {
+            break;
+        }
+        if start.elapsed() > limit {
+            child.kill().ok();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{name} on {n} ranks hung (killed after {limit:?}):\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let elapsed = start.elapsed();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text, elapsed)
+}
+
+fn is_child() -> bool {
+    std::env::var_os(CHILD).is_some()
+}
+
+/// A small deterministic generator (the same numbers on every rank).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn points(&mut self, n: usize) -> Vec<Point<f32>> {
+        (0..n)
+            .map(|_| [self.next() as f32, self.next() as f32, self.next() as f32])
+            .collect()
+    }
+}
+
+#[test]
+fn sharded_calls_on_two_and_three_ranks_equal_one_device() {
+    for n in [2, 3] {
+        let (ok, text, _) = mpirun(n, "child_primitives", Duration::from_secs(300));
+        assert!(ok, "{n} ranks:\n{text}");
+        assert_eq!(text.matches("child_primitives: ok").count(), n, "{text}");
+    }
+}
+
+#[test]
+#[ignore = "runs under mpirun, started by sharded_calls_on_two_and_three_ranks_equal_one_device"]
+fn child_primitives() {
+    if !is_child() {
+        return;
+    }
+    let cluster = Cluster::from_env().unwrap();
+    let (rank, size) = (cluster.rank(), cluster.size());
+    assert!(size > 1, "{}", cluster.describe());
+    let backend = RayonBackend::new().unwrap();
+    let sharded = Sharded::new(&cluster, &backend).check_replicas(true);
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+
+    // NearestPairs: A partitioned, B replicated, and B partitioned (ring).
+    let a = rng.points(1000);
+    let mut b = rng.points(700);
+    b.extend_from_within(0..50); // exact ties between B points
+    let rows = even_split(a.len(), size, rank);
+    let mut one = vec![Neighbor::default(); a.len()];
+    backend.nearest(&a, &b, &mut one).unwrap();
+    let mut mine = vec![Neighbor::default(); rows.len()];
+    sharded.nearest(&a[rows.clone()], &b, &mut mine).unwrap();
+    assert_eq!(sharded.gather_neighbors(&mine).unwrap(), one);
+
+    let k = 5;
+    let mut one_k = vec![Neighbor::default(); a.len() * k];
+    backend.knn(&a, &b, k, &mut one_k).unwrap();
+    let mut mine_k = vec![Neighbor::default(); rows.len() * k];
+    sharded.knn(&a[rows.clone()], &b, k, &mut mine_k).unwrap();
+    assert_eq!(sharded.gather_neighbors(&mine_k).unwrap(), one_k);
+
+    let b_rows = even_split(b.len(), size, rank);
+    let mut ring = vec![Neighbor::default(); rows.len() * k];
+    sharded
+        .knn_ring(&a[rows.clone()], &b[b_rows.clone()], k, &mut ring)
+        .unwrap();
+    assert_eq!(sharded.gather_neighbors(&ring).unwrap(), one_k);
+    let mut ring1 = vec![Neighbor::default(); rows.len()];
+    sharded
+        .nearest_ring(&a[rows.clone()], &b[b_rows], &mut ring1)
+        .unwrap();
+    assert_eq!(sharded.gather_neighbors(&ring1).unwrap(), one);
+
+    for kk in [1, 17, 1000, 5000] {
+        assert_eq!(
+            sharded.closest_pairs(&a[rows.clone()], &b, kk).unwrap(),
+            backend.closest_pairs(&a, &b, kk).unwrap(),
+            "closest_pairs k = {kk}"
+        );
+    }
+    let r = 0.08f32;
+    let within = sharded.within(&a[rows.clone()], &b, r, usize::MAX).unwrap();
+    assert_eq!(
+        sharded.gather_radius(&within).unwrap(),
+        backend.within(&a, &b, r, usize::MAX).unwrap()
+    );
+    let (self_rows, local) = sharded.self_pairs(&a, r, usize::MAX).unwrap();
+    assert_eq!(self_rows, even_split(a.len(), size, rank));
+    assert_eq!(
+        sharded.gather_radius(&local).unwrap(),
+        backend.self_pairs(&a, r, usize::MAX).unwrap()
+    );
+    let total = backend.within(&a, &b, r, usize::MAX).unwrap().len();
+    match sharded.within(&a[rows.clone()], &b, r, total - 1) {
+        Err(Error::TooLarge { .. }) => {}
+        other => panic!("max_pairs over all ranks: {other:?}"),
+    }
+
+    // f64 points take the same road.
+    let a64: Vec<Point<f64>> = a
+        .iter()
+        .map(|p| p.map(|x| f64::from(x) * 1e5 + 5e5))
+        .collect();
+    let b64: Vec<Point<f64>> = b
+        .iter()
+        .map(|p| p.map(|x| f64::from(x) * 1e5 + 5e5))
+        .collect();
+    let mut one64 = vec![Neighbor::<f64>::default(); a.len()];
+    backend.nearest(&a64, &b64, &mut one64).unwrap();
+    let mut mine64 = vec![Neighbor::<f64>::default(); rows.len()];
+    sharded
+        .nearest(&a64[rows.clone()], &b64, &mut mine64)
+        .unwrap();
+    assert_eq!(sharded.gather_neighbors(&mine64).unwrap(), one64);
+
+    // DenseGemm: rows of A and C partitioned, B replicated (and op(A) = A^T).
+    let (m, kd, n) = (97, 64, 33);
+    let ad: Vec<f32> = (0..m * kd).map(|_| rng.next() as f32 - 0.5).collect();
+    let bd: Vec<f32> = (0..kd * n).map(|_| rng.next() as f32 - 0.5).collect();
+    let c0: Vec<f32> = (0..m * n).map(|_| rng.next() as f32).collect();
+    let params = GemmParams {
+        alpha: 1.5,
+        beta: 0.5,
+        ..GemmParams::default()
+    };
+    let mut c_one = c0.clone();
+    backend
+        .gemm(
+            &params,
+            MatRef::dense(&ad, m, kd).unwrap(),
+            MatRef::dense(&bd, kd, n).unwrap(),
+            MatMut::dense(&mut c_one, m, n).unwrap(),
+        )
+        .unwrap();
+    let rm = even_split(m, size, rank);
+    let mut c_mine = c0[rm.start * n..rm.end * n].to_vec();
+    sharded
+        .gemm(
+            &params,
+            MatRef::dense(&ad[rm.start * kd..rm.end * kd], rm.len(), kd).unwrap(),
+            MatRef::dense(&bd, kd, n).unwrap(),
+            MatMut::dense(&mut c_mine, rm.len(), n).unwrap(),
+        )
+        .unwrap();
+    assert_eq!(sharded.gather_rows(&c_mine).unwrap(), c_one, "gemm");
+    // A^T: this rank's rows of op(A) are columns of the stored A (k x m).
+    let at: Vec<f32> = (0..kd * rm.len())
+        .map(|t| ad[(rm.start + t % rm.len()) * kd + t / rm.len()])
+        .collect();
+    let mut c_t = c0[rm.start * n..rm.end * n].to_vec();
+    sharded
+        .gemm(
+            &GemmParams {
+                op_a: Op::T,
+                ..params
+            },
+            MatRef::dense(&at, kd, rm.len()).unwrap(),
+            MatRef::dense(&bd, kd, n).unwrap(),
+            MatMut::dense(&mut c_t, rm.len(), n).unwrap(),
+        )
+        .unwrap();
+    let gathered = sharded.gather_rows(&c_t).unwrap();
+    let worst = gathered
+        .iter()
+        .zip(&c_one)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max);
+    assert!(worst < 1e-4, "gemm with op(A) = A^T off by {worst}");
+
+    // SparseGemm: A cut by work (one heavy row), B replicated.
+    let nrows = 300;
+    let mut trip = Vec::new();
+    for i in 0..nrows {
+        let len = if i == 7 {
+            250
+        } else {
+            1 + (rng.next() * 6.0) as usize
+        };
+        for _ in 0..len {
+            trip.push((
+                i as u32,
+                ((rng.next() * nrows as f64) as usize % nrows) as u32,
+                rng.next() - 0.5,
+            ));
+        }
+    }
+    trip.sort_by_key(|&(i, j, _)| (i, j));
+    trip.dedup_by_key(|t| (t.0, t.1));
+    let sa = CsrMatrix::<f64>::from_triplets(nrows, nrows, &trip).unwrap();
+    let one_c = backend.spgemm(&sa, &sa).unwrap();
+    let (srows, block) = sharded.spgemm_balanced(&sa, &sa).unwrap();
+    assert_eq!(
+        block,
+        backend
+            .spgemm(&row_block(&sa, srows).unwrap(), &sa)
+            .unwrap()
+    );
+    assert_eq!(sharded.gather_csr(&block).unwrap(), one_c);
+
+    // SparseCoder: signals partitioned, dictionary from rank 0.
+    let (dn, atoms, signals) = (16, 40, 200);
+    let dict = (rank == 0).then(|| {
+        Dictionary::normalize(
+            dn,
+            atoms,
+            (0..dn * atoms).map(|_| rng.next() - 0.5).collect(),
+        )
+        .unwrap()
+    });
+    let dict = sharded.broadcast_dictionary(0, dict.as_ref()).unwrap();
+    let mut rng = Rng(77);
+    let x: Vec<f64> = (0..signals * dn).map(|_| rng.next() - 0.5).collect();
+    let rule = StopRule::Sparsity(6);
+    let one_codes = backend
+        .encode(&dict, MatRef::dense(&x, signals, dn).unwrap(), rule)
+        .unwrap();
+    let rs = even_split(signals, size, rank);
+    let codes = sharded
+        .encode(
+            &dict,
+            MatRef::dense(&x[rs.start * dn..rs.end * dn], rs.len(), dn).unwrap(),
+            rule,
+        )
+        .unwrap();
+    assert_eq!(sharded.gather_codes(&codes).unwrap(), one_codes);
+
+    cluster.comm().barrier().unwrap();
+    println!("child_primitives: ok (rank {rank} of {size})");
+}
+
+#[test]
+fn disagreeing_inputs_and_a_failing_rank_are_errors_on_every_rank() {
+    let (ok, text, _) = mpirun(3, "child_faults", Duration::from_secs(120));
+    assert!(ok, "{text}");
+    assert_eq!(text.matches("child_faults: ok").count(), 3, "{text}");
+}
+
+#[test]
+#[ignore = "runs under mpirun, started by disagreeing_inputs_and_a_failing_rank_are_errors_on_every_rank"]
+fn child_faults() {
+    if !is_child() {
+        return;
+    }
+    let cluster = Cluster::from_env().unwrap();
+    let rank = cluster.rank();
+    let backend = RayonBackend::new().unwrap();
+    let sharded = Sharded::new(&cluster, &backend);
+    let mut rng = Rng(5);
+    let a = rng.points(50);
+    let b = rng.points(40);
+
+    // k differs on rank 1: the same InvalidArgument on every rank.
+    let k = if rank == 1 { 4 } else { 3 };
+    let mut out = vec![Neighbor::default(); a.len() * k];
+    match sharded.knn(&a, &b, k, &mut out) {
+        Err(Error::InvalidArgument { field: "k", detail }) => {
+            assert!(detail.contains("rank 1"), "{detail}")
+        }
+        other => panic!("rank {rank}: {other:?}"),
+    }
+    // B differs on rank 2: found by the replica digests.
+    let checked = Sharded::new(&cluster, &backend).check_replicas(true);
+    let mut b2 = b.clone();
+    if rank == 2 {
+        b2[7][0] += 1.0;
+    }
+    let mut out = vec![Neighbor::default(); a.len()];
+    match checked.nearest(&a, &b2, &mut out) {
+        Err(Error::InvalidArgument {
+            field: "b (contents)",
+            ..
+        }) => {}
+        other => panic!("rank {rank}: {other:?}"),
+    }
+    // A NaN in rank 2's queries: its own error there, RankFailed elsewhere.
+    let mut a2 = a.clone();
+    if rank == 2 {
+        a2[3][1] = f32::NAN;
+    }
+    match (rank, sharded.nearest(&a2, &b, &mut out)) {
+        (2, Err(Error::InvalidArgument { field: "a", .. })) => {}
+        (0 | 1, Err(Error::RankFailed { rank: 2, detail })) => {
+            assert!(detail.contains("NaN"), "{detail}")
+        }
+        (r, other) => panic!("rank {r}: {other:?}"),
+    }
+    // The cluster is still usable after errors.
+    sharded.nearest(&a, &b, &mut out).unwrap();
+    cluster.comm().barrier().unwrap();
+    println!("child_faults: ok (rank {rank})");
+}
+
+#[test]
+fn a_rank_that_dies_ends_the_job_instead_of_hanging() {
+    let (ok, text, _) = mpirun(3, "child_dies", Duration::from_secs(120));
+    assert!(!ok, "the job succeeded although rank 1 aborted:\n{text}");
+    assert!(!text.contains("child_dies: finished"), "{text}");
+}
+
+#[test]
+#[ignore = "runs under mpirun, started by a_rank_that_dies_ends_the_job_instead_of_hanging"]
+fn child_dies() {
+    if !is_child() {
+        return;
+    }
+    let cluster = Cluster::from_env().unwrap();
+    let backend = RayonBackend::new().unwrap();
+    let sharded = Sharded::new(&cluster, &backend);
+    let mut rng = Rng(9);
+    let (a, b) = (rng.points(100), rng.points(100));
+    if cluster.rank() == 1 {
+        std::process::abort();
+    }
+    // The others wait for rank 1 in the first collective.
+    let mut out = vec![Neighbor::default(); a.len()];
+    let _ = sharded.nearest(&a, &b, &mut out);
+    let _ = sharded.closest_pairs(&a, &b, 10);
+    println!("child_dies: finished");
+}
+
+#[test]
+fn a_rank_that_panics_ends_the_job_instead_of_hanging() {
+    let (ok, text, _) = mpirun(3, "child_panics", Duration::from_secs(120));
+    assert!(!ok, "the job succeeded although rank 2 panicked:\n{text}");
+    assert!(!text.contains("child_panics: finished"), "{text}");
+}
+
+#[test]
+#[ignore = "runs under mpirun, started by a_rank_that_panics_ends_the_job_instead_of_hanging"]
+fn child_panics() {
+    if !is_child() {
+        return;
+    }
+    let cluster = Cluster::from_env().unwrap();
+    let backend = RayonBackend::new().unwrap();
+    let sharded = Sharded::new(&cluster, &backend);
+    let mut rng = Rng(11);
+    let (a, b) = (rng.points(100), rng.points(100));
+    let mut out = vec![Neighbor::default(); a.len()];
+    sharded.nearest(&a, &b, &mut out).unwrap();
+    // Rank 2 fails an assertion of its own code; the others are already in
+    // the next call's first collective.
+    assert!(cluster.rank() != 2, "rank 2 stops here");
+    let _ = sharded.closest_pairs(&a, &b, 10);
+    println!("child_panics: finished");
+}
