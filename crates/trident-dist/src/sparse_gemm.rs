@@ -85,6 +85,7 @@ impl<'a> Sharded<'a> {
         let (offsets, indices, values) =
             self.gather_csr_parts(local.offsets(), local.indices(), local.values())?;
         let cols = local.cols();
-        CsrMatrix::new(offsets.len() - 1, cols, offsets, indices, values)
+        // A product may overflow to inf or NaN (the contract keeps them).
+        CsrMatrix::from_result(offsets.len() - 1, cols, offsets, indices, values)
     }
 }

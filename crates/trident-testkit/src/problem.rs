@@ -50,6 +50,24 @@ pub trait Problem: Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
     /// Writes it to `path` in the format the Python peers read
     /// ([`crate::cases::io`]).
     fn write(&self, path: &Path) -> Result<()>;
+    /// Runs it sharded across the ranks of `sharded`'s cluster (each rank
+    /// its part of the partitioned inputs) and gathers the answer, in
+    /// [`Problem::produce`]'s form, on every rank. `None` where the primitive
+    /// has no sharded form yet.
+    #[cfg(feature = "dist")]
+    fn produce_sharded(
+        &self,
+        sharded: &trident_dist::Sharded<'_>,
+    ) -> Option<Result<Self::Produced>> {
+        let _ = sharded;
+        None
+    }
+    /// Whether the sharded answer must equal one device's bit for bit (row
+    /// partitions keep every summation order), or only pass the tolerance.
+    #[cfg(feature = "dist")]
+    fn sharded_exact(&self) -> bool {
+        true
+    }
 }
 
 /// The object-safe face of [`Problem`], implemented for every problem; what
@@ -62,6 +80,10 @@ trait Erased: fmt::Debug + Send + Sync {
     fn compare(&self, expected: &Expected, got: &Produced) -> Verdict;
     fn certify(&self, expected: &Expected) -> Certified;
     fn write(&self, path: &Path) -> Result<()>;
+    #[cfg(feature = "dist")]
+    fn produce_sharded(&self, sharded: &trident_dist::Sharded<'_>) -> Option<Result<Produced>>;
+    #[cfg(feature = "dist")]
+    fn sharded_exact(&self) -> bool;
     fn as_any(&self) -> &dyn Any;
     fn same(&self, other: &dyn Erased) -> bool;
 }
@@ -97,6 +119,14 @@ impl<P: Problem> Erased for P {
     }
     fn write(&self, path: &Path) -> Result<()> {
         Problem::write(self, path)
+    }
+    #[cfg(feature = "dist")]
+    fn produce_sharded(&self, sharded: &trident_dist::Sharded<'_>) -> Option<Result<Produced>> {
+        Problem::produce_sharded(self, sharded).map(|r| r.map(|p| Produced(Box::new(p))))
+    }
+    #[cfg(feature = "dist")]
+    fn sharded_exact(&self) -> bool {
+        Problem::sharded_exact(self)
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -208,6 +238,16 @@ impl Input {
     /// Writes it for the Python peers ([`Problem::write`]).
     pub fn write(&self, path: &Path) -> Result<()> {
         self.0.write(path)
+    }
+    /// Runs it sharded over a cluster ([`Problem::produce_sharded`]).
+    #[cfg(feature = "dist")]
+    pub fn produce_sharded(&self, sharded: &trident_dist::Sharded<'_>) -> Option<Result<Produced>> {
+        self.0.produce_sharded(sharded)
+    }
+    /// Whether the sharded answer must equal one device's bits ([`Problem::sharded_exact`]).
+    #[cfg(feature = "dist")]
+    pub fn sharded_exact(&self) -> bool {
+        self.0.sharded_exact()
     }
 }
 

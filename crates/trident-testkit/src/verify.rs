@@ -361,3 +361,130 @@ pub fn certify_expected(
 ) -> std::result::Result<(f64, Option<String>), String> {
     input.certify(expected)
 }
+
+/// Runs the selected cases sharded across the ranks of `sharded`'s cluster
+/// ([`Input::produce_sharded`]), on every rank, in the same order. Rank 0
+/// judges: the gathered answer against the reference under the contract's
+/// tolerances, and, where the contract asks it ([`Input::sharded_exact`]),
+/// against `backend` alone on one device bit for bit. The other ranks
+/// return a report without rows. `name` labels the rows (`"cuda x2"`).
+#[cfg(feature = "dist")]
+pub fn run_distributed(
+    opts: &Options,
+    sharded: &trident_dist::Sharded<'_>,
+    name: &str,
+    progress: &mut dyn std::io::Write,
+) -> Report {
+    let judge = sharded.cluster().rank() == 0;
+    let mut report = Report {
+        seed: opts.seed,
+        size: opts.size,
+        ..Report::default()
+    };
+    let selected = match select(opts) {
+        Ok(v) => v,
+        Err(e) => {
+            report.errors.push(e);
+            return report;
+        }
+    };
+    for primitive in trident_core::PRIMITIVES {
+        let cases: Vec<&Case> = selected
+            .iter()
+            .filter(|c| c.primitive == primitive)
+            .collect();
+        if cases.is_empty() {
+            continue;
+        }
+        let mut row = Row {
+            primitive: primitive.to_string(),
+            backend: name.to_string(),
+            ..Row::default()
+        };
+        for case in cases {
+            let input = case.input(opts.seed);
+            if judge {
+                let _ = writeln!(
+                    progress,
+                    "verify: {primitive} {} ({})",
+                    case.name,
+                    input.describe()
+                );
+            }
+            row.cases += 1;
+            let t = Instant::now();
+            let got = input.produce_sharded(sharded);
+            row.secs += t.elapsed().as_secs_f64();
+            let got = match got {
+                None => {
+                    row.skipped += 1;
+                    let note =
+                        format!("skipped: {primitive} has no sharded form yet (one device only)");
+                    if !row.notes.contains(&note) {
+                        row.notes.push(note);
+                    }
+                    continue;
+                }
+                Some(Err(e)) if check::is_unsupported(&e) => {
+                    row.skipped += 1;
+                    let note = format!("skipped: {e}");
+                    if !row.notes.contains(&note) {
+                        row.notes.push(note);
+                    }
+                    continue;
+                }
+                Some(Err(e)) => {
+                    row.failures
+                        .push(format!("{}: error on valid input: {e}", case.name));
+                    continue;
+                }
+                Some(Ok(got)) => got,
+            };
+            if !judge {
+                row.passed += 1;
+                continue;
+            }
+            let verdict = input
+                .expected(&ReferenceBackend)
+                .map(|e| input.compare(&e, &got));
+            let alone = input.produce(sharded.backend());
+            match (verdict, alone) {
+                (Err(e), _) => row
+                    .failures
+                    .push(format!("{}: the reference failed: {e}", case.name)),
+                (_, Err(e)) => row
+                    .failures
+                    .push(format!("{}: one device failed: {e}", case.name)),
+                (Ok(v), Ok(alone)) => {
+                    row.worst = row.worst.max(v.ratio);
+                    if !v.passed() {
+                        row.failures.push(format!("{}: {}", case.name, v.summary()));
+                    } else if input.sharded_exact() && !identical(&alone, &got) {
+                        row.failures.push(format!(
+                            "{}: within tolerance but not bit-identical to one device, as the contract asks for row partitions",
+                            case.name
+                        ));
+                    } else {
+                        row.passed += 1;
+                        if !input.sharded_exact() && !identical(&alone, &got) {
+                            let note = "within tolerance of one device, not bit-identical (allowed: another blocking per row block)".to_string();
+                            if !row.notes.contains(&note) {
+                                row.notes.push(note);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        report.rows.push(row);
+    }
+    report
+}
+
+/// Equal answers, NaN included: `==` first, then the printed forms (Rust
+/// prints every float in its shortest round-trip form, so equal text is equal
+/// values, and a NaN equals a NaN).
+#[cfg(feature = "dist")]
+fn identical(a: &crate::problem::Produced, b: &crate::problem::Produced) -> bool {
+    a == b || format!("{a:?}") == format!("{b:?}")
+}

@@ -47,6 +47,10 @@ pub struct ReadmeDoctests;
 pub use cost::WORK_UNITS;
 pub use pick::{BACKEND_ENV, Candidate, Choice, CostModel, PREFERENCE, Serving, Trident};
 pub use trident_core::*;
+/// One call across several GPUs and machines (feature `dist`; `mpi` and
+/// `nccl` bring the transports): the `trident-dist` crate.
+#[cfg(feature = "dist")]
+pub use trident_dist as dist;
 #[cfg(feature = "reference")]
 pub use trident_reference::ReferenceBackend;
 
@@ -89,6 +93,20 @@ pub fn backend(kind: BackendKind) -> Result<Box<dyn Primitives>> {
             "the `{other}` backend is not compiled in: enable the `{}` feature of the `trident-compute` crate",
             other.feature().unwrap_or("default")
         ))),
+    }
+}
+
+/// Constructs backend `kind` on device `device`: the CUDA ordinal (the
+/// other backends have one device each and ignore it). How each rank of a
+/// cluster takes its own GPU.
+pub fn backend_on(kind: BackendKind, device: usize) -> Result<Box<dyn Primitives>> {
+    match kind {
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => Ok(Box::new(CudaBackend::new(device)?)),
+        other => {
+            let _ = device;
+            backend(other)
+        }
     }
 }
 

@@ -158,11 +158,31 @@ impl Trident {
     /// except that a backend on a software device (wgpu on llvmpipe) comes
     /// after rayon.
     pub fn probe() -> Self {
+        Self::probe_with(|i| probed(i).clone())
+    }
+
+    /// [`Trident::probe`] with the CUDA backend on GPU `device` (the other
+    /// backends have one device each): how each rank of a cluster
+    /// (`trident::dist`) or each thread of a multi-GPU program takes its own
+    /// GPU. Backends are constructed afresh, not shared with [`Trident::new`].
+    pub fn on_device(device: usize) -> Self {
+        Self::probe_with(|i| {
+            let kind =
+                BackendKind::from_name(PREFERENCE[i]).ok_or_else(|| PREFERENCE[i].to_string())?;
+            crate::backend_on(kind, device)
+                .map(Arc::from)
+                .map_err(|e| match e {
+                    Error::BackendUnavailable(why) => why,
+                    e => e.to_string(),
+                })
+        })
+    }
+
+    fn probe_with(get: impl Fn(usize) -> Probed) -> Self {
         let mut chain: Vec<Arc<dyn Primitives>> = Vec::new();
         let mut candidates = Vec::new();
         for (i, name) in PREFERENCE.iter().enumerate() {
-            let b = probed(i);
-            match b {
+            match get(i) {
                 Ok(b) => {
                     let mut d = b.describe();
                     if b.software_device() {
@@ -172,11 +192,11 @@ impl Trident {
                         name,
                         outcome: Ok(d),
                     });
-                    chain.push(b.clone());
+                    chain.push(b);
                 }
                 Err(why) => candidates.push(Candidate {
                     name,
-                    outcome: Err(why.clone()),
+                    outcome: Err(why),
                 }),
             }
         }

@@ -27,6 +27,12 @@ pub struct Args {
     /// Base seed of the generators, decimal or 0x hex (default: $TRIDENT_SEED, else fixed).
     #[arg(long)]
     seed: Option<String>,
+    /// Run every case sharded across the ranks this process was launched
+    /// with (`mpirun -n 4 trident verify --distributed`; torchrun and srun
+    /// too) and check it against one device and the reference. Needs a build
+    /// with the `dist` feature and a transport (`mpi`, `nccl`).
+    #[arg(long)]
+    distributed: bool,
 }
 
 /// Checks the arguments, runs verify and reports the table.
@@ -70,6 +76,9 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
         case: args.case,
         ..Options::default()
     };
+    if args.distributed {
+        return distributed(ctx, &opts);
+    }
     let names: Vec<String> = match &ctx.backend {
         Some(b) => {
             opts.required.push(b.clone());
@@ -98,6 +107,11 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     };
     let report = verify::run(&opts, candidates, &mut lines);
     bar.finish_and_clear();
+    Ok(outcome(&report))
+}
+
+/// The report as text and JSON, and whether it passed.
+fn outcome(report: &verify::Report) -> Outcome {
     let rows: Vec<_> = report
         .rows
         .iter()
@@ -115,14 +129,65 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
         .iter()
         .map(|(n, why, req)| json!({ "backend": n, "reason": why, "required": req }))
         .collect();
-    Ok(Outcome {
+    Outcome {
         text: report.table(),
         json: json!({
             "ok": report.ok(), "seed": report.seed, "size": report.size.to_string(),
             "rows": rows, "unavailable": unavailable, "errors": report.errors,
         }),
         ok: report.ok(),
-    })
+    }
+}
+
+/// `--distributed`: every case sharded across the launched ranks, judged
+/// on rank 0 (the others report only their own errors).
+#[cfg(feature = "dist")]
+fn distributed(ctx: &Ctx, opts: &Options) -> CliResult<Outcome> {
+    use trident::dist::{Cluster, Sharded};
+    let cluster = Cluster::from_env().map_err(|e| Fail::Failed(format!("cluster: {e}")))?;
+    let device = cluster.gpu().unwrap_or(cluster.local_rank());
+    let backend: Box<dyn trident::Primitives> = match &ctx.backend {
+        Some(name) => {
+            let kind = trident::BackendKind::from_name(name)
+                .ok_or_else(|| Fail::Usage(format!("unknown backend {name:?}")))?;
+            trident::backend_on(kind, device)
+                .map_err(|e| Fail::Failed(format!("backend {name}: {e}")))?
+        }
+        None => Box::new(trident::Trident::on_device(device)),
+    };
+    let name = format!("{} x{}", backend.name(), cluster.size());
+    if cluster.rank() == 0 {
+        eprintln!(
+            "verify: distributed, {}; backend {}",
+            cluster.describe(),
+            backend.describe()
+        );
+    }
+    let sharded = Sharded::new(&cluster, backend.as_ref()).check_replicas(true);
+    let mut lines = CaseLines {
+        bar: indicatif::ProgressBar::hidden(),
+        visible: false,
+        pending: Vec::new(),
+    };
+    let report = verify::run_distributed(opts, &sharded, &name, &mut lines);
+    let mut out = outcome(&report);
+    if cluster.rank() != 0 {
+        out.text = format!(
+            "verify: rank {} of {} done\n",
+            cluster.rank(),
+            cluster.size()
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(not(feature = "dist"))]
+fn distributed(_ctx: &Ctx, _opts: &Options) -> CliResult<Outcome> {
+    Err(Fail::Usage(
+        "--distributed needs a build with the `dist` feature and a transport: \
+         cargo build -p trident-cli --features mpi (or nccl)"
+            .into(),
+    ))
 }
 
 /// `TRIDENT_SEED`, checked: a value that is not a u64 is a usage error, not a panic.

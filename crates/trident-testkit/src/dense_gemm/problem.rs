@@ -5,6 +5,8 @@ use std::any::Any;
 use std::path::Path;
 
 use trident_core::{DenseGemm, MatRef, Primitive, Primitives, Result, Scalar};
+#[cfg(feature = "dist")]
+use trident_core::{MatMut, Op};
 use trident_reference::certify;
 
 use super::generate::GemmCase;
@@ -19,6 +21,39 @@ pub(crate) fn run_gemm<T: Scalar, B: DenseGemm<T> + ?Sized>(
     let mut out = c.c.clone();
     b.gemm(&c.params, c.a_ref(), c.b_ref(), c.c_mut(&mut out)?)?;
     Ok(out)
+}
+
+/// [`run_gemm`] across the ranks of a cluster: the rows of `op(A)` and C
+/// cut evenly (views into the case's buffers: rows of A, or columns of the
+/// stored A when `op_a == T`), B replicated; C's row blocks gathered back
+/// into the whole buffer, padding included.
+#[cfg(feature = "dist")]
+fn run_gemm_sharded<'a, T: Scalar>(s: &trident_dist::Sharded<'a>, c: &GemmCase<T>) -> Result<Vec<T>>
+where
+    dyn Primitives + 'a: DenseGemm<T>,
+{
+    let rows = trident_dist::even_split(c.m, s.cluster().size(), s.cluster().rank());
+    let (lda, ldc) = (c.a_shape.ld, c.c_shape.ld);
+    let from = |i: usize| c.a.get(i..).unwrap_or(&[]);
+    let a = if c.params.op_a == Op::N {
+        MatRef::new(from(rows.start * lda), rows.len(), c.k, lda)
+    } else {
+        MatRef::new(from(rows.start), c.k, rows.len(), lda)
+    };
+    // This rank's rows of C: from its first element to the next block's.
+    let end = (rows.end * ldc).min(c.c.len());
+    let mut block = c.c[(rows.start * ldc).min(end)..end].to_vec();
+    // An empty block still takes part in the collectives (the call agrees
+    // and settles with the other ranks).
+    a.and_then(|a| {
+        s.gemm(
+            &c.params,
+            a,
+            c.b_ref(),
+            MatMut::new(&mut block, rows.len(), c.n, ldc)?,
+        )
+    })?;
+    s.gather_rows(&block)
 }
 
 /// The call the reference answers: an f64 case as it is, an f32 case widened
@@ -72,6 +107,19 @@ macro_rules! gemm_problem {
             }
             fn write(&self, path: &Path) -> Result<()> {
                 io::write_gemm(path, self)
+            }
+            #[cfg(feature = "dist")]
+            fn produce_sharded(
+                &self,
+                sharded: &trident_dist::Sharded<'_>,
+            ) -> Option<Result<Vec<$t>>> {
+                Some(run_gemm_sharded::<$t>(sharded, self))
+            }
+            #[cfg(feature = "dist")]
+            fn sharded_exact(&self) -> bool {
+                // A block of rows may take another kernel or blocking than
+                // the whole matrix: the contract asks the tolerance only.
+                false
             }
         }
 

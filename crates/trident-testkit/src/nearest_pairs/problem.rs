@@ -62,6 +62,40 @@ fn run_pairs<T: Coord>(b: &dyn NearestPairs<T>, c: &PairsCase<T>) -> Result<Pair
     })
 }
 
+/// [`run_pairs`] across the ranks of a cluster: A cut evenly by rows, B
+/// replicated for `knn`, `closest_pairs` and `within`, and cut too for
+/// `nearest` (passed round the ring); `self_pairs` cut by rows of B.
+#[cfg(feature = "dist")]
+fn run_pairs_sharded<'a, T: Coord>(
+    s: &trident_dist::Sharded<'a>,
+    c: &PairsCase<T>,
+) -> Result<PairsAnswer<T>>
+where
+    dyn Primitives + 'a: NearestPairs<T>,
+{
+    use trident_dist::even_split;
+    let (rank, size) = (s.cluster().rank(), s.cluster().size());
+    let rows = even_split(c.a.len(), size, rank);
+    let a = &c.a[rows.clone()];
+    let mut nearest = vec![Neighbor::default(); if c.b.is_empty() { 0 } else { a.len() }];
+    if !c.b.is_empty() {
+        let b_part = &c.b[even_split(c.b.len(), size, rank)];
+        s.nearest_ring(a, b_part, &mut nearest)?;
+    }
+    let mut knn = vec![Neighbor::default(); a.len() * c.knn_k];
+    s.knn(a, &c.b, c.knn_k, &mut knn)?;
+    let pairs = s.closest_pairs(a, &c.b, c.pairs_k)?;
+    let within = s.within(a, &c.b, c.radius, usize::MAX)?;
+    let (_, self_pairs) = s.self_pairs(&c.b, c.radius, usize::MAX)?;
+    Ok(PairsAnswer {
+        nearest: s.gather_neighbors(&nearest)?,
+        knn: s.gather_neighbors(&knn)?,
+        pairs,
+        within: s.gather_radius(&within)?,
+        self_pairs: s.gather_radius(&self_pairs)?,
+    })
+}
+
 /// The queries a certificate checks: all of them on small cases, an evenly
 /// spread sample of [`CERT_SAMPLE`] on large ones.
 fn cert_rows(rows: usize, others: usize) -> (Vec<usize>, bool) {
@@ -156,6 +190,13 @@ macro_rules! pairs_problem {
             }
             fn write(&self, path: &Path) -> Result<()> {
                 io::write_points(path, self)
+            }
+            #[cfg(feature = "dist")]
+            fn produce_sharded(
+                &self,
+                sharded: &trident_dist::Sharded<'_>,
+            ) -> Option<Result<PairsAnswer<$t>>> {
+                Some(run_pairs_sharded::<$t>(sharded, self))
             }
         }
     };

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+#[cfg(feature = "dist")]
+use trident_core::MatRef;
 use trident_core::{Dictionary, Primitive, Primitives, Result, Scalar, SparseCoder, SparseCodes};
 use trident_reference::certify;
 
@@ -62,6 +64,23 @@ macro_rules! omp_problem {
             }
             fn write(&self, path: &Path) -> Result<()> {
                 io::write_omp(path, self)
+            }
+            #[cfg(feature = "dist")]
+            fn produce_sharded(
+                &self,
+                sharded: &trident_dist::Sharded<'_>,
+            ) -> Option<Result<SparseCodes<$t>>> {
+                // Signals cut evenly by rows, the dictionary replicated.
+                let n = self.dict.n();
+                let rows = trident_dist::even_split(
+                    self.count,
+                    sharded.cluster().size(),
+                    sharded.cluster().rank(),
+                );
+                let run = MatRef::dense(&self.signals[rows.start * n..rows.end * n], rows.len(), n)
+                    .and_then(|x| sharded.encode(&self.dict, x, self.rule))
+                    .and_then(|codes| sharded.gather_codes(&codes));
+                Some(run)
             }
         }
 

@@ -71,6 +71,18 @@ macro_rules! spgemm_problem {
             fn write(&self, path: &Path) -> Result<()> {
                 io::write_spgemm(path, self)
             }
+            #[cfg(feature = "dist")]
+            fn produce_sharded(
+                &self,
+                sharded: &trident_dist::Sharded<'_>,
+            ) -> Option<Result<CsrMatrix<$t>>> {
+                // A cut by work (products per row), B replicated.
+                Some(
+                    sharded
+                        .spgemm_balanced(&self.a, &self.b)
+                        .and_then(|(_, block)| sharded.gather_csr(&block)),
+                )
+            }
         }
 
         impl Input {
