@@ -181,6 +181,21 @@ fn gpu_for(local_rank: usize) -> Result<usize> {
     Ok(local_rank % count as usize)
 }
 
+/// NCCL runs one rank per GPU: more ranks on a machine than GPUs is
+/// `BackendUnavailable` (MPI serves them instead under `Transport::Auto`).
+#[cfg(feature = "nccl")]
+fn own_gpu(launch: &Launch) -> Result<()> {
+    let count = cudarc::driver::CudaContext::device_count()
+        .unwrap_or(0)
+        .max(0) as usize;
+    match launch.local_size {
+        Some(local) if local > count => Err(Error::BackendUnavailable(format!(
+            "{local} ranks on this machine but {count} GPUs: NCCL needs a GPU per rank"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(feature = "mpi")]
 fn join_mpi(launch: Launch, options: &ClusterOptions) -> Result<Cluster> {
     use crate::comm::ReduceOp;
@@ -205,7 +220,9 @@ fn join_mpi(launch: Launch, options: &ClusterOptions) -> Result<Cluster> {
     }
     // Every rank says whether it can run NCCL; all take the same road.
     #[cfg(feature = "nccl")]
-    let mine = gpu_for(launch.local_rank).and_then(|g| crate::nccl::nccl_version().map(|_| g));
+    let mine = gpu_for(launch.local_rank)
+        .and_then(|g| own_gpu(&launch).map(|()| g))
+        .and_then(|g| crate::nccl::nccl_version().map(|_| g));
     #[cfg(not(feature = "nccl"))]
     let mine: Result<usize> = Err(Error::BackendUnavailable(
         "NCCL needs the `nccl` feature of trident-dist".into(),
@@ -280,6 +297,7 @@ fn join_nccl_tcp(launch: Launch, options: &ClusterOptions) -> Result<Cluster> {
         ));
     };
     let gpu = gpu_for(launch.local_rank)?;
+    own_gpu(&launch)?;
     let port = crate::rendezvous::port(master_port)?;
     let id = if launch.rank == 0 {
         let id = crate::nccl::unique_id()?;

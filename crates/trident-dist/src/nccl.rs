@@ -9,13 +9,16 @@
 //! `nccl` module looks only for `libnccl.so` and `libnccl.so.<CUDA major>`,
 //! which most installations lack, hence the dozen entry points bound here.
 //!
-//! Faults: every operation is enqueued, then polled against a deadline while
-//! NCCL's asynchronous error is checked; a peer that died (its collective
-//! never completes) or a network error ends in `ncclCommAbort` and an
-//! [`Error::Backend`] on this rank after at most the timeout, never a hang.
+//! Faults: every operation runs against a deadline. Its completion is polled
+//! while NCCL's asynchronous error is checked; a call that blocks inside NCCL
+//! (the first collective connects to the peers and waits for them) is
+//! aborted from a watchdog thread, as PyTorch's watchdog does. A peer that
+//! died or a network error thus ends in `ncclCommAbort` and an
+//! [`Error::Backend`] on this rank after at most the timeout, never a hang;
+//! the aborted communicator fails every later call at once.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
@@ -161,10 +164,67 @@ pub fn unique_id() -> Result<NcclId> {
 /// The NCCL communicator of one rank on one GPU.
 pub struct NcclComm {
     inner: Mutex<Inner>,
+    watch: Arc<Watch>,
     rank: usize,
     size: usize,
     timeout: Duration,
     ordinal: usize,
+}
+
+/// What a rank's calls and its watchdog thread share. The watchdog aborts
+/// the communicator only while the rank is inside a blocking NCCL call
+/// (where NCCL allows an abort from another thread); otherwise it marks the
+/// deadline expired and the rank aborts at its next step, so no call ever
+/// meets a freed communicator.
+#[derive(Default)]
+struct Watch {
+    state: Mutex<WatchState>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct WatchState {
+    deadline: Option<Instant>,
+    in_call: bool,
+    expired: bool,
+    aborted: bool,
+    stop: bool,
+    /// The communicator handle, as an address (the thread only aborts it).
+    comm: usize,
+}
+
+impl Watch {
+    fn lock(&self) -> MutexGuard<'_, WatchState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The watchdog thread's loop.
+    fn run(&self, lib: &'static Lib) {
+        let mut st = self.lock();
+        while !st.stop {
+            match st.deadline {
+                None => st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner()),
+                Some(d) if Instant::now() >= d => {
+                    st.expired = true;
+                    st.deadline = None;
+                    if st.in_call && !st.aborted {
+                        // SAFETY: the rank is blocked inside NCCL on this
+                        // live handle; NCCL lets another thread abort it.
+                        unsafe { (lib.abort)(st.comm as Comm) };
+                        st.aborted = true;
+                    }
+                }
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    st = self
+                        .wake
+                        .wait_timeout(st, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+            }
+        }
+    }
 }
 
 struct Inner {
@@ -230,12 +290,20 @@ impl NcclComm {
                 ));
             }
         };
+        let watch = Arc::new(Watch::default());
+        watch.lock().comm = comm as usize;
+        let dog = watch.clone();
+        std::thread::Builder::new()
+            .name(format!("nccl-watchdog-{rank}"))
+            .spawn(move || dog.run(lib))
+            .map_err(Error::Io)?;
         Ok(NcclComm {
             inner: Mutex::new(Inner {
                 comm,
                 stream,
                 broken: None,
             }),
+            watch,
             rank,
             size,
             timeout,
@@ -262,41 +330,78 @@ impl NcclComm {
             ));
         }
         inner.stream.context().bind_to_thread().map_err(driver)?;
+        {
+            let mut st = self.watch.lock();
+            st.deadline = Some(Instant::now() + self.timeout);
+            st.expired = false;
+            self.watch.wake.notify_all();
+        }
         let out = f(lib, inner.comm, &inner.stream);
+        let mut st = self.watch.lock();
+        st.deadline = None;
         if let Err(e) = &out {
-            // SAFETY: the handle is live; abort frees it and stops its kernels.
-            unsafe { (lib.abort)(inner.comm) };
+            if !st.aborted {
+                // SAFETY: the handle is live; abort frees it and stops its kernels.
+                unsafe { (lib.abort)(inner.comm) };
+                st.aborted = true;
+            }
             inner.broken = Some(e.to_string());
         }
         out
+    }
+
+    fn expired(&self, what: &str) -> Error {
+        Error::Backend(
+            format!(
+                "NCCL {what} on rank {} did not complete within {:?}: a peer rank died or stopped",
+                self.rank, self.timeout
+            )
+            .into(),
+        )
+    }
+
+    /// Runs one NCCL call that may block (waiting for peers), where the
+    /// watchdog may abort it.
+    fn blocking(&self, what: &str, call: impl FnOnce() -> Res) -> Result<Res> {
+        {
+            let mut st = self.watch.lock();
+            if st.expired || st.aborted {
+                return Err(self.expired(what));
+            }
+            st.in_call = true;
+        }
+        let code = call();
+        let mut st = self.watch.lock();
+        st.in_call = false;
+        if st.aborted {
+            return Err(self.expired(what));
+        }
+        Ok(code)
     }
 
     /// Waits for the work enqueued on `stream`, checking NCCL's asynchronous
     /// error, for at most the timeout.
     fn wait(&self, lib: &Lib, comm: Comm, stream: &CudaStream, what: &str) -> Result<()> {
         let done = stream.record_event(None).map_err(driver)?;
-        let start = Instant::now();
         let mut nap = Duration::from_micros(20);
         loop {
             if done.try_is_complete().map_err(driver)? {
                 return Ok(());
             }
-            let mut state: Res = SUCCESS;
-            // SAFETY: writes one result code.
-            check(lib, "ncclCommGetAsyncError", unsafe {
-                (lib.async_error)(comm, &mut state)
-            })?;
-            if state != SUCCESS && state != IN_PROGRESS {
-                return Err(nccl_error(lib, what, state));
-            }
-            if start.elapsed() > self.timeout {
-                return Err(Error::Backend(
-                    format!(
-                        "NCCL {what} on rank {} did not complete within {:?}: a peer rank died or stopped",
-                        self.rank, self.timeout
-                    )
-                    .into(),
-                ));
+            {
+                let st = self.watch.lock();
+                if st.expired || st.aborted {
+                    return Err(self.expired(what));
+                }
+                let mut state: Res = SUCCESS;
+                // SAFETY: writes one result code; the watchdog cannot abort
+                // the handle while this lock is held.
+                check(lib, "ncclCommGetAsyncError", unsafe {
+                    (lib.async_error)(comm, &mut state)
+                })?;
+                if state != SUCCESS && state != IN_PROGRESS {
+                    return Err(nccl_error(lib, what, state));
+                }
             }
             std::thread::sleep(nap);
             nap = (nap * 2).min(Duration::from_millis(5));
@@ -327,13 +432,9 @@ impl NcclComm {
                 }
                 {
                     let (ptr, _sync) = view.device_ptr_mut(stream);
-                    let code = op(
-                        lib,
-                        comm,
-                        ptr as *mut c_void,
-                        piece.len(),
-                        stream.cu_stream() as *mut c_void,
-                    );
+                    let s = stream.cu_stream() as *mut c_void;
+                    let code =
+                        self.blocking(what, || op(lib, comm, ptr as *mut c_void, piece.len(), s))?;
                     check(lib, what, code)?;
                 }
                 self.wait(lib, comm, stream, what)?;
@@ -360,11 +461,26 @@ impl NcclComm {
 
 impl Drop for NcclComm {
     fn drop(&mut self) {
+        {
+            let mut st = self.watch.lock();
+            st.stop = true;
+            self.watch.wake.notify_all();
+        }
+        let aborted = self.watch.lock().aborted;
         if let (Ok(lib), Ok(inner)) = (lib(), self.inner.get_mut())
             && inner.broken.is_none()
+            && !aborted
         {
-            // SAFETY: the handle is live and no call is in flight.
-            unsafe { (lib.destroy)(inner.comm) };
+            // SAFETY: the handle is live and no call is in flight. A rank
+            // unwinding from a panic aborts: destroying would wait for peers
+            // that may be waiting for it.
+            unsafe {
+                if std::thread::panicking() {
+                    (lib.abort)(inner.comm);
+                } else {
+                    (lib.destroy)(inner.comm);
+                }
+            }
         }
     }
 }
@@ -447,7 +563,8 @@ impl Communicator for NcclComm {
                             ),
                         )?;
                     }
-                    check(lib, "ncclGroupEnd", (lib.group_end)())?;
+                    let end = self.blocking("ncclGroupEnd", || (lib.group_end)())?;
+                    check(lib, "ncclGroupEnd", end)?;
                 }
                 self.wait(lib, comm, stream, "ncclSend/ncclRecv")?;
             }

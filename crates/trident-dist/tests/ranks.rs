@@ -14,7 +14,7 @@ use trident_core::{
     CsrMatrix, DenseGemm, Dictionary, Error, GemmParams, MatMut, MatRef, NearestPairs, Neighbor,
     Op, Point, SparseCoder, SparseGemm, StopRule,
 };
-use trident_dist::{Cluster, Sharded, even_split, row_block};
+use trident_dist::{Cluster, ClusterOptions, Sharded, Transport, even_split, row_block};
 use trident_rayon::RayonBackend;
 
 const CHILD: &str = "TRIDENT_DIST_TEST_CHILD";
@@ -77,6 +77,16 @@ fn mpirun(n: usize, name: &str, limit: Duration) -> (bool, String, Duration) {
     (out.status.success(), text, elapsed)
 }
 
+/// These tests are about MPI: even a build with NCCL on a GPU machine joins
+/// over MPI here.
+fn mpi_cluster() -> Cluster {
+    Cluster::new(ClusterOptions {
+        transport: Transport::Mpi,
+        ..ClusterOptions::default()
+    })
+    .unwrap()
+}
+
 fn is_child() -> bool {
     std::env::var_os(CHILD).is_some()
 }
@@ -112,7 +122,7 @@ fn child_primitives() {
     if !is_child() {
         return;
     }
-    let cluster = Cluster::from_env().unwrap();
+    let cluster = mpi_cluster();
     let (rank, size) = (cluster.rank(), cluster.size());
     assert!(size > 1, "{}", cluster.describe());
     let backend = RayonBackend::new().unwrap();
@@ -245,6 +255,28 @@ fn child_primitives() {
         .fold(0f32, f32::max);
     assert!(worst < 1e-4, "gemm with op(A) = A^T off by {worst}");
 
+    // B partitioned by columns too, passed round the ring.
+    let cols = even_split(n, size, rank);
+    let b_cols: Vec<f32> = (0..kd)
+        .flat_map(|r| bd[r * n + cols.start..r * n + cols.end].to_vec())
+        .collect();
+    let mut c_ring = c0[rm.start * n..rm.end * n].to_vec();
+    sharded
+        .gemm_ring(
+            &params,
+            MatRef::dense(&ad[rm.start * kd..rm.end * kd], rm.len(), kd).unwrap(),
+            MatRef::dense(&b_cols, kd, cols.len()).unwrap(),
+            MatMut::dense(&mut c_ring, rm.len(), n).unwrap(),
+        )
+        .unwrap();
+    let ring = sharded.gather_rows(&c_ring).unwrap();
+    let worst = ring
+        .iter()
+        .zip(&c_one)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max);
+    assert!(worst < 1e-4, "gemm_ring off by {worst}");
+
     // SparseGemm: A cut by work (one heavy row), B replicated.
     let nrows = 300;
     let mut trip = Vec::new();
@@ -319,7 +351,7 @@ fn child_faults() {
     if !is_child() {
         return;
     }
-    let cluster = Cluster::from_env().unwrap();
+    let cluster = mpi_cluster();
     let rank = cluster.rank();
     let backend = RayonBackend::new().unwrap();
     let sharded = Sharded::new(&cluster, &backend);
@@ -381,7 +413,7 @@ fn child_dies() {
     if !is_child() {
         return;
     }
-    let cluster = Cluster::from_env().unwrap();
+    let cluster = mpi_cluster();
     let backend = RayonBackend::new().unwrap();
     let sharded = Sharded::new(&cluster, &backend);
     let mut rng = Rng(9);
@@ -409,7 +441,7 @@ fn child_panics() {
     if !is_child() {
         return;
     }
-    let cluster = Cluster::from_env().unwrap();
+    let cluster = mpi_cluster();
     let backend = RayonBackend::new().unwrap();
     let sharded = Sharded::new(&cluster, &backend);
     let mut rng = Rng(11);

@@ -1,0 +1,255 @@
+//! Scaling of the sharded calls (`trident::dist`): the contract's benchmark
+//! cases, each rank on its own device, timed as the slowest rank sees them
+//! (a barrier, the call, the maximum over ranks). Run the same binary on 1,
+//! 2 and 4 ranks; `-n 1` is one device alone (the same calls, no peers), so
+//! the ratios of the medians are the speed-ups.
+//!
+//! ```text
+//! mpirun -n 2 dist_bench [--backend cuda|rayon] [--transport auto|mpi|nccl] [--reps N] [--json FILE] CASE...
+//! ```
+//!
+//! Cases: `pairs-1M-400K`, `pairs-clustered` (A cut by rows, B replicated:
+//! `nearest` and `closest_pairs(100)`; `nearest` also with B cut and passed
+//! round the ring), `gemm-4096`, `gemm-8192` (rows of A and C cut, B
+//! replicated; and B cut by columns, passed round the ring), `spgemm-poisson2d-2048`, `spgemm-rmat-16-8`,
+//! `spgemm-uniform-1M-8` (A cut by products per row, B replicated),
+//! `omp-64x256-k16`, `omp-256x1024-k32` (signals cut). Inputs are host
+//! arrays, so every time includes each rank's uploads and downloads.
+
+use std::time::Instant;
+
+use trident::dist::{Cluster, ClusterOptions, CommExt, ReduceOp, Sharded, Transport, even_split};
+use trident::{MatMut, MatRef, Neighbor, Primitives, Result};
+use trident_benches::timing::median;
+use trident_testkit::cases::{self, Input};
+use trident_testkit::dense_gemm::generate::GemmCase;
+use trident_testkit::nearest_pairs::generate::PairsCase;
+use trident_testkit::sparse_coder::generate::OmpCase;
+use trident_testkit::sparse_gemm::generate::SpgemmCase;
+
+struct Args {
+    backend: Option<String>,
+    transport: Transport,
+    reps: usize,
+    json: Option<String>,
+    cases: Vec<String>,
+}
+
+fn args() -> std::result::Result<Args, String> {
+    let mut a = Args {
+        backend: None,
+        transport: Transport::Auto,
+        reps: 5,
+        json: None,
+        cases: Vec::new(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(x) = it.next() {
+        let mut val = |flag: &str| it.next().ok_or(format!("{flag} needs a value"));
+        match x.as_str() {
+            "--backend" => a.backend = Some(val("--backend")?),
+            "--transport" => {
+                a.transport = match val("--transport")?.as_str() {
+                    "auto" => Transport::Auto,
+                    "mpi" => Transport::Mpi,
+                    "nccl" => Transport::Nccl,
+                    t => return Err(format!("--transport {t:?}: auto, mpi or nccl")),
+                }
+            }
+            "--reps" => a.reps = val("--reps")?.parse().map_err(|e| format!("--reps: {e}"))?,
+            "--json" => a.json = Some(val("--json")?),
+            c if !c.starts_with('-') => a.cases.push(c.to_string()),
+            f => return Err(format!("unknown flag {f}")),
+        }
+    }
+    if a.cases.is_empty() {
+        return Err("name at least one case".into());
+    }
+    Ok(a)
+}
+
+/// Median over `reps` calls (after one warm-up) of the slowest rank's time.
+fn time(s: &Sharded<'_>, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let comm = s.cluster().comm();
+    let mut v = Vec::with_capacity(reps);
+    for rep in 0..=reps {
+        comm.barrier()?;
+        let t = Instant::now();
+        f()?;
+        let mut secs = [t.elapsed().as_secs_f64()];
+        comm.all_reduce_f64(&mut secs, ReduceOp::Max)?;
+        if rep > 0 {
+            v.push(secs[0]);
+        }
+    }
+    Ok(median(v))
+}
+
+/// The timed calls of one case: `(label, seconds)`.
+fn run_case(s: &Sharded<'_>, input: &Input, reps: usize) -> Result<Vec<(String, f64)>> {
+    let (rank, size) = (s.cluster().rank(), s.cluster().size());
+    let mut out = Vec::new();
+    if let Some(c) = input.downcast_ref::<PairsCase<f32>>() {
+        let rows = even_split(c.a.len(), size, rank);
+        let a = &c.a[rows.clone()];
+        let mut nn = vec![Neighbor::default(); a.len()];
+        out.push((
+            "nearest".into(),
+            time(s, reps, || s.nearest(a, &c.b, &mut nn))?,
+        ));
+        let b_part = &c.b[even_split(c.b.len(), size, rank)];
+        out.push((
+            "nearest, B ring".into(),
+            time(s, reps, || s.nearest_ring(a, b_part, &mut nn))?,
+        ));
+        out.push((
+            "closest_pairs 100".into(),
+            time(s, reps, || s.closest_pairs(a, &c.b, 100).map(drop))?,
+        ));
+    } else if let Some(c) = input.downcast_ref::<GemmCase<f32>>() {
+        let rows = even_split(c.m, size, rank);
+        let (lda, ldc) = (c.a_shape.ld, c.c_shape.ld);
+        let a = MatRef::new(&c.a[rows.start * lda..], rows.len(), c.k, lda)?;
+        let mut block = c.c[rows.start * ldc..(rows.end * ldc).min(c.c.len())].to_vec();
+        out.push((
+            "gemm f32".into(),
+            time(s, reps, || {
+                s.gemm(
+                    &c.params,
+                    a,
+                    c.b_ref(),
+                    MatMut::new(&mut block, rows.len(), c.n, ldc)?,
+                )
+            })?,
+        ));
+        // B cut by columns too and passed round the ring (op(B) = B here).
+        let cols = even_split(c.n, size, rank);
+        let ldb = c.b_shape.ld;
+        let b_cols: Vec<f32> = (0..c.k)
+            .flat_map(|r| c.b[r * ldb + cols.start..r * ldb + cols.end].to_vec())
+            .collect();
+        let b_part = MatRef::dense(&b_cols, c.k, cols.len())?;
+        out.push((
+            "gemm f32, B ring".into(),
+            time(s, reps, || {
+                s.gemm_ring(
+                    &c.params,
+                    a,
+                    b_part,
+                    MatMut::new(&mut block, rows.len(), c.n, ldc)?,
+                )
+            })?,
+        ));
+    } else if let Some(c) = input.downcast_ref::<SpgemmCase<f32>>() {
+        out.push((
+            "spgemm f32".into(),
+            time(s, reps, || s.spgemm_balanced(&c.a, &c.b).map(drop))?,
+        ));
+    } else if let Some(c) = input.downcast_ref::<OmpCase<f32>>() {
+        let n = c.dict.n();
+        let rows = even_split(c.count, size, rank);
+        let x = MatRef::dense(&c.signals[rows.start * n..rows.end * n], rows.len(), n)?;
+        out.push((
+            "encode f32".into(),
+            time(s, reps, || s.encode(&c.dict, x, c.rule).map(drop))?,
+        ));
+    } else {
+        return Err(trident::Error::Unsupported(format!(
+            "{}: no sharded timing for this case",
+            input.describe()
+        )));
+    }
+    Ok(out)
+}
+
+fn main() {
+    let args = match args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("dist_bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let cluster = match Cluster::new(ClusterOptions {
+        transport: args.transport,
+        ..ClusterOptions::default()
+    }) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("dist_bench: cluster: {e}");
+            std::process::exit(1);
+        }
+    };
+    let device = cluster.gpu().unwrap_or(cluster.local_rank());
+    let backend: Box<dyn Primitives> = match &args.backend {
+        Some(name) => {
+            match trident::BackendKind::from_name(name).map(|k| trident::backend_on(k, device)) {
+                Some(Ok(b)) => b,
+                Some(Err(e)) => {
+                    eprintln!("dist_bench: backend {name}: {e}");
+                    std::process::exit(1);
+                }
+                None => {
+                    eprintln!("dist_bench: unknown backend {name:?}");
+                    std::process::exit(2);
+                }
+            }
+        }
+        None => Box::new(trident::Trident::on_device(device)),
+    };
+    let lead = cluster.rank() == 0;
+    if lead {
+        println!(
+            "dist_bench: {}; backend {} ({})",
+            cluster.describe(),
+            backend.name(),
+            backend.describe()
+        );
+    }
+    let sharded = Sharded::new(&cluster, backend.as_ref());
+    let mut json = Vec::new();
+    let mut failed = false;
+    for name in &args.cases {
+        let Some(case) = cases::find_case(name) else {
+            eprintln!("dist_bench: no case {name:?}");
+            std::process::exit(2);
+        };
+        let input = case.input(trident_testkit::DEFAULT_SEED);
+        match run_case(&sharded, &input, args.reps) {
+            Ok(rows) => {
+                for (label, secs) in rows {
+                    if lead {
+                        println!(
+                            "{name:<24} {label:<18} ranks {}  {:>10.3} ms",
+                            cluster.size(),
+                            secs * 1e3
+                        );
+                    }
+                    json.push(format!(
+                        "{{\"case\":\"{name}\",\"call\":\"{label}\",\"ranks\":{},\"transport\":\"{}\",\"backend\":\"{}\",\"ms\":{}}}",
+                        cluster.size(),
+                        cluster.comm().transport(),
+                        backend.name(),
+                        secs * 1e3
+                    ));
+                }
+            }
+            Err(e) => {
+                failed = true;
+                eprintln!("dist_bench: rank {}: {name}: {e}", cluster.rank());
+            }
+        }
+    }
+    if let (true, Some(path)) = (lead, &args.json) {
+        let text = json.join("\n") + "\n";
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("dist_bench: writing {path}: {e}");
+            failed = true;
+        }
+    }
+    // Keep every rank alive until all are done (MPI finalises collectively).
+    let _ = cluster.comm().all_gather_u64(u64::from(failed));
+
+    drop(cluster);
+    std::process::exit(i32::from(failed));
+}

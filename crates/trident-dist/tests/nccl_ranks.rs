@@ -1,0 +1,188 @@
+//! NCCL on real GPUs: two processes started the way torchrun starts them
+//! (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT`), each
+//! on its own GPU, the id handed over by the TCP rendezvous. Skipped (with
+//! a message) on a machine with fewer than two GPUs or no NCCL, unless
+//! `TRIDENT_REQUIRE_BACKENDS` names `nccl`, where that is a failure.
+#![cfg(feature = "nccl")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use trident_dist::{Cluster, ClusterOptions, CommExt, ReduceOp, Transport};
+
+const CHILD: &str = "TRIDENT_DIST_TEST_CHILD";
+
+fn gpus() -> usize {
+    // SAFETY: only asks whether libcuda can be opened.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return 0;
+    }
+    cudarc::driver::CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
+}
+
+/// `true` when the test can run; `false` (after saying why) when it skips.
+fn two_gpus_or_skip() -> bool {
+    let required = std::env::var("TRIDENT_REQUIRE_BACKENDS")
+        .is_ok_and(|v| v.split(',').any(|b| b.trim() == "nccl"));
+    let why = if gpus() < 2 {
+        Some(format!("{} GPU(s) here, two needed", gpus()))
+    } else {
+        trident_dist::nccl::nccl_version()
+            .err()
+            .map(|e| e.to_string())
+    };
+    match why {
+        None => true,
+        Some(why) if required => panic!("nccl is required but cannot run: {why}"),
+        Some(why) => {
+            eprintln!("SKIPPED: {why}");
+            false
+        }
+    }
+}
+
+/// Starts child test `name` as ranks 0 and 1; their exit statuses and output.
+fn launch(name: &str, port: u16, limit: Duration) -> Vec<(bool, String)> {
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..2)
+        .map(|rank| {
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    name,
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD, "1")
+                .env("RANK", rank.to_string())
+                .env("LOCAL_RANK", rank.to_string())
+                .env("WORLD_SIZE", "2")
+                .env("LOCAL_WORLD_SIZE", "2")
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", port.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let start = Instant::now();
+    children
+        .into_iter()
+        .map(|mut c| {
+            while c.try_wait().unwrap().is_none() {
+                if start.elapsed() > limit {
+                    c.kill().ok();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let out = c.wait_with_output().unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (out.status.success(), text)
+        })
+        .collect()
+}
+
+fn join(timeout: Duration) -> Cluster {
+    Cluster::new(ClusterOptions {
+        transport: Transport::Nccl,
+        timeout,
+    })
+    .unwrap()
+}
+
+#[test]
+fn nccl_collectives_on_two_gpus() {
+    if !two_gpus_or_skip() {
+        return;
+    }
+    for (ok, text) in launch("child_collectives", 29_611, Duration::from_secs(180)) {
+        assert!(ok && text.contains("child_collectives: ok"), "{text}");
+    }
+}
+
+#[test]
+#[ignore = "a rank of nccl_collectives_on_two_gpus"]
+fn child_collectives() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let cluster = join(Duration::from_secs(60));
+    let (rank, comm) = (cluster.rank(), cluster.comm());
+    assert_eq!(
+        (comm.transport(), comm.size()),
+        ("nccl", 2),
+        "{}",
+        cluster.describe()
+    );
+    assert_eq!(cluster.gpu(), Some(rank));
+    // More than one staging piece, and a length that is not a multiple of it.
+    let big: Vec<u32> = (0..40_000_123u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let got = comm
+        .broadcast_vec(0, (rank == 0).then_some(&big[..]))
+        .unwrap();
+    assert!(got == big, "broadcast differs");
+    let mut s = vec![rank as u64 + 1; 1000];
+    comm.all_reduce_u64(&mut s, ReduceOp::Sum).unwrap();
+    assert!(s.iter().all(|&x| x == 3));
+    let mut m = vec![rank as f64 - 0.5; 7];
+    comm.all_reduce_f64(&mut m, ReduceOp::Min).unwrap();
+    assert!(m.iter().all(|&x| x == -0.5));
+    // Uneven ring shifts, one of them empty.
+    let mine: Vec<u8> = vec![rank as u8 + 7; if rank == 0 { 100_000_001 } else { 0 }];
+    let from_other = comm.ring_shift(&mine).unwrap();
+    assert_eq!(from_other.len(), if rank == 0 { 0 } else { 100_000_001 });
+    assert!(from_other.iter().all(|&b| b == 7));
+    let all = comm
+        .all_gather_vec(&vec![rank as u16; rank * 3 + 1])
+        .unwrap();
+    assert_eq!(all, vec![vec![0u16], vec![1, 1, 1, 1]]);
+    comm.barrier().unwrap();
+    println!("child_collectives: ok");
+}
+
+#[test]
+fn a_dead_peer_is_an_error_within_the_timeout() {
+    if !two_gpus_or_skip() {
+        return;
+    }
+    let out = launch("child_peer_dies", 29_621, Duration::from_secs(120));
+    let (ok0, text0) = &out[0];
+    assert!(
+        *ok0 && text0.contains("child_peer_dies: rank 0 got an error"),
+        "{text0}"
+    );
+    assert!(out[1].1.contains("rank 1 leaves"), "{}", out[1].1);
+}
+
+#[test]
+#[ignore = "a rank of a_dead_peer_is_an_error_within_the_timeout"]
+fn child_peer_dies() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let cluster = join(Duration::from_secs(10));
+    if cluster.rank() == 1 {
+        println!("rank 1 leaves");
+        std::process::exit(0);
+    }
+    let start = Instant::now();
+    let mut data = vec![0u8; 1 << 20];
+    // Rank 1 never joins this broadcast: NCCL waits, our poll gives up.
+    let e = cluster.comm().broadcast(1, &mut data).unwrap_err();
+    // The communicator is aborted: later calls fail at once.
+    assert!(cluster.comm().barrier().is_err());
+    println!(
+        "child_peer_dies: rank 0 got an error after {:?}: {e}",
+        start.elapsed()
+    );
+}
