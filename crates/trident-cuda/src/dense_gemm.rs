@@ -837,7 +837,7 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
         b: MatRef<'_, T>,
         mut c: MatMut<'_, T>,
     ) -> Result<()> {
-        let mut tr = Trace::new("TRIDENT_GEMM_TRACE", "gemm");
+        let mut tr = Trace::new("gemm");
         let d = validate::gemm_dims(p, &a, &b, &c)?;
         if d.m == 0 || d.n == 0 {
             return Ok(());

@@ -308,7 +308,6 @@ impl Solve<'_> {
     /// Push passes and global relabels until no node with excess can reach
     /// the target (`p` has mode 0; pass `k` runs with `p[k % 2]`).
     fn run(&self, p: [&wgpu::Buffer; 2]) -> Result<Phase> {
-        let trace = std::env::var_os("TRIDENT_WGPU_TRACE").is_some();
         let (mut total_sweeps, mut total_passes) = (0u64, 0u64);
         let mut round = 0u64;
         let end = loop {
@@ -340,12 +339,14 @@ impl Solve<'_> {
             }
             enc.submit();
         };
-        if trace {
-            eprintln!(
-                "max_flow: {end:?} after {round} rounds, {total_sweeps} relabel sweeps, {total_passes} push passes, {} dispatches charged",
-                self.spent.get()
-            );
-        }
+        tracing::debug!(
+            end = ?end,
+            rounds = round,
+            relabel_sweeps = total_sweeps,
+            push_passes = total_passes,
+            dispatches = self.spent.get(),
+            "max_flow push-relabel"
+        );
         Ok(end)
     }
 

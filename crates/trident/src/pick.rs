@@ -315,7 +315,9 @@ impl Trident {
     /// Runs `f` on the backend the cost model expects to be fastest for a
     /// call of `primitive` with `work` (its size, [`CostModel`]'s unit), then
     /// on the others in chain order while they answer `Unsupported`; records
-    /// the choice for [`Trident::last_choice`].
+    /// the choice for [`Trident::last_choice`]. The call runs inside a
+    /// debug `trident` span (primitive, work), and the choice is a debug
+    /// event in it: backends' own phase events nest under the call.
     fn serve<R>(
         &self,
         primitive: Primitive,
@@ -325,6 +327,8 @@ impl Trident {
         if self.chain.is_empty() {
             return Err(Error::BackendUnavailable("no backend runs here".into()));
         }
+        let span = tracing::debug_span!("trident", primitive = primitive.name(), work);
+        let _in_span = span.enter();
         let names: Vec<&'static str> = self.chain.iter().map(|b| b.name()).collect();
         let first = if self.forced {
             0
@@ -342,6 +346,13 @@ impl Trident {
                     skipped.push((b.name(), why));
                 }
                 other => {
+                    tracing::debug!(
+                        backend = b.name(),
+                        preferred = names[first],
+                        forced = self.forced,
+                        unsupported_on = ?skipped.iter().map(|s| s.0).collect::<Vec<_>>(),
+                        "served"
+                    );
                     let choice = Choice {
                         primitive,
                         backend: b.name(),
