@@ -75,7 +75,7 @@ pub use device::{
     SparseCoderDevice, SparseGemmDevice,
 };
 pub use error::{Error, Result};
-pub use flow::{Arc, Dir, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
+pub use flow::{Dir, FlowArc, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
 pub use kind::{BackendKind, Primitive};
 pub use points::{
     Coord, F32_SAFE_COORD, F32_TINY_COORD, NearestPairs, Neighbor, Pair, Point, RadiusNeighbors,

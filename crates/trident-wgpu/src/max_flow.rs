@@ -762,7 +762,7 @@ impl MaxFlow for WgpuBackend {
 
 #[cfg(test)]
 mod tests {
-    use trident_core::{Arc, Error, FlowNetwork, GridGraph, MaxFlow};
+    use trident_core::{Error, FlowArc, FlowNetwork, GridGraph, MaxFlow};
 
     use crate::WgpuBackend;
 
@@ -787,7 +787,7 @@ mod tests {
         // Everything saturated: nothing is reachable from s.
         assert_eq!((cut.flow, cut.source_side), (max, vec![false, false]));
         let net = |c: i64| {
-            let a = |from, to| Arc { from, to, cap: c };
+            let a = |from, to| FlowArc { from, to, cap: c };
             FlowNetwork::new(3, 0, 2, vec![a(0, 1), a(0, 1), a(1, 2)])
         };
         let r = b.network_flow(&net(max / 2 + 1).unwrap());

@@ -161,7 +161,7 @@ impl<C: Cap> Solver<C> {
         let n = g.nodes();
         let (s, t) = (g.source(), g.sink());
         let useful =
-            |a: &trident_core::Arc| a.cap > 0 && a.from != a.to && a.to != s && a.from != t;
+            |a: &trident_core::FlowArc| a.cap > 0 && a.from != a.to && a.to != s && a.from != t;
         // Slots are u32: two per kept arc, plus NONE kept free.
         let kept = g.arcs().iter().filter(|a| useful(a)).count();
         let slots = kept
