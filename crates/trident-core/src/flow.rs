@@ -8,10 +8,12 @@ use crate::{Error, Result};
 pub mod finish;
 
 /// A neighbour direction on a grid. The discriminant is the index of the
-/// direction's capacity plane in [`GridGraph::caps`].
+/// direction's capacity plane in [`GridGraph::caps`]. Non-exhaustive:
+/// grids with diagonal neighbours would add directions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub enum Dir {
     /// x + 1 (right).
     PosX = 0,

@@ -99,6 +99,8 @@ pub fn is_compiled(kind: BackendKind) -> bool {
         BackendKind::Wgpu => cfg!(feature = "wgpu"),
         BackendKind::Rayon => cfg!(feature = "rayon"),
         BackendKind::Reference => cfg!(feature = "reference"),
+        // A kind added to trident-core after this crate was built.
+        _ => false,
     }
 }
 
