@@ -72,6 +72,28 @@ pub struct Serving {
     pub skipped: Vec<(&'static str, String)>,
 }
 
+/// Short, for logs and `{:?}` of structs holding a handle: the backends in
+/// the order calls are offered to them, whether `TRIDENT_BACKEND` forced
+/// one, the backends passed over (names only: [`Trident::report`] has the
+/// reasons) and who served the last call.
+impl std::fmt::Debug for Trident {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let backends: Vec<&str> = self.chain.iter().map(|b| b.name()).collect();
+        let passed_over: Vec<&str> = self
+            .candidates
+            .iter()
+            .filter(|c| c.outcome.is_err())
+            .map(|c| c.name)
+            .collect();
+        f.debug_struct("Trident")
+            .field("backends", &backends)
+            .field("forced", &self.forced)
+            .field("passed_over", &passed_over)
+            .field("served_last", &self.last_choice().map(|c| c.backend))
+            .finish_non_exhaustive()
+    }
+}
+
 /// One compiled-in backend's probe: the handle, or why it cannot run here.
 type Probed = std::result::Result<Arc<dyn Primitives>, String>;
 
