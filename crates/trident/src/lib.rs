@@ -30,6 +30,9 @@
 //! # Ok::<(), trident::Error>(())
 //! ```
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` on nightly: feature-gated items then say
+// which feature they need. Stable builds never see the nightly feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Library code returns errors; it never unwraps (a panic on user data is a bug; see docs/hardening.md). The few justified
 // exceptions carry an `allow` and a comment saying why they cannot fail.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
@@ -78,13 +81,17 @@ pub use cost::WORK_UNITS;
 pub use pick::{BACKEND_ENV, Candidate, Choice, CostModel, PREFERENCE, Serving, Trident};
 pub use trident_core::*;
 #[cfg(feature = "reference")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reference")))]
 pub use trident_reference::ReferenceBackend;
 
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use trident_cuda::CudaBackend;
 #[cfg(feature = "rayon")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
 pub use trident_rayon::RayonBackend;
 #[cfg(feature = "wgpu")]
+#[cfg_attr(docsrs, doc(cfg(feature = "wgpu")))]
 pub use trident_wgpu::WgpuBackend;
 
 /// Constructs the backend called `name` if it is compiled in and can run here.
