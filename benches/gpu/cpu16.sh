@@ -36,8 +36,8 @@ for s in $steps; do
       a=$(sel omp); for ct in Haswell SkylakeX; do [ -n "$a" ] && OPENBLAS_CORETYPE=$ct python3 benches/peers.py /tmp/data --reps 2 --peer spams $a 2>> "$out/peers.log" | grep -v "^case" >> "$out/peers.tsv"; done
       grep -v "^case" "$out/peers.tsv" | cut -f1-3,5 ;;
     table) $D/bench_table --reps ${REPS:-5} --case "$CASES" --peers "$out/peers.tsv" > "$out/table.md" 2> "$out/table.log"; cat "$out/table.md" ;;
-    trace) for t in 1 4 16; do echo "threads $t"; RAYON_NUM_THREADS=$t TRIDENT_PAIRS_TRACE=1 $D/bench_table --reps 3 --case pairs-1M-400K,pairs-clustered --no-kiddo 2>&1 | grep -E "trace|\| pairs"; done | tee "$out/trace.log" ;;
-    sptrace) TRIDENT_SPGEMM_TRACE=1 $D/bench_table --reps 3 --case spgemm-poisson2d-2048,spgemm-uniform-1M-8 --no-kiddo 2>&1 | grep -E "trace|\| spgemm" | tee "$out/sptrace.log" ;;
+    trace) for t in 1 4 16; do echo "threads $t"; RAYON_NUM_THREADS=$t RUST_LOG=trident_rayon=debug $D/bench_table --reps 3 --case pairs-1M-400K,pairs-clustered --no-kiddo 2>&1 | grep -E "DEBUG|\| pairs"; done | tee "$out/trace.log" ;;
+    sptrace) RUST_LOG=trident_rayon=debug $D/bench_table --reps 3 --case spgemm-poisson2d-2048,spgemm-uniform-1M-8 --no-kiddo 2>&1 | grep -E "DEBUG|\| spgemm" | tee "$out/sptrace.log" ;;
     omp) for t in 1 16; do RAYON_NUM_THREADS=$t $D/bench_table --reps 3 --case omp-64x256-k16 2>&1 | grep -E "\| omp"; done | tee "$out/omp.log" ;;
     rounds) for r in 1 2 3; do
         echo "round $r: ours $($D/bench_table --reps 5 --case gemm-4096 --no-kiddo 2>&1 | grep -E '^\| gemm' | cut -d'|' -f4,5,6 | tr '\n' ' ')"

@@ -19,6 +19,27 @@ pub mod timing;
 use trident::{CsrMatrix, Error, GridCut, NetworkFlow, Pair, Primitives, Result, SparseCodes};
 use trident_testkit::cases::{self, Case, GemmCase, Input, OmpCase, PairsCase, SpgemmCase};
 
+/// Shows the libraries' `tracing` events (phase timings, which backend
+/// served, solver counts) on stderr when `RUST_LOG` is set to a level
+/// (`debug`) or crate=level pairs (`trident_rayon=debug`); each bench
+/// program calls it first. A value it cannot read is reported, not fatal.
+pub fn log_from_env() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let Ok(spec) = std::env::var("RUST_LOG") else {
+        return;
+    };
+    match spec.parse::<tracing_subscriber::filter::Targets>() {
+        Ok(filter) => {
+            let _ = tracing_subscriber::registry()
+                .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+                .with(filter)
+                .try_init();
+        }
+        Err(e) => eprintln!("RUST_LOG={spec:?} is not a log filter ({e}); no diagnostics"),
+    }
+}
+
 /// One thing to time: a benchmark case, or a smaller stand-in for one.
 pub struct Workload {
     /// The bench id: the benchmark case name, or `case/size` for a stand-in

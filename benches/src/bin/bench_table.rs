@@ -269,6 +269,7 @@ fn row(backend: &dyn Primitives, w: &Workload, reps: usize, peers: &[PeerResult]
 }
 
 fn main() -> ExitCode {
+    trident_benches::log_from_env();
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) if e.is_empty() => {

@@ -752,6 +752,7 @@ const CASES: &[(&str, CaseFn)] = &[
 ];
 
 fn main() {
+    trident_benches::log_from_env();
     let mut reps = 10usize;
     let mut filters = Vec::new();
     let mut args = std::env::args().skip(1);

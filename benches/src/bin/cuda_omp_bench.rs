@@ -124,6 +124,7 @@ fn run_case(
 }
 
 fn main() {
+    trident_benches::log_from_env();
     let mut reps = 5usize;
     let mut dump = None;
     let mut filters = Vec::new();

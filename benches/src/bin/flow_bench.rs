@@ -87,6 +87,7 @@ fn grid_case(
 }
 
 fn main() -> Result<()> {
+    trident_benches::log_from_env();
     let args: Vec<String> = std::env::args().collect();
     let opt = |flag: &str| {
         args.iter()

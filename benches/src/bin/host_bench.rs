@@ -634,6 +634,7 @@ fn cold_section() -> Result<()> {
 }
 
 fn main() {
+    trident_benches::log_from_env();
     let mut reps = 5usize;
     let mut filters = Vec::new();
     let (mut do_sweep, mut do_cold) = (true, true);

@@ -105,6 +105,7 @@ fn time_backend<T: Coord>(
 }
 
 fn main() -> Result<()> {
+    trident_benches::log_from_env();
     let args: Vec<String> = std::env::args().collect();
     let opt = |k: &str| {
         args.iter()

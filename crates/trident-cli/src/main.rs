@@ -5,6 +5,7 @@
 mod cmd;
 mod fail;
 mod io;
+mod log;
 mod progress;
 
 use std::process::ExitCode;
@@ -26,7 +27,8 @@ const EXIT_CODES: &str = "Exit codes:
 Outputs are written to a temporary file and renamed: a failed run leaves none.
 
 Environment: TRIDENT_BACKEND picks the backend as --backend does;
-TRIDENT_SEED is verify's default seed.";
+TRIDENT_SEED is verify's default seed; RUST_LOG is the default of --log.
+Every variable Trident reads: docs/configuration.md.";
 
 /// Fast parallel primitives (GEMM, SpGEMM, nearest pairs, OMP, max-flow) on
 /// your files, on CUDA, wgpu or all CPU cores.
@@ -40,6 +42,15 @@ struct Cli {
     /// Print the result and timings as one JSON object on stdout (no progress bars).
     #[arg(long, global = true)]
     json: bool,
+    /// Diagnostics on stderr: -v the libraries' debug events (phase timings,
+    /// which backend served each call and why), -vv everything. Warnings are
+    /// always shown.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Which diagnostics to show, as RUST_LOG writes them: a level (`debug`)
+    /// or crate=level pairs (`trident_rayon=debug,warn`). Overrides -v.
+    #[arg(long, global = true, value_name = "FILTER")]
+    log: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -121,10 +132,17 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    let chatty = match log::init(cli.verbose, cli.log.as_deref()) {
+        Ok(c) => c,
+        Err(f) => {
+            eprintln!("trident: {}", f.message());
+            return ExitCode::from(f.code());
+        }
+    };
     let ctx = Ctx {
         backend: cli.backend.clone(),
         json: cli.json,
-        progress: Progress::new(cli.json),
+        progress: Progress::new(cli.json || chatty),
     };
     let result = match cli.command {
         Command::Verify(a) => cmd::verify::run(&ctx, a),

@@ -16,6 +16,7 @@ fn trident(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_trident"))
         .args(args)
         .env_remove("TRIDENT_SEED")
+        .env_remove("RUST_LOG")
         .env("TRIDENT_BACKEND", "rayon")
         .output()
         .expect("run trident")
@@ -964,6 +965,66 @@ fn maxflow_bad_dimacs_files() {
     }
 }
 
+/// `-v` shows the libraries' debug events (the facade's span and choice, the
+/// backend's phases) on stderr and leaves stdout alone; `--log` takes a
+/// filter and a bad one is a usage error naming the flag.
+#[test]
+fn verbose_and_log_show_the_libraries_events() {
+    let (mtx, dir) = (fixture("a.mtx"), tempfile::tempdir().expect("tempdir"));
+    let c = dir.path().join("c.mtx");
+    let args = ["spgemm", s(&mtx), s(&mtx), "-o", s(&c)];
+    let quiet = trident(&args);
+    assert_eq!(code(&quiet), 0, "{}", stderr(&quiet));
+    assert_eq!(stderr(&quiet), "");
+    for flag in [&["-v"][..], &["--log", "trident_rayon=debug"]] {
+        let o = trident(&[&args[..], flag].concat());
+        assert_eq!(code(&o), 0, "{flag:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("DEBUG") && err.contains("sparse_gemm"),
+            "{flag:?}: {err}"
+        );
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            out.contains("nonzeros") && !out.contains("DEBUG"),
+            "{flag:?}: {out}"
+        );
+    }
+    let v = stderr(&trident(&[&args[..], &["-v"]].concat()));
+    assert!(
+        v.contains("served") && v.contains("backend=\"rayon\""),
+        "{v}"
+    );
+    // The other primitives' phase events (their timing runs only when asked).
+    let (d, x, img) = (
+        dir.path().join("d.npy"),
+        dir.path().join("x.npy"),
+        dir.path().join("img.png"),
+    );
+    write_npy(&d, &[2, 2], &[1.0f64, 0.0, 0.0, 1.0]);
+    write_npy(&x, &[1, 2], &[1.0f64, 2.0]);
+    scene(20, 12).save(&img).expect("png");
+    let (csv, max, out) = (fixture("a.csv"), fixture("tiny.max"), |n: &str| {
+        dir.path().join(n)
+    });
+    let (p1, p2, codes, mask) = (out("p1.csv"), out("p2.csv"), out("codes.npz"), out("m.png"));
+    let runs: [Vec<&str>; 5] = [
+        vec!["pairs", s(&csv), s(&csv), "--k", "2", "-o", s(&p1)],
+        vec!["pairs", s(&csv), s(&csv), "--radius", "10", "-o", s(&p2)],
+        omp_sparsity_1(&d, &x, &codes),
+        vec!["maxflow", s(&max)],
+        vec!["segment", s(&img), "-o", s(&mask)],
+    ];
+    for run in &runs {
+        let o = trident(&[&run[..], &["-v"]].concat());
+        assert_eq!(code(&o), 0, "{run:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("DEBUG"), "{run:?}: {}", stderr(&o));
+    }
+    let o = trident(&[&args[..], &["--log", "a=b=c"]].concat());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--log"), "{}", stderr(&o));
+}
+
 #[test]
 fn a_successful_run_writes_nothing_to_stderr() {
     // Only the backend asked for is constructed: probing the GPU ones loads
@@ -993,6 +1054,7 @@ fn a_successful_run_writes_nothing_to_stderr() {
                 .env_remove("XDG_RUNTIME_DIR")
                 .env_remove("TRIDENT_BACKEND")
                 .env_remove("NODEVICE_SELECT")
+                .env_remove("RUST_LOG")
                 .output()
                 .expect("run trident");
             assert_eq!(code(&o), 0, "{args:?} {backend:?}: {}", stderr(&o));

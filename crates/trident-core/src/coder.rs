@@ -149,9 +149,11 @@ pub fn omp_zero_correlation(n: usize, x_norm: f64) -> f64 {
 /// When OMP stops adding atoms to a signal. It also always stops at
 /// `min(n, atoms)` atoms, when the residual is exactly zero, and when the best
 /// correlation is zero up to rounding ([`omp_zero_correlation`]).
+/// Non-exhaustive: other stopping rules may come.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum StopRule {
     /// Stop after this many atoms.
     Sparsity(usize),

@@ -6,9 +6,12 @@
 
 use crate::{Error, Result, Scalar};
 
-/// Whether an operand is used as stored or transposed.
+/// Whether an operand is used as stored or transposed. Non-exhaustive (BLAS
+/// also has a conjugate transpose, for complex types): outside this crate,
+/// branch on [`Op::is_transposed`] rather than matching.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub enum Op {
     /// `op(X) = X`.
     #[default]
@@ -17,10 +20,12 @@ pub enum Op {
     T,
 }
 
-/// Arithmetic a backend may use for a GEMM.
+/// Arithmetic a backend may use for a GEMM. Non-exhaustive: more opt-in
+/// modes (other tensor-core formats) may come.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum Precision {
     /// True fp32/fp64 multiply-adds. The default.
     #[default]
@@ -29,6 +34,19 @@ pub enum Precision {
     /// backend has them; backends without them compute `Strict`, which meets the
     /// looser bound too.
     Tf32,
+}
+
+impl Op {
+    /// `true` when the operand is used transposed: its stored rows are the
+    /// columns of `op(X)`.
+    ///
+    /// ```
+    /// # use trident_core::Op;
+    /// assert!(Op::T.is_transposed() && !Op::N.is_transposed());
+    /// ```
+    pub const fn is_transposed(self) -> bool {
+        matches!(self, Op::T)
+    }
 }
 
 fn needed_len(rows: usize, cols: usize, ld: usize) -> Option<usize> {

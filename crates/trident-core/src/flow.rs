@@ -8,10 +8,12 @@ use crate::{Error, Result};
 pub mod finish;
 
 /// A neighbour direction on a grid. The discriminant is the index of the
-/// direction's capacity plane in [`GridGraph::caps`].
+/// direction's capacity plane in [`GridGraph::caps`]. Non-exhaustive:
+/// grids with diagonal neighbours would add directions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub enum Dir {
     /// x + 1 (right).
     PosX = 0,
@@ -252,7 +254,7 @@ impl GridGraph {
 /// One arc of a [`FlowNetwork`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Arc {
+pub struct FlowArc {
     /// Tail node (0-based).
     pub from: u32,
     /// Head node (0-based).
@@ -274,19 +276,19 @@ pub struct FlowNetwork {
     nodes: usize,
     source: u32,
     sink: u32,
-    arcs: Vec<Arc>,
+    arcs: Vec<FlowArc>,
 }
 
 impl FlowNetwork {
     /// Checks and wraps a network.
     ///
     /// ```
-    /// # use trident_core::{Arc, FlowNetwork};
-    /// let g = FlowNetwork::new(2, 0, 1, vec![Arc { from: 0, to: 1, cap: 5 }]).unwrap();
+    /// # use trident_core::{FlowArc, FlowNetwork};
+    /// let g = FlowNetwork::new(2, 0, 1, vec![FlowArc { from: 0, to: 1, cap: 5 }]).unwrap();
     /// assert!(FlowNetwork::new(2, 1, 1, vec![]).is_err()); // s == t
     /// # let _ = g;
     /// ```
-    pub fn new(nodes: usize, source: u32, sink: u32, arcs: Vec<Arc>) -> Result<Self> {
+    pub fn new(nodes: usize, source: u32, sink: u32, arcs: Vec<FlowArc>) -> Result<Self> {
         if nodes > u32::MAX as usize {
             return Err(Error::TooLarge {
                 field: "nodes",
@@ -354,7 +356,7 @@ impl FlowNetwork {
         self.sink
     }
     /// The arcs.
-    pub fn arcs(&self) -> &[Arc] {
+    pub fn arcs(&self) -> &[FlowArc] {
         &self.arcs
     }
 
@@ -447,7 +449,7 @@ impl FlowNetwork {
                     if u == 0 || v == 0 || u > n as u64 || v > n as u64 {
                         return Err(perr("arc endpoint out of range"));
                     }
-                    arcs.push(Arc {
+                    arcs.push(FlowArc {
                         from: u as u32 - 1,
                         to: v as u32 - 1,
                         cap,
@@ -534,9 +536,9 @@ pub trait MaxFlow: Send + Sync {
     /// Max flow, canonical min cut and per-arc flows of a general network.
     ///
     /// ```
-    /// use trident_core::{Arc, FlowNetwork, MaxFlow};
+    /// use trident_core::{FlowArc, FlowNetwork, MaxFlow};
     /// # fn demo(backend: &dyn MaxFlow) -> trident_core::Result<()> {
-    /// let g = FlowNetwork::new(3, 0, 2, vec![Arc { from: 0, to: 1, cap: 2 }, Arc { from: 1, to: 2, cap: 1 }])?;
+    /// let g = FlowNetwork::new(3, 0, 2, vec![FlowArc { from: 0, to: 1, cap: 2 }, FlowArc { from: 1, to: 2, cap: 1 }])?;
     /// let r = backend.network_flow(&g)?;
     /// assert_eq!((r.flow, r.arc_flow.clone()), (1, vec![1, 1]));
     /// # Ok(()) }

@@ -27,6 +27,7 @@ use crate::{CsrMatrix, MatMut, MatRef, Point, Scalar};
 mod with_sprs {
     use super::*;
 
+    #[cfg_attr(docsrs, doc(cfg(feature = "sprs")))]
     impl<T: Scalar> TryFrom<&sprs::CsMat<T>> for CsrMatrix<T> {
         type Error = Error;
         /// Copies a `sprs` matrix (CSR or CSC) into a checked [`CsrMatrix`].
@@ -50,6 +51,7 @@ mod with_sprs {
         }
     }
 
+    #[cfg_attr(docsrs, doc(cfg(feature = "sprs")))]
     impl<T: Scalar> TryFrom<&CsrMatrix<T>> for sprs::CsMat<T> {
         type Error = Error;
         /// Copies a [`CsrMatrix`] into `sprs` CSR storage (checked by `sprs`).
@@ -68,6 +70,7 @@ mod with_sprs {
 
 /// Views of `ndarray` matrices.
 #[cfg(feature = "ndarray")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
 pub mod ndarray_views {
     use super::*;
 
@@ -107,6 +110,7 @@ pub mod ndarray_views {
 
 /// `nalgebra` matrices (column-major) in Trident's row-major terms.
 #[cfg(feature = "nalgebra")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nalgebra")))]
 pub mod nalgebra_views {
     use super::*;
 
@@ -147,6 +151,7 @@ pub mod nalgebra_views {
 /// strided view is never read: it may be uninitialized, or belong to another
 /// view of the same matrix.
 #[cfg(feature = "faer")]
+#[cfg_attr(docsrs, doc(cfg(feature = "faer")))]
 pub mod faer_views {
     use super::*;
 

@@ -5,9 +5,11 @@ use std::fmt;
 
 /// A backend of Trident. [`BackendKind::ALL`] is the preference order of
 /// `Trident::new` (fastest first; the reference is the last resort).
+/// Non-exhaustive: backends are added (a `match` needs a `_` arm).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum BackendKind {
     /// NVIDIA GPUs through CUDA (`trident-cuda`).
     Cuda,
@@ -55,9 +57,11 @@ impl fmt::Display for BackendKind {
 }
 
 /// One of the five primitives, in the order reports list them.
+/// Non-exhaustive: primitives are added (a `match` needs a `_` arm).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum Primitive {
     /// [`crate::DenseGemm`].
     DenseGemm,

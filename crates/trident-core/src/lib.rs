@@ -39,6 +39,9 @@
 //! See [`device`]: GPU backends also implement [`DeviceMemory`] and the
 //! `*Device` traits, which keep operands and results in device memory across calls.
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` on nightly: feature-gated items then say
+// which feature they need. Stable builds never see the nightly feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Library code returns errors; it never unwraps (a panic on user data is a
 // bug; see docs/hardening.md). The few justified exceptions carry an `allow`
 // and a comment saying why they cannot fail.
@@ -56,6 +59,15 @@ pub mod flow;
     feature = "nalgebra",
     feature = "faer"
 ))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(
+        feature = "sprs",
+        feature = "ndarray",
+        feature = "nalgebra",
+        feature = "faer"
+    )))
+)]
 pub mod interop;
 mod kind;
 pub mod mem;
@@ -75,7 +87,7 @@ pub use device::{
     SparseCoderDevice, SparseGemmDevice,
 };
 pub use error::{Error, Result};
-pub use flow::{Arc, Dir, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
+pub use flow::{Dir, FlowArc, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
 pub use kind::{BackendKind, Primitive};
 pub use points::{
     Coord, F32_SAFE_COORD, F32_TINY_COORD, NearestPairs, Neighbor, Pair, Point, RadiusNeighbors,

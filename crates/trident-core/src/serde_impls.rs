@@ -18,7 +18,7 @@
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::{Arc, CsrMatrix, Dictionary, Error, FlowNetwork, GridGraph, MatRef, Scalar};
+use crate::{CsrMatrix, Dictionary, Error, FlowArc, FlowNetwork, GridGraph, MatRef, Scalar};
 
 /// The fields of a [`CsrMatrix`], unchecked.
 #[derive(Deserialize)]
@@ -90,7 +90,7 @@ pub(crate) struct NetworkParts {
     nodes: usize,
     source: u32,
     sink: u32,
-    arcs: Vec<Arc>,
+    arcs: Vec<FlowArc>,
 }
 
 impl TryFrom<NetworkParts> for FlowNetwork {
@@ -156,12 +156,12 @@ mod tests {
                 0,
                 2,
                 vec![
-                    Arc {
+                    FlowArc {
                         from: 0,
                         to: 1,
                         cap: 5,
                     },
-                    Arc {
+                    FlowArc {
                         from: 1,
                         to: 2,
                         cap: 3,

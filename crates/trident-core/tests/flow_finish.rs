@@ -4,7 +4,7 @@
 //! value and canonical cut, and for networks a feasible flow.
 
 use trident_core::flow::finish;
-use trident_core::{Arc, Dir, Error, FlowNetwork, GridGraph, MaxFlow};
+use trident_core::{Dir, Error, FlowArc, FlowNetwork, GridGraph, MaxFlow};
 use trident_reference::{ReferenceBackend, certify};
 
 /// A small deterministic generator (xorshift), enough for test inputs.
@@ -164,7 +164,7 @@ fn random_network(r: &mut Rng) -> FlowNetwork {
     let n = 2 + r.below(12) as u32;
     let m = r.below(50) as usize;
     let arcs = (0..m)
-        .map(|_| Arc {
+        .map(|_| FlowArc {
             from: r.below(n as u64) as u32,
             to: r.below(n as u64) as u32,
             cap: r.below(20) as i64,
@@ -234,8 +234,8 @@ fn networks_match_the_reference() {
 fn a_long_chain_network_is_linear_work() {
     let n = 200_000u32;
     let mut r = Rng(11);
-    let arcs: Vec<Arc> = (0..n - 1)
-        .map(|v| Arc {
+    let arcs: Vec<FlowArc> = (0..n - 1)
+        .map(|v| FlowArc {
             from: v,
             to: v + 1,
             cap: 3 + r.below(1000) as i64,
@@ -260,12 +260,12 @@ fn a_state_that_is_not_a_preflow_is_a_backend_error() {
         0,
         2,
         vec![
-            Arc {
+            FlowArc {
                 from: 0,
                 to: 1,
                 cap: 2,
             },
-            Arc {
+            FlowArc {
                 from: 1,
                 to: 2,
                 cap: 1,

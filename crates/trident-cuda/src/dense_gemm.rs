@@ -495,10 +495,7 @@ impl CudaBackend {
 }
 
 fn op_char(op: Op) -> char {
-    match op {
-        Op::N => 'n',
-        Op::T => 't',
-    }
+    if op.is_transposed() { 't' } else { 'n' }
 }
 
 fn to_i32(field: &'static str, v: usize) -> Result<i32> {
@@ -537,7 +534,7 @@ impl CudaBackend {
         if p.alpha == T::ZERO || d.k == 0 {
             return self.launch_scale(p.beta, d, c, ldc);
         }
-        let (ta, tb) = (p.op_a == Op::T, p.op_b == Op::T);
+        let (ta, tb) = (p.op_a.is_transposed(), p.op_b.is_transposed());
         let class = match (T::NAME, p.precision) {
             ("f32", Precision::Strict) => Class::Strict32,
             ("f32", Precision::Tf32) => Class::Tf32,
@@ -837,7 +834,7 @@ impl<T: Scalar> DenseGemm<T> for CudaBackend {
         b: MatRef<'_, T>,
         mut c: MatMut<'_, T>,
     ) -> Result<()> {
-        let mut tr = Trace::new("TRIDENT_GEMM_TRACE", "gemm");
+        let mut tr = Trace::new("gemm");
         let d = validate::gemm_dims(p, &a, &b, &c)?;
         if d.m == 0 || d.n == 0 {
             return Ok(());

@@ -334,9 +334,10 @@ impl fmt::Debug for ModuleCache {
     }
 }
 
-/// Phase timings on stderr when the environment variable given to
-/// [`Trace::new`] is set (development: each lap synchronizes the stream, so
-/// traced runs are slower overall).
+/// Phase timings as debug events, when a `tracing` subscriber wants them.
+/// Each lap then synchronizes the stream (so the time is the phase's, not
+/// its launch's) and traced calls are slower overall; without such a
+/// subscriber a lap costs one branch.
 pub(crate) struct Trace {
     on: bool,
     label: &'static str,
@@ -344,25 +345,25 @@ pub(crate) struct Trace {
 }
 
 impl Trace {
-    pub(crate) fn new(env: &str, label: &'static str) -> Self {
+    pub(crate) fn new(label: &'static str) -> Self {
         Trace {
-            on: std::env::var_os(env).is_some(),
+            on: tracing::enabled!(tracing::Level::DEBUG),
             label,
             t: std::time::Instant::now(),
         }
     }
 
-    /// Prints the time since the last lap (after the queued work finished).
+    /// Emits the time since the last lap (after the queued work finished).
     pub(crate) fn lap(&mut self, be: &CudaBackend, what: impl FnOnce() -> String) -> Result<()> {
         if self.on {
             be.stream()
                 .synchronize()
                 .map_err(driver_error("synchronize (trace)"))?;
-            eprintln!(
-                "{} trace: {:8.3} ms  {}",
-                self.label,
-                self.t.elapsed().as_secs_f64() * 1e3,
-                what()
+            tracing::debug!(
+                call = self.label,
+                phase = %what(),
+                ms = self.t.elapsed().as_secs_f64() * 1e3,
+                "phase"
             );
             self.t = std::time::Instant::now();
         }

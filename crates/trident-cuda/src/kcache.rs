@@ -16,7 +16,7 @@
 //! payload: a truncated, corrupt or mismatched file is recompiled and
 //! replaced. Files are written to a temporary name and renamed, so a reader
 //! never sees half a file. A directory that cannot be written is tolerated:
-//! kernels are compiled in memory and one warning is printed per process.
+//! kernels are compiled in memory and one `tracing` warning is emitted per process.
 //!
 //! The compiler is a trait (`Compiler`) so all of this is tested without a
 //! GPU.
@@ -225,13 +225,11 @@ impl DiskCache {
 
     fn warn_once(&self, e: &std::io::Error) {
         if !self.warned.swap(true, Ordering::Relaxed) {
-            eprintln!(
-                "trident-cuda: the kernel cache {} cannot be written ({e}); kernels are \
-                 compiled in memory for this process (set {CACHE_ENV} to a writable \
-                 directory, or to `off`)",
-                self.dir
-                    .as_deref()
-                    .map_or("-".into(), |d| d.display().to_string())
+            tracing::warn!(
+                dir = %self.dir.as_deref().map_or("-".into(), |d| d.display().to_string()),
+                error = %e,
+                "the kernel cache cannot be written; kernels are compiled in memory for \
+                 this process (set {CACHE_ENV} to a writable directory, or to `off`)"
             );
         }
     }

@@ -461,10 +461,11 @@ impl CudaBackend {
         };
         let t0 = std::time::Instant::now();
         let cut = solve(graph)?;
-        trace(format_args!(
-            "grid: {why}, solved on the host in {:.2} ms",
-            t0.elapsed().as_secs_f64() * 1e3
-        ));
+        tracing::debug!(
+            why,
+            ms = t0.elapsed().as_secs_f64() * 1e3,
+            "max_flow grid solved on the host"
+        );
         let bytes: Vec<u8> = cut.source_side.iter().map(|&b| b as u8).collect();
         Ok((cut.flow, self.upload_named(&bytes, "max_flow labels")?))
     }
@@ -596,11 +597,13 @@ impl CudaBackend {
             }
         }
         // Flow value.
-        trace(format_args!(
-            "grid: {rounds} global relabels, {levels} BFS levels, {} push-relabel iterations, {} launches of the budget",
-            (rounds - 1) * period,
-            start_left - budget.left
-        ));
+        tracing::debug!(
+            global_relabels = rounds,
+            bfs_levels = levels,
+            push_relabel_iterations = (rounds - 1) * period,
+            launches = start_left - budget.left,
+            "max_flow grid on the device"
+        );
         let out = self.alloc_zeroed_named::<i64>(1, "max_flow value")?;
         {
             let f = self.mf_fn(&format!("mf_grid_flow_{sfx}"))?;
@@ -703,10 +706,10 @@ impl CudaBackend {
         let res_d = self.upload_named(&res_c, "max_flow residuals")?;
         let e_d = self.upload_named(&ex_c, "max_flow excess")?;
         drop((res_c, ex_c, head, rev));
-        trace(format_args!(
-            "network: CSR built and uploaded at {:.2} ms",
-            t0.elapsed().as_secs_f64() * 1e3
-        ));
+        tracing::debug!(
+            ms = t0.elapsed().as_secs_f64() * 1e3,
+            "max_flow network CSR built and uploaded"
+        );
         // Arrivals of a push launch, two halves of n (alternate iterations),
         // and two halves of heights (relabel writes the half push does not
         // read; the BFS kernels use the first).
@@ -829,16 +832,14 @@ impl CudaBackend {
                 unsafe { l.launch(lcfg) }.map_err(driver_error("launch mf_net_relabel"))?;
             }
         };
-        trace(format_args!(
-            "network: {rounds} global relabels, {levels} BFS levels, {} launches, {}, device done at {:.2} ms",
-            start_left - budget.left,
-            if finished {
-                "maximum preflow"
-            } else {
-                "over the launch budget"
-            },
-            t0.elapsed().as_secs_f64() * 1e3
-        ));
+        tracing::debug!(
+            global_relabels = rounds,
+            bfs_levels = levels,
+            launches = start_left - budget.left,
+            maximum_preflow = finished,
+            ms = t0.elapsed().as_secs_f64() * 1e3,
+            "max_flow network on the device"
+        );
         // The per-arc preflow; the host returns the excess and finds the cut.
         let res_back: Vec<C> = self.download_vec(&res_d)?;
         let arc_flow: Vec<i64> = arcs
@@ -849,19 +850,11 @@ impl CudaBackend {
         drop(res_back);
         let t1 = std::time::Instant::now();
         let out = finish::network_flow(g, arc_flow)?;
-        trace(format_args!(
-            "network: finished on the host in {:.2} ms",
-            t1.elapsed().as_secs_f64() * 1e3
-        ));
+        tracing::debug!(
+            ms = t1.elapsed().as_secs_f64() * 1e3,
+            "max_flow network finished on the host"
+        );
         Ok(out)
-    }
-}
-
-/// Prints solver statistics to stderr when `TRIDENT_MF_TRACE` is set (for
-/// the benchmark notes: how many relabels and levels a case needs).
-fn trace(args: std::fmt::Arguments<'_>) {
-    if std::env::var_os("TRIDENT_MF_TRACE").is_some() {
-        eprintln!("max_flow trace: {args}");
     }
 }
 

@@ -588,7 +588,7 @@ impl CudaBackend {
             r.meta.ptr(),
         );
         let rows_cfg = || cfg(m.div_ceil(256), 256, 0);
-        let mut tr = Trace::new("TRIDENT_SPGEMM_TRACE", "spgemm");
+        let mut tr = Trace::new("spgemm");
         tr.lap(self, || {
             format!("start: {m} x {n}, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz())
         })?;
@@ -862,7 +862,7 @@ impl<T: Scalar> SparseGemmDevice<T> for CudaBackend {
 impl<T: Scalar> SparseGemm<T> for CudaBackend {
     fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
         validate::spgemm_dims(a, b)?;
-        let mut tr = Trace::new("TRIDENT_SPGEMM_TRACE", "spgemm host");
+        let mut tr = Trace::new("spgemm host");
         if a.nnz() == 0 || b.nnz() == 0 {
             validate::spgemm_finite(a, b)?;
             return CsrMatrix::zeros(a.rows(), b.cols());

@@ -28,10 +28,7 @@ struct Case<T> {
 }
 
 fn stored(op: Op, r: usize, c: usize) -> (usize, usize) {
-    match op {
-        Op::N => (r, c),
-        Op::T => (c, r),
-    }
+    if op.is_transposed() { (c, r) } else { (r, c) }
 }
 
 fn make<T: Scalar>(
@@ -80,13 +77,19 @@ fn make<T: Scalar>(
 /// same with every term's magnitude: |alpha| |op(A)| |op(B)| + |beta| |C|.
 fn naive<T: Scalar>(p: &GemmParams<T>, cs: &Case<T>, abs: bool) -> Vec<f64> {
     let f = |v: f64| if abs { v.abs() } else { v };
-    let at = |i: usize, l: usize| match cs.op_a {
-        Op::N => cs.a[i * cs.lda + l],
-        Op::T => cs.a[l * cs.lda + i],
+    let at = |i: usize, l: usize| {
+        if cs.op_a.is_transposed() {
+            cs.a[l * cs.lda + i]
+        } else {
+            cs.a[i * cs.lda + l]
+        }
     };
-    let bt = |l: usize, j: usize| match cs.op_b {
-        Op::N => cs.b[l * cs.ldb + j],
-        Op::T => cs.b[j * cs.ldb + l],
+    let bt = |l: usize, j: usize| {
+        if cs.op_b.is_transposed() {
+            cs.b[j * cs.ldb + l]
+        } else {
+            cs.b[l * cs.ldb + j]
+        }
     };
     let mut out: Vec<f64> = cs.c.iter().map(|v| v.to_f64()).collect();
     for i in 0..cs.m {

@@ -8,7 +8,7 @@
 
 mod common;
 
-use trident_core::{Arc, FlowNetwork, GridGraph, MaxFlow};
+use trident_core::{FlowArc, FlowNetwork, GridGraph, MaxFlow};
 use trident_reference::ReferenceBackend;
 use trident_testkit::cases::{cut, genrmf, random_grid, random_network};
 
@@ -169,10 +169,10 @@ fn random_networks_match_the_reference() {
         }
     }
     be.set_network_relabel_period(0);
-    let wide: Vec<Arc> = random_network(12, 60, 9, s)
+    let wide: Vec<FlowArc> = random_network(12, 60, 9, s)
         .arcs()
         .iter()
-        .map(|a| Arc {
+        .map(|a| FlowArc {
             cap: a.cap << 40,
             ..*a
         })

@@ -8,8 +8,7 @@
 //! also forced to several windows) and long rows spread over many columns
 //! (block hash in shared and in global memory), plus power-law rows, empty
 //! rows, explicit zeros, cancellation and column indices near `u32::MAX`.
-//! Skipped without CUDA. `TRIDENT_SPGEMM_TRACE=1` prints each phase's time
-//! and bin counts.
+//! Skipped without CUDA.
 
 mod common;
 

@@ -6,7 +6,7 @@
 //! npyz for NPY), it reads our output too, and we read its.
 
 use proptest::prelude::*;
-use trident_core::{Arc, CsrMatrix, FlowNetwork, Point, Scalar};
+use trident_core::{CsrMatrix, FlowArc, FlowNetwork, Point, Scalar};
 use trident_io::img::{self, Image, ImageFormat, Seed};
 use trident_io::npy::{self, Array, Data};
 use trident_io::{dimacs, mtx, npz, ply, points, sparse};
@@ -315,7 +315,7 @@ proptest! {
             (Just(n), proptest::collection::vec((0..n as u32, 0..n as u32, 0i64..i64::MAX / 64), 0..30))
         }),
     ) {
-        let arcs = arcs.into_iter().map(|(from, to, cap)| Arc { from, to, cap }).collect();
+        let arcs = arcs.into_iter().map(|(from, to, cap)| FlowArc { from, to, cap }).collect();
         let g = FlowNetwork::new(n, 0, n as u32 - 1, arcs).unwrap();
         let mut out = Vec::new();
         dimacs::write(&mut out, &g).unwrap();

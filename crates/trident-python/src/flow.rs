@@ -23,7 +23,7 @@
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use trident::{Arc, Dir, FlowNetwork, GridGraph, MaxFlow};
+use trident::{Dir, FlowArc, FlowNetwork, GridGraph, MaxFlow};
 
 use crate::arrays::{self, Index};
 use crate::errors;
@@ -105,7 +105,7 @@ pub fn maximum_flow<'py>(
                         "indices[{p}] = {to} is not a vertex of {nodes}"
                     )));
                 }
-                arcs.push(Arc {
+                arcs.push(FlowArc {
                     from: r as u32,
                     to: to as u32,
                     cap: cap[p],
@@ -159,7 +159,7 @@ type Csr<I> = (Vec<I>, Vec<I>, Vec<i64>);
 /// scipy's flow matrix: entry `(u, v)` is the flow from `u` to `v` minus the
 /// flow from `v` to `u`, stored for every pair joined by an arc either way
 /// (zeros included, as scipy stores them), columns sorted within each row.
-fn net_flow<I: Index>(nodes: usize, arcs: &[Arc], flow: &[i64]) -> trident::Result<Csr<I>> {
+fn net_flow<I: Index>(nodes: usize, arcs: &[FlowArc], flow: &[i64]) -> trident::Result<Csr<I>> {
     let what = || format!("the flow matrix of {} arcs", arcs.len());
     let mut start = trident::mem::try_vec(nodes + 1, 0usize, what)?;
     for a in arcs {
@@ -294,7 +294,7 @@ enum Store {
     Net {
         source: Vec<i64>,
         sink: Vec<i64>,
-        arcs: Vec<Arc>,
+        arcs: Vec<FlowArc>,
     },
 }
 
@@ -327,7 +327,7 @@ impl FlowGraph {
             for v in 0..n {
                 let cap = raw.caps[d * n + v];
                 if cap != 0 {
-                    arcs.push(Arc {
+                    arcs.push(FlowArc {
                         from: v as u32,
                         to: shape.neighbor(v, d) as u32,
                         cap,
@@ -422,14 +422,14 @@ impl FlowGraph {
                 for p in 0..len {
                     let (from, to) = (i[p] as u32, j[p] as u32);
                     if cap[p] > 0 {
-                        arcs.push(Arc {
+                        arcs.push(FlowArc {
                             from,
                             to,
                             cap: cap[p],
                         });
                     }
                     if rcap[p] > 0 {
-                        arcs.push(Arc {
+                        arcs.push(FlowArc {
                             from: to,
                             to: from,
                             cap: rcap[p],
@@ -669,14 +669,14 @@ impl FlowGraph {
                 all.extend_from_slice(arcs);
                 for v in 0..nodes {
                     if source[v] > 0 {
-                        all.push(Arc {
+                        all.push(FlowArc {
                             from: s,
                             to: v as u32,
                             cap: source[v],
                         });
                     }
                     if sink[v] > 0 {
-                        all.push(Arc {
+                        all.push(FlowArc {
                             from: v as u32,
                             to: k,
                             cap: sink[v],

@@ -115,37 +115,35 @@ fn strides(rows: usize, cols: usize, ld: usize) -> Result<(isize, isize)> {
 /// `None` when the stored view already is one (`Op::N`, no padding).
 fn contiguous<T: Scalar>(x: &MatRef<'_, T>, op: Op, what: &str) -> Result<Option<Vec<T>>> {
     let (r, c, ld, d) = (x.rows(), x.cols(), x.ld(), x.data());
-    if r == 0 || c == 0 || (op == Op::N && (ld == c || r == 1)) {
+    if r == 0 || c == 0 || (!op.is_transposed() && (ld == c || r == 1)) {
         return Ok(None);
     }
     let mut out = trident_core::mem::try_vec(r * c, T::ZERO, || {
         format!("a contiguous copy of {what} ({r} x {c})")
     })?;
-    match op {
-        Op::N => out
-            .par_chunks_mut(c)
+    if !op.is_transposed() {
+        out.par_chunks_mut(c)
             .enumerate()
-            .for_each(|(i, row)| row.copy_from_slice(&d[i * ld..i * ld + c])),
-        Op::T => {
-            // op(x) is c x r: out[j * r + i] = x[i][j], in bands of BLOCK
-            // output rows, each filled block by block so that reads and
-            // writes both stay within a few cache lines per row.
-            const BLOCK: usize = 32;
-            out.par_chunks_mut(r * BLOCK)
-                .enumerate()
-                .for_each(|(band, dst)| {
-                    let j0 = band * BLOCK;
-                    let jn = dst.len() / r;
-                    for i0 in (0..r).step_by(BLOCK) {
-                        for i in i0..(i0 + BLOCK).min(r) {
-                            let src = &d[i * ld + j0..i * ld + j0 + jn];
-                            for (jj, &v) in src.iter().enumerate() {
-                                dst[jj * r + i] = v;
-                            }
+            .for_each(|(i, row)| row.copy_from_slice(&d[i * ld..i * ld + c]));
+    } else {
+        // op(x) is c x r: out[j * r + i] = x[i][j], in bands of BLOCK
+        // output rows, each filled block by block so that reads and
+        // writes both stay within a few cache lines per row.
+        const BLOCK: usize = 32;
+        out.par_chunks_mut(r * BLOCK)
+            .enumerate()
+            .for_each(|(band, dst)| {
+                let j0 = band * BLOCK;
+                let jn = dst.len() / r;
+                for i0 in (0..r).step_by(BLOCK) {
+                    for i in i0..(i0 + BLOCK).min(r) {
+                        let src = &d[i * ld + j0..i * ld + j0 + jn];
+                        for (jj, &v) in src.iter().enumerate() {
+                            dst[jj * r + i] = v;
                         }
                     }
-                })
-        }
+                }
+            });
     }
     Ok(Some(out))
 }
@@ -153,9 +151,10 @@ fn contiguous<T: Scalar>(x: &MatRef<'_, T>, op: Op, what: &str) -> Result<Option
 /// `(row, col)` strides of `op(X)` in elements.
 fn op_strides<T: Copy>(x: &MatRef<'_, T>, op: Op) -> Result<(isize, isize)> {
     let (rs, cs) = strides(x.rows(), x.cols(), x.ld())?;
-    Ok(match op {
-        Op::N => (rs, cs),
-        Op::T => (cs, rs),
+    Ok(if op.is_transposed() {
+        (cs, rs)
+    } else {
+        (rs, cs)
     })
 }
 

@@ -58,9 +58,10 @@
 //!   reported distances are scaled back. Without it every distance is `inf`
 //!   (or 0) and the smallest index wins whatever the geometry.
 //!
-//! `TRIDENT_PAIRS_TRACE` set: `closest_pairs` prints the index it chose and
-//! the time of its two phases (the index, with A's order for the kd-tree,
-//! then the search) to stderr, and radius searches the time of theirs.
+//! With a `tracing` subscriber at debug level, `closest_pairs` emits the
+//! index it chose and the time of its two phases (the index, with A's order
+//! for the kd-tree, then the search) as an event, and radius searches the
+//! time of theirs.
 //!
 //! What it is not: an index you can keep across calls (each call rebuilds it;
 //! building is a small part of a call of any size), or an approximate search.
@@ -425,18 +426,21 @@ fn closest_pairs(a: &[Point], b: &[Point], k: usize, index: Index) -> Vec<Pair> 
     }
 }
 
-/// Whether `TRIDENT_PAIRS_TRACE` asks `closest_pairs` to print its phases.
+/// Whether a subscriber wants the phase events (the gathering they need is
+/// skipped otherwise).
 fn pairs_trace() -> bool {
-    std::env::var_os("TRIDENT_PAIRS_TRACE").is_some()
+    tracing::enabled!(tracing::Level::DEBUG)
 }
 
-/// Prints one `closest_pairs` trace line.
-fn print_trace(how: &str, t0: std::time::Instant, t_prep: std::time::Duration, kth: f64) {
-    eprintln!(
-        "pairs trace: threads {} {how} {:.2} ms, search {:.2} ms, kth {kth:e}",
-        rayon::current_num_threads(),
-        t_prep.as_secs_f64() * 1e3,
-        (t0.elapsed() - t_prep).as_secs_f64() * 1e3,
+/// The `closest_pairs` phase event.
+fn print_trace(index: &str, t0: std::time::Instant, t_prep: std::time::Duration, kth: f64) {
+    tracing::debug!(
+        threads = rayon::current_num_threads(),
+        index,
+        index_ms = t_prep.as_secs_f64() * 1e3,
+        search_ms = (t0.elapsed() - t_prep).as_secs_f64() * 1e3,
+        kth_d2 = kth,
+        "closest_pairs phases"
     );
 }
 
@@ -483,13 +487,13 @@ fn grid_pairs(
         )
         .collect();
     if pairs_trace() {
-        let how = format!(
-            "grid (a point of B sees {:.2}; {} queries handed to a kd-tree)",
-            grid.seen,
-            handed.load(Ordering::Relaxed)
+        tracing::debug!(
+            seen_per_point = grid.seen,
+            handed_to_tree = handed.load(Ordering::Relaxed),
+            "closest_pairs grid"
         );
         let kth = <f32 as Real>::from_bits(global.load(Ordering::Relaxed)) as f64;
-        print_trace(&how, t0, t_prep, kth);
+        print_trace("grid", t0, t_prep, kth);
     }
     merge_tops(tops, k)
 }
@@ -517,7 +521,7 @@ fn tree_pairs<T: Real>(a: &[Point<T>], b: &[Point<T>], k: usize) -> Vec<Pair<T>>
         .collect();
     if pairs_trace() {
         let kth = T::from_bits(global.load(Ordering::Relaxed)).to_f64();
-        print_trace("kd-tree and order", t0, t_prep, kth);
+        print_trace("kd-tree", t0, t_prep, kth);
     }
     merge_tops(tops, k)
 }
@@ -799,10 +803,12 @@ fn radius<T: Real, const UPPER: bool>(
                 format!("{what} {ms:.1} ms")
             })
             .collect();
-        eprintln!(
-            "radius trace: threads {} rows {rows} pairs {total}: {}",
-            rayon::current_num_threads(),
-            laps.join(", ")
+        tracing::debug!(
+            threads = rayon::current_num_threads(),
+            rows,
+            pairs = total,
+            phases = laps.join(", "),
+            "radius search phases"
         );
     }
     Ok(RadiusNeighbors {

@@ -101,8 +101,8 @@
 //! or an approximate OMP; memory for `G` is `K^2` values of the working type
 //! per call (plus `K^2` f64 for an f32 call once a signal needs the f64 loop).
 //!
-//! `TRIDENT_OMP_TRACE` set: each call prints the time of the coding and of
-//! the merge on stderr.
+//! With a `tracing` subscriber at debug level, each call emits the time of
+//! the coding and of the merge as an event.
 
 mod aligned;
 #[cfg(target_arch = "x86_64")]
@@ -162,7 +162,7 @@ fn encode_with<T: Scalar>(
             residual_norm2: Vec::new(),
         });
     }
-    let t = std::env::var_os("TRIDENT_OMP_TRACE").map(|_| std::time::Instant::now());
+    let t = tracing::enabled!(tracing::Level::DEBUG).then(std::time::Instant::now);
     let chunks = if is_f32::<T>() {
         encode_in::<T, f32>(b, dict, &signals, rule, isa, lockstep)?
     } else {
@@ -172,10 +172,11 @@ fn encode_with<T: Scalar>(
     // In the backend's pool, as the coding (the merge is parallel too).
     let codes = b.install(|| merge(chunks, l));
     if let Some((t0, t1)) = t1 {
-        eprintln!(
-            "omp trace: {l} signals: coding {:.2} ms, merge {:.2} ms",
-            (t1 - t0).as_secs_f64() * 1e3,
-            t1.elapsed().as_secs_f64() * 1e3
+        tracing::debug!(
+            signals = l,
+            coding_ms = (t1 - t0).as_secs_f64() * 1e3,
+            merge_ms = t1.elapsed().as_secs_f64() * 1e3,
+            "sparse_coder phases"
         );
     }
     Ok(codes)

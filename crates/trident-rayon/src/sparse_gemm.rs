@@ -70,8 +70,8 @@
 //! The chunking only steers who computes a row; the counts and the output are
 //! exact.
 //!
-//! `TRIDENT_SPGEMM_TRACE` set: each call prints the time of its phases
-//! (checks, symbolic, prefix sum, numeric) to stderr.
+//! With a `tracing` subscriber at debug level, each call emits the time of
+//! its phases (checks, symbolic, prefix sum, numeric) as events.
 //!
 //! Limits: dimensions are `u32` by construction of [`CsrMatrix`]; the output's
 //! nnz is a `usize` and an output that cannot be allocated is
@@ -158,7 +158,7 @@ fn product<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, fuse: bool) -> Result<
         })?;
         banded
     };
-    trace.lap("checks and lower bound");
+    trace.lap("checks and lower bound", None);
     let threads = rayon::current_num_threads();
     // The fused pass reserves the upper bound, so only when the bound fits
     // the machine (and the allocator agrees); and only when no row can be
@@ -182,20 +182,24 @@ fn product<T: Scalar>(a: &CsrMatrix<T>, b: &CsrMatrix<T>, fuse: bool) -> Result<
     gustavson(a, b, threads, !banded, &mut trace)
 }
 
-/// Phase times on stderr when `TRIDENT_SPGEMM_TRACE` is set.
+/// Phase times as debug events, when a subscriber wants them (no clock
+/// reads otherwise).
 struct Trace(Option<std::time::Instant>);
 
 impl Trace {
     fn new() -> Self {
-        Trace(std::env::var_os("TRIDENT_SPGEMM_TRACE").map(|_| std::time::Instant::now()))
+        Trace(tracing::enabled!(tracing::Level::DEBUG).then(std::time::Instant::now))
     }
 
-    /// Prints the time since the last lap under `what`.
-    fn lap(&mut self, what: &str) {
+    /// Emits the time since the last lap under `phase`, with `nnz` (the
+    /// output's entries) where the phase knows it.
+    fn lap(&mut self, phase: &'static str, nnz: Option<usize>) {
         if let Some(t) = &mut self.0 {
-            eprintln!(
-                "spgemm trace: {:8.2} ms  {what}",
-                t.elapsed().as_secs_f64() * 1e3
+            tracing::debug!(
+                phase,
+                nnz,
+                ms = t.elapsed().as_secs_f64() * 1e3,
+                "sparse_gemm phase"
             );
             *t = std::time::Instant::now();
         }
@@ -450,9 +454,9 @@ fn gustavson<T: Scalar>(
     // SAFETY: slot 0 and every slot of `1..=m` (the chunks tile it, each
     // chunk writes each of its slots) were initialised just above.
     unsafe { offsets.set_len(m + 1) };
-    trace.lap("symbolic (row counts)");
+    trace.lap("symbolic (row counts)", None);
     let nnz = prefix_sum(&mut offsets[1..])?;
-    trace.lap("prefix sum");
+    trace.lap("prefix sum", None);
 
     // Numeric pass: every row written straight into its final slot, in chunks
     // of about equal output; each chunk's pages are first touched by the
@@ -502,7 +506,7 @@ fn gustavson<T: Scalar>(
         indices.set_len(nnz);
         values.set_len(nnz);
     }
-    trace.lap(&format!("numeric ({nnz} entries, output faulted in here)"));
+    trace.lap("numeric (output faulted in here)", Some(nnz));
     Ok(CsrMatrix::from_parts_unchecked(
         m, n, offsets, indices, values,
     ))
@@ -829,7 +833,7 @@ fn fused<T: Scalar>(
     // Returns the untouched tail of the reservation (a remap, no copy).
     indices.shrink_to_fit();
     values.shrink_to_fit();
-    trace.lap(&format!("fused ({nnz} entries, output faulted in here)"));
+    trace.lap("fused (output faulted in here)", Some(nnz));
     Ok(Some(CsrMatrix::from_parts_unchecked(
         m, n, offsets, indices, values,
     )))

@@ -4,7 +4,7 @@
 //! case and seed to rerun.
 #![allow(missing_docs)]
 
-use trident_core::{Arc, FlowNetwork, GridGraph, MaxFlow};
+use trident_core::{FlowArc, FlowNetwork, GridGraph, MaxFlow};
 use trident_rayon::RayonBackend;
 use trident_reference::ReferenceBackend;
 use trident_testkit::{cases, check, seed_from_env};
@@ -53,7 +53,7 @@ fn same_grid(what: &str, g: &GridGraph) {
 fn net(nodes: usize, s: u32, t: u32, arcs: &[(u32, u32, i64)]) -> FlowNetwork {
     let arcs = arcs
         .iter()
-        .map(|&(from, to, cap)| Arc { from, to, cap })
+        .map(|&(from, to, cap)| FlowArc { from, to, cap })
         .collect();
     FlowNetwork::new(nodes, s, t, arcs).expect("hand-made network is valid")
 }

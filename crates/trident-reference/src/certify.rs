@@ -97,9 +97,10 @@ pub fn gemm_tol<T: Scalar>(precision: Precision) -> Tol {
 }
 
 fn op_get<T: Scalar>(x: &MatRef<'_, T>, op: Op, i: usize, j: usize) -> f64 {
-    match op {
-        Op::N => x.get(i, j).to_f64(),
-        Op::T => x.get(j, i).to_f64(),
+    if op.is_transposed() {
+        x.get(j, i).to_f64()
+    } else {
+        x.get(i, j).to_f64()
     }
 }
 

@@ -13,9 +13,10 @@ use crate::ReferenceBackend;
 /// `op(x)` as an f64 matrix.
 fn op_to_f64<T: Scalar>(x: &MatRef<'_, T>, op: Op) -> DMatrix<f64> {
     let (r, c) = x.op_shape(op);
-    match op {
-        Op::N => DMatrix::from_fn(r, c, |i, j| x.get(i, j).to_f64()),
-        Op::T => DMatrix::from_fn(r, c, |i, j| x.get(j, i).to_f64()),
+    if op.is_transposed() {
+        DMatrix::from_fn(r, c, |i, j| x.get(j, i).to_f64())
+    } else {
+        DMatrix::from_fn(r, c, |i, j| x.get(i, j).to_f64())
     }
 }
 

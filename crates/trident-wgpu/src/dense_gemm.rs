@@ -301,8 +301,8 @@ impl WgpuBackend {
         } else {
             self.gemm_tile()?
         };
-        let flags = u32::from(ops.0 == Op::T)
-            | (u32::from(ops.1 == Op::T) << 1)
+        let flags = u32::from(ops.0.is_transposed())
+            | (u32::from(ops.1.is_transposed()) << 1)
             | (u32::from(beta == 0.0) << 2);
         let params = self.uniform(&Params {
             m: to_u32("m", d.m)?,
@@ -336,7 +336,11 @@ impl WgpuBackend {
             let tiles = (d.m.div_ceil(TILE) as u64) * (d.n.div_ceil(TILE) as u64);
             to_u32("tiles of C", tiles as usize)?;
             let groups = self.grid(tiles)?;
-            enc.dispatch(tile.kernel(ops.0 == Op::T, ops.1 == Op::T), &args, groups)?;
+            enc.dispatch(
+                tile.kernel(ops.0.is_transposed(), ops.1.is_transposed()),
+                &args,
+                groups,
+            )?;
         }
         enc.submit();
         Ok(())

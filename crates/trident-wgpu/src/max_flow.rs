@@ -308,7 +308,6 @@ impl Solve<'_> {
     /// Push passes and global relabels until no node with excess can reach
     /// the target (`p` has mode 0; pass `k` runs with `p[k % 2]`).
     fn run(&self, p: [&wgpu::Buffer; 2]) -> Result<Phase> {
-        let trace = std::env::var_os("TRIDENT_WGPU_TRACE").is_some();
         let (mut total_sweeps, mut total_passes) = (0u64, 0u64);
         let mut round = 0u64;
         let end = loop {
@@ -340,12 +339,14 @@ impl Solve<'_> {
             }
             enc.submit();
         };
-        if trace {
-            eprintln!(
-                "max_flow: {end:?} after {round} rounds, {total_sweeps} relabel sweeps, {total_passes} push passes, {} dispatches charged",
-                self.spent.get()
-            );
-        }
+        tracing::debug!(
+            end = ?end,
+            rounds = round,
+            relabel_sweeps = total_sweeps,
+            push_passes = total_passes,
+            dispatches = self.spent.get(),
+            "max_flow push-relabel"
+        );
         Ok(end)
     }
 
@@ -761,7 +762,7 @@ impl MaxFlow for WgpuBackend {
 
 #[cfg(test)]
 mod tests {
-    use trident_core::{Arc, Error, FlowNetwork, GridGraph, MaxFlow};
+    use trident_core::{Error, FlowArc, FlowNetwork, GridGraph, MaxFlow};
 
     use crate::WgpuBackend;
 
@@ -786,7 +787,7 @@ mod tests {
         // Everything saturated: nothing is reachable from s.
         assert_eq!((cut.flow, cut.source_side), (max, vec![false, false]));
         let net = |c: i64| {
-            let a = |from, to| Arc { from, to, cap: c };
+            let a = |from, to| FlowArc { from, to, cap: c };
             FlowNetwork::new(3, 0, 2, vec![a(0, 1), a(0, 1), a(1, 2)])
         };
         let r = b.network_flow(&net(max / 2 + 1).unwrap());

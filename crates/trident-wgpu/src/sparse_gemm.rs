@@ -86,9 +86,9 @@ const NUM_MERGE_GROUPS_AT: usize = 6;
 /// this bounds the parallelism, not the rows).
 const GENERAL_GROUPS: usize = 1024;
 
-/// Phase timings on stderr when `TRIDENT_SPGEMM_TRACE` is set (development:
-/// each phase is then submitted and waited for on its own, so traced calls
-/// are slower overall).
+/// Phase timings as debug events, when a `tracing` subscriber wants them
+/// (each phase is then submitted and waited for on its own, so traced calls
+/// are slower overall; without such a subscriber a lap costs one branch).
 struct Trace {
     on: bool,
     t: std::time::Instant,
@@ -97,27 +97,29 @@ struct Trace {
 impl Trace {
     fn new() -> Self {
         Self {
-            on: std::env::var_os("TRIDENT_SPGEMM_TRACE").is_some(),
+            on: tracing::enabled!(tracing::Level::DEBUG),
             t: std::time::Instant::now(),
         }
     }
 
-    /// Returns `enc` untouched, or, when tracing, submits it, waits, prints
+    /// Returns `enc` untouched, or, when tracing, submits it, waits, emits
     /// the time since the last lap and returns a fresh encoder.
     fn lap<'b>(
         &mut self,
         be: &'b WgpuBackend,
         enc: Encoder<'b>,
-        what: &str,
+        what: std::fmt::Arguments<'_>,
     ) -> Result<Encoder<'b>> {
         if !self.on {
             return Ok(enc);
         }
         enc.submit();
         be.ctx.wait("spgemm trace")?;
-        eprintln!(
-            "spgemm trace: {:8.3} ms  {what}",
-            self.t.elapsed().as_secs_f64() * 1e3
+        tracing::debug!(
+            call = "spgemm",
+            phase = %what,
+            ms = self.t.elapsed().as_secs_f64() * 1e3,
+            "phase"
         );
         self.t = std::time::Instant::now();
         Ok(be.encoder("spgemm trace"))
@@ -221,7 +223,7 @@ impl WgpuBackend {
         enc = tr.lap(
             self,
             enc,
-            &format!("start: {rows} rows, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz()),
+            format_args!("start: {rows} rows, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz()),
         )?;
         enc.zero(&cnt);
         enc.zero(&meta);
@@ -232,17 +234,21 @@ impl WgpuBackend {
         let mut args_bins = args_sym.clone();
         args_bins.push(Arg::buf(&ind));
         enc.dispatch(&BINS, &args_bins, [1, 1, 1])?;
-        enc = tr.lap(self, enc, "analyze, scans, scatter, bins")?;
+        enc = tr.lap(self, enc, format_args!("analyze, scans, scatter, bins"))?;
         enc.dispatch_indirect(&SYM_MERGE, &args_sym, &ind, MERGE_GROUPS_AT)?;
         enc.dispatch_indirect(&SYM_TEAM, &args_sym, &ind, TEAM_GROUPS_AT)?;
-        enc = tr.lap(self, enc, "symbolic merge bin (thread and team kernels)")?;
+        enc = tr.lap(
+            self,
+            enc,
+            format_args!("symbolic merge bin (thread and team kernels)"),
+        )?;
         let sym_groups = if cpu {
             self.grid(rows.max(1) as u64)?
         } else {
             [rows.clamp(1, GENERAL_GROUPS) as u32, 1, 1]
         };
         enc.dispatch(&SYM_GENERAL, &args_sym, sym_groups)?;
-        enc = tr.lap(self, enc, "symbolic general bin")?;
+        enc = tr.lap(self, enc, format_args!("symbolic general bin"))?;
         self.scan_exclusive_u32(&mut enc, &cnt, rows + 1)?;
         enc.copy(&cnt, rows, &info, 0, 1)?;
         enc.copy(&mpos, rows, &info, 1, 1)?;
@@ -273,7 +279,7 @@ impl WgpuBackend {
         tr.lap(
             self,
             enc,
-            &format!(
+            format_args!(
                 "scan, read back: nnz(C) {nnz}, merge rows {}, general rows {general_rows}",
                 got[1]
             ),
@@ -294,18 +300,18 @@ impl WgpuBackend {
         let mut args_num = args.to_vec();
         args_num.extend([Arg::buf(&c_idx), Arg::buf(&c_val), Arg::buf(&c_off32)]);
         let mut enc = self.encoder("spgemm numeric");
-        enc = tr.lap(self, enc, "allocate C")?;
+        enc = tr.lap(self, enc, format_args!("allocate C"))?;
         enc.dispatch(&OFFSETS, &args_num, row_groups)?;
         enc.dispatch_indirect(&NUM_MERGE, &args_num, &ind, NUM_MERGE_GROUPS_AT)?;
         enc.dispatch_indirect(&NUM_TEAM, &args_num, &ind, TEAM_GROUPS_AT)?;
-        enc = tr.lap(self, enc, "offsets, numeric merge bin")?;
+        enc = tr.lap(self, enc, format_args!("offsets, numeric merge bin"))?;
         if num_groups > 0 {
             enc.dispatch(&NUM_GENERAL, &args_num, self.grid(num_groups as u64)?)?;
         }
         enc = tr.lap(
             self,
             enc,
-            &format!("numeric general bin ({num_groups} workgroups)"),
+            format_args!("numeric general bin ({num_groups} workgroups)"),
         )?;
         enc.submit();
         Ok(DeviceCsr::from_parts(

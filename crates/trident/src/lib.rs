@@ -30,6 +30,9 @@
 //! # Ok::<(), trident::Error>(())
 //! ```
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` on nightly: feature-gated items then say
+// which feature they need. Stable builds never see the nightly feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Library code returns errors; it never unwraps (a panic on user data is a bug; see docs/hardening.md). The few justified
 // exceptions carry an `allow` and a comment saying why they cannot fail.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
@@ -44,6 +47,36 @@ mod serving;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+/// What a caller of the five primitives needs, for `use trident::prelude::*`:
+/// the primitive traits (their methods are how every backend and [`Trident`]
+/// are called), [`Trident`], and the types those calls take and return.
+///
+/// Not in it, so that a glob import shadows nothing of `std` or of other
+/// crates: `Error` and `Result` (name them `trident::Error`,
+/// `trident::Result`), the backends (`trident::RayonBackend`, ...), the
+/// device-residency traits and the interop conversions.
+///
+/// ```
+/// use std::sync::Arc; // still std's: the prelude does not shadow it
+/// use trident::prelude::*;
+///
+/// let t = Arc::new(Trident::new()?);
+/// let a = CsrMatrix::from_triplets(2, 2, &[(0, 0, 1.0f32), (0, 1, 2.0), (1, 1, 3.0)])?;
+/// assert_eq!(t.spgemm(&a, &a)?.values(), &[1.0, 8.0, 9.0]);
+/// let arcs = vec![FlowArc { from: 0, to: 1, cap: 4 }, FlowArc { from: 1, to: 2, cap: 3 }];
+/// assert_eq!(t.network_flow(&FlowNetwork::new(3, 0, 2, arcs)?)?.flow, 3);
+/// println!("served by {}", t.served_last());
+/// # Ok::<(), trident::Error>(())
+/// ```
+pub mod prelude {
+    pub use crate::Trident;
+    pub use trident_core::{
+        Backend, CsrMatrix, DenseGemm, Dictionary, Dir, FlowArc, FlowNetwork, GemmParams, GridCut,
+        GridGraph, MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, Op, Pair, Point,
+        Precision, Primitives, RadiusNeighbors, SparseCoder, SparseCodes, SparseGemm, StopRule,
+    };
+}
+
 pub use cost::WORK_UNITS;
 pub use pick::{BACKEND_ENV, Candidate, Choice, CostModel, PREFERENCE, Serving, Trident};
 pub use trident_core::*;
@@ -52,13 +85,17 @@ pub use trident_core::*;
 #[cfg(feature = "dist")]
 pub use trident_dist as dist;
 #[cfg(feature = "reference")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reference")))]
 pub use trident_reference::ReferenceBackend;
 
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use trident_cuda::CudaBackend;
 #[cfg(feature = "rayon")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
 pub use trident_rayon::RayonBackend;
 #[cfg(feature = "wgpu")]
+#[cfg_attr(docsrs, doc(cfg(feature = "wgpu")))]
 pub use trident_wgpu::WgpuBackend;
 
 /// Constructs the backend called `name` if it is compiled in and can run here.
@@ -117,6 +154,8 @@ pub fn is_compiled(kind: BackendKind) -> bool {
         BackendKind::Wgpu => cfg!(feature = "wgpu"),
         BackendKind::Rayon => cfg!(feature = "rayon"),
         BackendKind::Reference => cfg!(feature = "reference"),
+        // A kind added to trident-core after this crate was built.
+        _ => false,
     }
 }
 

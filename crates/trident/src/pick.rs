@@ -72,6 +72,28 @@ pub struct Serving {
     pub skipped: Vec<(&'static str, String)>,
 }
 
+/// Short, for logs and `{:?}` of structs holding a handle: the backends in
+/// the order calls are offered to them, whether `TRIDENT_BACKEND` forced
+/// one, the backends passed over (names only: [`Trident::report`] has the
+/// reasons) and who served the last call.
+impl std::fmt::Debug for Trident {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let backends: Vec<&str> = self.chain.iter().map(|b| b.name()).collect();
+        let passed_over: Vec<&str> = self
+            .candidates
+            .iter()
+            .filter(|c| c.outcome.is_err())
+            .map(|c| c.name)
+            .collect();
+        f.debug_struct("Trident")
+            .field("backends", &backends)
+            .field("forced", &self.forced)
+            .field("passed_over", &passed_over)
+            .field("served_last", &self.last_choice().map(|c| c.backend))
+            .finish_non_exhaustive()
+    }
+}
+
 /// One compiled-in backend's probe: the handle, or why it cannot run here.
 type Probed = std::result::Result<Arc<dyn Primitives>, String>;
 
@@ -335,7 +357,9 @@ impl Trident {
     /// Runs `f` on the backend the cost model expects to be fastest for a
     /// call of `primitive` with `work` (its size, [`CostModel`]'s unit), then
     /// on the others in chain order while they answer `Unsupported`; records
-    /// the choice for [`Trident::last_choice`].
+    /// the choice for [`Trident::last_choice`]. The call runs inside a
+    /// debug `trident` span (primitive, work), and the choice is a debug
+    /// event in it: backends' own phase events nest under the call.
     fn serve<R>(
         &self,
         primitive: Primitive,
@@ -345,6 +369,8 @@ impl Trident {
         if self.chain.is_empty() {
             return Err(Error::BackendUnavailable("no backend runs here".into()));
         }
+        let span = tracing::debug_span!("trident", primitive = primitive.name(), work);
+        let _in_span = span.enter();
         let names: Vec<&'static str> = self.chain.iter().map(|b| b.name()).collect();
         let first = if self.forced {
             0
@@ -362,6 +388,13 @@ impl Trident {
                     skipped.push((b.name(), why));
                 }
                 other => {
+                    tracing::debug!(
+                        backend = b.name(),
+                        preferred = names[first],
+                        forced = self.forced,
+                        unsupported_on = ?skipped.iter().map(|s| s.0).collect::<Vec<_>>(),
+                        "served"
+                    );
                     let choice = Choice {
                         primitive,
                         backend: b.name(),

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use trident_core::{
-    Arc as FlowArc, CsrMatrix, DenseGemm, Dictionary, Error, FlowNetwork, GemmParams, GridGraph,
-    MatMut, MatRef, Neighbor, Primitives, Result, SparseCoder, SparseGemm, StopRule,
+    CsrMatrix, DenseGemm, Dictionary, Error, FlowArc, FlowNetwork, GemmParams, GridGraph, MatMut,
+    MatRef, Neighbor, Primitives, Result, SparseCoder, SparseGemm, StopRule,
 };
 
 use crate::pick::Serving;

@@ -242,3 +242,20 @@ fn the_default_model_has_crossovers_for_the_benchmarked_primitives() {
         0
     );
 }
+
+#[test]
+fn debug_is_short_and_names_the_backends() {
+    let t = Trident::with_backends(fakes(false))
+        .unwrap()
+        .with_cost_model(model());
+    let before = format!("{t:?}");
+    assert!(
+        before.contains(r#"backends: ["cuda", "rayon"]"#),
+        "{before}"
+    );
+    assert!(before.contains("served_last: None"), "{before}");
+    t.spgemm(&diag(10), &diag(10)).unwrap();
+    let after = format!("{t:?}");
+    assert!(after.contains(r#"served_last: Some("rayon")"#), "{after}");
+    assert!(after.len() < 200, "{after}");
+}

@@ -71,9 +71,12 @@ pub fn rust(input: &Input, reps: usize) -> Option<PeerTiming> {
 fn gemm<T: Scalar + nalgebra::RealField>(c: &GemmCase<T>, reps: usize, ty: &str) -> PeerTiming {
     let (a, b) = (c.a_ref(), c.b_ref());
     let op = |m: trident::MatRef<'_, T>, op: Op, rows: usize, cols: usize| {
-        nalgebra::DMatrix::from_fn(rows, cols, |i, j| match op {
-            Op::N => m.get(i, j),
-            Op::T => m.get(j, i),
+        nalgebra::DMatrix::from_fn(rows, cols, |i, j| {
+            if op.is_transposed() {
+                m.get(j, i)
+            } else {
+                m.get(i, j)
+            }
         })
     };
     let (m, n, k) = (c.m, c.n, c.k);

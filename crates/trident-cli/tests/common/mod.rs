@@ -13,6 +13,7 @@ pub fn trident(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_trident"))
         .args(args)
         .env_remove("TRIDENT_SEED")
+        .env_remove("RUST_LOG")
         .env("TRIDENT_BACKEND", "rayon")
         .output()
         .expect("run trident")

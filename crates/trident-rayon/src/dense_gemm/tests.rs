@@ -91,13 +91,19 @@ impl<T: Scalar> Case<T> {
     /// `alpha op(A) op(B) + beta C` in f64, element (i, j).
     fn expected(&self, p: &GemmParams<T>, i: usize, j: usize) -> f64 {
         let k = if p.op_a == Op::N { self.ac } else { self.ar };
-        let a = |i: usize, l: usize| match p.op_a {
-            Op::N => self.a[i * self.lda + l],
-            Op::T => self.a[l * self.lda + i],
+        let a = |i: usize, l: usize| {
+            if p.op_a.is_transposed() {
+                self.a[l * self.lda + i]
+            } else {
+                self.a[i * self.lda + l]
+            }
         };
-        let b = |l: usize, j: usize| match p.op_b {
-            Op::N => self.b[l * self.ldb + j],
-            Op::T => self.b[j * self.ldb + l],
+        let b = |l: usize, j: usize| {
+            if p.op_b.is_transposed() {
+                self.b[j * self.ldb + l]
+            } else {
+                self.b[l * self.ldb + j]
+            }
         };
         let dot: f64 = (0..k).map(|l| a(i, l).to_f64() * b(l, j).to_f64()).sum();
         let old = if p.beta == T::ZERO {

@@ -109,13 +109,11 @@ pub(crate) fn solve_in_strips<const D: usize>(g: &GridGraph, strips: usize) -> G
     let t0 = std::time::Instant::now();
     let c0 = cpu_now();
     let built = Built::<i32, D>::build(g);
-    if std::env::var_os("TRIDENT_MF_TRACE").is_some() {
-        eprint!(
-            "build {:?} (cpu {:.1} ms) ",
-            t0.elapsed(),
-            (cpu_now() - c0) * 1e3
-        );
-    }
+    tracing::debug!(
+        ms = t0.elapsed().as_secs_f64() * 1e3,
+        cpu_ms = (cpu_now() - c0) * 1e3,
+        "grid cut build"
+    );
     // A valid GridGraph's capacities total at most i64::MAX, so every
     // residual fits i64 and the build cannot fail.
     #[allow(clippy::expect_used)]
@@ -263,7 +261,7 @@ impl<C: Cap, const D: usize> Built<C, D> {
     /// Runs both phases (phase 1 with at most `strips` strips) and reads the
     /// canonical cut.
     fn finish(mut self, g: &GridGraph, strips: usize) -> GridCut {
-        let trace = std::env::var_os("TRIDENT_MF_TRACE").is_some();
+        let trace = tracing::enabled!(tracing::Level::DEBUG);
         let t1 = std::time::Instant::now();
         let c1 = cpu_now();
         let (depth, h, w) = g.shape();
@@ -331,16 +329,17 @@ impl<C: Cap, const D: usize> Built<C, D> {
         if trace {
             let bfs = s.reachable_from_source();
             let t4 = std::time::Instant::now();
-            eprintln!(
-                "strips {} phase1 {:?} (cpu {:.1} ms) phase2 {:?} (cpu {:.1} ms) labels {:?} bfs {:?} same {}",
-                edges.len() + 1,
-                t_mid - t1,
-                (c_mid - c1) * 1e3,
-                t2 - t_mid,
-                (c2 - c_mid) * 1e3,
-                t3 - t2,
-                t4 - t3,
-                bfs == source_side
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            tracing::debug!(
+                strips = edges.len() + 1,
+                phase1_ms = ms(t_mid - t1),
+                phase1_cpu_ms = (c_mid - c1) * 1e3,
+                phase2_ms = ms(t2 - t_mid),
+                phase2_cpu_ms = (c2 - c_mid) * 1e3,
+                labels_ms = ms(t3 - t2),
+                bfs_ms = ms(t4 - t3),
+                bfs_same = bfs == source_side,
+                "grid cut phases"
             );
         }
         debug_assert!(source_side == s.reachable_from_source());

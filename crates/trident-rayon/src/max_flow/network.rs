@@ -145,7 +145,7 @@ struct Solver<C> {
     stats: Stats,
 }
 
-/// Operation counts, printed with `TRIDENT_MF_TRACE` set.
+/// Operation counts, emitted as a debug event.
 #[derive(Clone, Copy, Debug, Default)]
 struct Stats {
     pushes: u64,
@@ -161,7 +161,7 @@ impl<C: Cap> Solver<C> {
         let n = g.nodes();
         let (s, t) = (g.source(), g.sink());
         let useful =
-            |a: &trident_core::Arc| a.cap > 0 && a.from != a.to && a.to != s && a.from != t;
+            |a: &trident_core::FlowArc| a.cap > 0 && a.from != a.to && a.to != s && a.from != t;
         // Slots are u32: two per kept arc, plus NONE kept free.
         let kept = g.arcs().iter().filter(|a| useful(a)).count();
         let slots = kept
@@ -263,7 +263,7 @@ impl<C: Cap> Solver<C> {
                 self.nodes[s].excess -= a.res.to_i64();
             }
         }
-        let trace = std::env::var_os("TRIDENT_MF_TRACE").is_some();
+        let trace = tracing::enabled!(tracing::Level::DEBUG);
         let t0 = std::time::Instant::now();
         let c0 = super::grid::cpu_now();
         self.target = self.t;
@@ -275,14 +275,14 @@ impl<C: Cap> Solver<C> {
         self.target = self.s;
         self.run();
         if trace {
-            eprintln!(
-                "phase 1 {:?} (cpu {:.1} ms) {:?}; phase 2 {:?} (cpu {:.1} ms) {:?}",
-                t1 - t0,
-                (c1 - c0) * 1e3,
-                stats1,
-                t1.elapsed(),
-                (super::grid::cpu_now() - c1) * 1e3,
-                self.stats
+            tracing::debug!(
+                phase1_ms = (t1 - t0).as_secs_f64() * 1e3,
+                phase1_cpu_ms = (c1 - c0) * 1e3,
+                phase1 = ?stats1,
+                phase2_ms = t1.elapsed().as_secs_f64() * 1e3,
+                phase2_cpu_ms = (super::grid::cpu_now() - c1) * 1e3,
+                phase2 = ?self.stats,
+                "network flow phases"
             );
         }
         let flow = self.nodes[self.t as usize].excess;

@@ -1,4 +1,4 @@
-use trident_core::{Arc, Dir, FlowNetwork, GridGraph, MaxFlow};
+use trident_core::{Dir, FlowArc, FlowNetwork, GridGraph, MaxFlow};
 use trident_reference::certify;
 
 use crate::{Rng, backend};
@@ -32,7 +32,7 @@ fn brute_min_cut(g: &FlowNetwork) -> (i64, Vec<bool>) {
 
 fn random_network(rng: &mut Rng, n: usize, m: usize, max_cap: usize) -> FlowNetwork {
     let arcs = (0..m)
-        .map(|_| Arc {
+        .map(|_| FlowArc {
             from: rng.below(n) as u32,
             to: rng.below(n) as u32, // self loops and parallel arcs included
             cap: rng.below(max_cap + 1) as i64,
@@ -71,27 +71,27 @@ fn edge_networks() {
     assert_eq!(certify::network_flow(&g, &r), Ok(0.0));
     // Disconnected: t unreachable, zero capacities, a self loop, parallel arcs.
     let arcs = vec![
-        Arc {
+        FlowArc {
             from: 0,
             to: 1,
             cap: 4,
         },
-        Arc {
+        FlowArc {
             from: 0,
             to: 1,
             cap: 3,
         },
-        Arc {
+        FlowArc {
             from: 1,
             to: 1,
             cap: 9,
         },
-        Arc {
+        FlowArc {
             from: 1,
             to: 2,
             cap: 0,
         },
-        Arc {
+        FlowArc {
             from: 3,
             to: 2,
             cap: 5,
@@ -106,27 +106,27 @@ fn edge_networks() {
     assert_eq!(r.arc_flow, vec![0; 5]);
     // Parallel arcs add up; arcs into s and out of t carry nothing useful.
     let arcs = vec![
-        Arc {
+        FlowArc {
             from: 0,
             to: 1,
             cap: 4,
         },
-        Arc {
+        FlowArc {
             from: 0,
             to: 1,
             cap: 3,
         },
-        Arc {
+        FlowArc {
             from: 1,
             to: 0,
             cap: 8,
         },
-        Arc {
+        FlowArc {
             from: 2,
             to: 1,
             cap: 8,
         },
-        Arc {
+        FlowArc {
             from: 1,
             to: 2,
             cap: 10,
@@ -146,12 +146,12 @@ fn certificate_rejects_wrong_answers() {
         0,
         2,
         vec![
-            Arc {
+            FlowArc {
                 from: 0,
                 to: 1,
                 cap: 2,
             },
-            Arc {
+            FlowArc {
                 from: 1,
                 to: 2,
                 cap: 1,
@@ -182,19 +182,19 @@ fn grid_as_network(g: &GridGraph) -> FlowNetwork {
     let n = g.nodes();
     let mut arcs = Vec::new();
     for v in 0..n {
-        arcs.push(Arc {
+        arcs.push(FlowArc {
             from: n as u32,
             to: v as u32,
             cap: g.source()[v],
         });
-        arcs.push(Arc {
+        arcs.push(FlowArc {
             from: v as u32,
             to: n as u32 + 1,
             cap: g.sink()[v],
         });
         for &dir in g.dirs() {
             if let Some(u) = g.neighbor(v, dir) {
-                arcs.push(Arc {
+                arcs.push(FlowArc {
                     from: v as u32,
                     to: u as u32,
                     cap: g.plane(dir)[v],

@@ -304,6 +304,11 @@ pub fn write_omp<T: Scalar>(path: &Path, c: &OmpCase<T>) -> Result<()> {
         StopRule::Sparsity(t) => format!("sparsity:{t}"),
         StopRule::Error(e) => format!("error:{e:e}"),
         StopRule::SparsityOrError { sparsity, error } => format!("both:{sparsity}:{error:e}"),
+        other => {
+            return Err(Error::Unsupported(format!(
+                "the case file format has no stop rule {other:?}"
+            )));
+        }
     };
     let meta = vec![
         ("dtype", T::NAME.to_string()),

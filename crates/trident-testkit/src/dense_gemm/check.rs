@@ -33,13 +33,15 @@ fn abs_product<T: Scalar>(case: &GemmCase<T>, i: usize, j: usize) -> f64 {
     let (la, lb) = (case.a_shape.ld, case.b_shape.ld);
     (0..case.k)
         .map(|t| {
-            let a = match case.params.op_a {
-                Op::N => case.a[i * la + t],
-                Op::T => case.a[t * la + i],
+            let a = if case.params.op_a.is_transposed() {
+                case.a[t * la + i]
+            } else {
+                case.a[i * la + t]
             };
-            let b = match case.params.op_b {
-                Op::N => case.b[t * lb + j],
-                Op::T => case.b[j * lb + t],
+            let b = if case.params.op_b.is_transposed() {
+                case.b[j * lb + t]
+            } else {
+                case.b[t * lb + j]
             };
             (a.to_f64() * b.to_f64()).abs()
         })

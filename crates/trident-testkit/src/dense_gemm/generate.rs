@@ -1,7 +1,7 @@
 //! Dense GEMM inputs.
 
 use rand::Rng;
-use trident_core::{GemmParams, MatMut, MatRef, Op, Precision, Result, Scalar};
+use trident_core::{GemmParams, MatMut, MatRef, Precision, Result, Scalar};
 
 use crate::cases::rng;
 
@@ -136,13 +136,15 @@ pub fn gemm_general<T: Scalar>(
     seed: u64,
 ) -> GemmCase<T> {
     let mut r = rng(seed);
-    let (ar, ac) = match params.op_a {
-        Op::N => (m, k),
-        Op::T => (k, m),
+    let (ar, ac) = if params.op_a.is_transposed() {
+        (k, m)
+    } else {
+        (m, k)
     };
-    let (br, bc) = match params.op_b {
-        Op::N => (k, n),
-        Op::T => (n, k),
+    let (br, bc) = if params.op_b.is_transposed() {
+        (n, k)
+    } else {
+        (k, n)
     };
     let a_shape = Shape {
         rows: ar,

@@ -13,7 +13,7 @@ fn grid2(h: usize, w: usize, source: Vec<i64>, sink: Vec<i64>, caps: Vec<i64>) -
 fn net(nodes: usize, s: u32, t: u32, arcs: &[(u32, u32, i64)]) -> Input {
     let arcs = arcs
         .iter()
-        .map(|&(from, to, cap)| Arc { from, to, cap })
+        .map(|&(from, to, cap)| FlowArc { from, to, cap })
         .collect();
     Input::Network(FlowNetwork::new(nodes, s, t, arcs).expect("hand-made network is valid"))
 }

@@ -17,12 +17,12 @@ pub fn max_flow(b: &dyn Primitives) -> SuiteReport {
             0,
             2,
             vec![
-                Arc {
+                FlowArc {
                     from: 0,
                     to: 1,
                     cap: 2,
                 },
-                Arc {
+                FlowArc {
                     from: 1,
                     to: 2,
                     cap: 1,
@@ -139,7 +139,7 @@ pub fn bad_input_max_flow(b: &dyn Primitives) -> SuiteReport {
     );
     let arcs = |v: &[(u32, u32, i64)]| {
         v.iter()
-            .map(|&(from, to, cap)| Arc { from, to, cap })
+            .map(|&(from, to, cap)| FlowArc { from, to, cap })
             .collect::<Vec<_>>()
     };
     expect_err(

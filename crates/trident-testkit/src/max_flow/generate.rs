@@ -3,7 +3,7 @@
 use rand::Rng;
 use rand::seq::SliceRandom;
 use rand_distr::{Distribution, Normal};
-use trident_core::{Arc, Dir, FlowNetwork, GridGraph};
+use trident_core::{Dir, FlowArc, FlowNetwork, GridGraph};
 
 use crate::cases::rng;
 
@@ -242,7 +242,7 @@ pub fn genrmf(a: usize, b: usize, c1: i64, c2: i64, seed: u64) -> FlowNetwork {
             for x in 0..a {
                 let v = base + y * a + x;
                 let mut link = |u: usize| {
-                    arcs.push(Arc {
+                    arcs.push(FlowArc {
                         from: v as u32,
                         to: u as u32,
                         cap: inner,
@@ -266,7 +266,7 @@ pub fn genrmf(a: usize, b: usize, c1: i64, c2: i64, seed: u64) -> FlowNetwork {
             let mut perm: Vec<usize> = (0..frame).collect();
             perm.shuffle(&mut r);
             for (i, &p) in perm.iter().enumerate() {
-                arcs.push(Arc {
+                arcs.push(FlowArc {
                     from: (base + i) as u32,
                     to: (base + frame + p) as u32,
                     cap: r.random_range(c1..=c2),
@@ -283,7 +283,7 @@ pub fn random_network(nodes: usize, arcs: usize, max_cap: i64, seed: u64) -> Flo
     assert!(nodes >= 2, "a network needs s != t");
     let mut r = rng(seed);
     let arcs = (0..arcs)
-        .map(|_| Arc {
+        .map(|_| FlowArc {
             from: r.random_range(0..nodes) as u32,
             to: r.random_range(0..nodes) as u32,
             cap: r.random_range(0..=max_cap),
@@ -323,12 +323,12 @@ pub fn path_network(len: usize, seed: u64) -> FlowNetwork {
     let mut r = rng(seed);
     let mut arcs = Vec::with_capacity(2 * (len - 1));
     for v in 0..len as u32 - 1 {
-        arcs.push(Arc {
+        arcs.push(FlowArc {
             from: v,
             to: v + 1,
             cap: r.random_range(3..=1000),
         });
-        arcs.push(Arc {
+        arcs.push(FlowArc {
             from: v + 1,
             to: v,
             cap: r.random_range(0..=9),

@@ -2,7 +2,7 @@
 //! typed error naming the size (or, on a machine that could hold it, skipped,
 //! so that a test never allocates tens of gigabytes for real).
 
-use trident::{Arc, CsrMatrix, Error, FlowNetwork, SparseGemm};
+use trident::{CsrMatrix, Error, FlowArc, FlowNetwork, SparseGemm};
 
 use crate::{backends, machine_could_hold};
 
@@ -47,7 +47,7 @@ fn huge_network() -> FlowNetwork {
         n,
         0,
         u32::MAX - 1,
-        vec![Arc {
+        vec![FlowArc {
             from: 0,
             to: u32::MAX - 1,
             cap: 3,

@@ -24,14 +24,16 @@ fn gemm_with_empty_output_and_huge_k_returns_at_once() {
                 ..Default::default()
             };
             // op(A) is 0 x k, op(B) is k x 0: store them as the ops need.
-            let a = match op_a {
-                Op::N => MatRef::new(&[], 0, k, k),
-                Op::T => MatRef::new(&[], k, 0, 0),
+            let a = if op_a.is_transposed() {
+                MatRef::new(&[], k, 0, 0)
+            } else {
+                MatRef::new(&[], 0, k, k)
             }
             .unwrap();
-            let b = match op_b {
-                Op::N => MatRef::new(&[], k, 0, 0),
-                Op::T => MatRef::new(&[], 0, k, k),
+            let b = if op_b.is_transposed() {
+                MatRef::new(&[], 0, k, k)
+            } else {
+                MatRef::new(&[], k, 0, 0)
             }
             .unwrap();
             let mut c: [f32; 0] = [];

@@ -9,7 +9,7 @@
 
 use proptest::prelude::*;
 use trident::{
-    Arc, CsrMatrix, DenseGemm, Dictionary, FlowNetwork, GemmParams, GridGraph, MatMut, MatRef,
+    CsrMatrix, DenseGemm, Dictionary, FlowArc, FlowNetwork, GemmParams, GridGraph, MatMut, MatRef,
     MaxFlow, Neighbor, Op, Point, RayonBackend, ReferenceBackend, SparseCoder, SparseGemm,
     StopRule, dist2_f64,
 };
@@ -220,7 +220,7 @@ proptest! {
         nodes in prop_oneof![2usize..7, Just(u32::MAX as usize), Just(u32::MAX as usize + 1)],
         arcs in prop::collection::vec((0u32..7, 0u32..7, prop_oneof![0i64..5, Just(i64::MAX / 4), Just(-1i64)]), 0..14),
     ) {
-        let arcs: Vec<Arc> = arcs.into_iter().map(|(from, to, cap)| Arc { from, to, cap }).collect();
+        let arcs: Vec<FlowArc> = arcs.into_iter().map(|(from, to, cap)| FlowArc { from, to, cap }).collect();
         let Ok(g) = FlowNetwork::new(nodes, 0, 1, arcs) else { return Ok(()); };
         if nodes > 1 << 20 {
             return Ok(()); // constructor only: solving would need the memory for real

@@ -16,7 +16,7 @@
 //! [`SCALE`] and rounded to the integer capacities max-flow takes.
 
 use nalgebra::{DMatrix, DVector};
-use trident::{Arc, Dir, FlowNetwork, GridGraph};
+use trident::{Dir, FlowArc, FlowNetwork, GridGraph};
 
 /// Capacity units per unit of energy.
 pub const SCALE: f64 = 100.0;
@@ -466,14 +466,14 @@ pub fn build(field: &Field, t: &Terms) -> trident::Result<(Graph, i64)> {
         let mut arcs = trident::mem::with_capacity(most, || format!("{most} arcs"))?;
         for v in 0..n {
             if source[v] > 0 {
-                arcs.push(Arc {
+                arcs.push(FlowArc {
                     from: s,
                     to: v as u32,
                     cap: source[v],
                 });
             }
             if sink[v] > 0 {
-                arcs.push(Arc {
+                arcs.push(FlowArc {
                     from: v as u32,
                     to: tt,
                     cap: sink[v],
@@ -488,12 +488,12 @@ pub fn build(field: &Field, t: &Terms) -> trident::Result<(Graph, i64)> {
                 }
                 if let Some(u) = step(v, field.shape, off) {
                     let (v, u) = (v as u32, u as u32);
-                    arcs.push(Arc {
+                    arcs.push(FlowArc {
                         from: v,
                         to: u,
                         cap,
                     });
-                    arcs.push(Arc {
+                    arcs.push(FlowArc {
                         from: u,
                         to: v,
                         cap,
@@ -616,19 +616,19 @@ mod tests {
         let (s, t_) = (n as u32, n as u32 + 1);
         let mut arcs = Vec::new();
         for v in 0..n {
-            arcs.push(Arc {
+            arcs.push(FlowArc {
                 from: s,
                 to: v as u32,
                 cap: g.source()[v],
             });
-            arcs.push(Arc {
+            arcs.push(FlowArc {
                 from: v as u32,
                 to: t_,
                 cap: g.sink()[v],
             });
             for &dir in g.dirs() {
                 if let Some(u) = g.neighbor(v, dir) {
-                    arcs.push(Arc {
+                    arcs.push(FlowArc {
                         from: v as u32,
                         to: u as u32,
                         cap: g.plane(dir)[v],
