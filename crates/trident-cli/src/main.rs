@@ -7,6 +7,7 @@ mod fail;
 mod io;
 mod log;
 mod progress;
+mod ranks;
 
 use std::process::ExitCode;
 

@@ -4,12 +4,10 @@
 //! are the same depends on the backend keeping its summation order when m
 //! changes (docs/semantics.md says which do).
 
-use trident_core::{
-    DenseGemm, Error, GemmParams, MatMut, MatRef, Op, Precision, Primitives, Result, Scalar,
-};
+use trident_core::{Error, GemmParams, MatMut, MatRef, Op, Precision, Result};
 
 use crate::comm::CommExt;
-use crate::sharded::{Sharded, bits};
+use crate::sharded::{ShardScalar, Sharded, bits};
 
 fn op_code(op: Op) -> u64 {
     match op {
@@ -32,16 +30,13 @@ fn precision_code(p: Precision) -> u64 {
 impl<'a> Sharded<'a> {
     /// `C = alpha op(A) op(B) + beta C` for this rank's rows of `op(A)` and
     /// C, against the replicated B.
-    pub fn gemm<T: Scalar>(
+    pub fn gemm<T: ShardScalar>(
         &self,
         params: &GemmParams<T>,
         a: MatRef<'_, T>,
         b: MatRef<'_, T>,
         c: MatMut<'_, T>,
-    ) -> Result<()>
-    where
-        dyn Primitives + 'a: DenseGemm<T>,
-    {
+    ) -> Result<()> {
         let (k, n) = b.op_shape(params.op_b);
         self.agree(&[
             ("b.rows (of op(B))", k as u64),
@@ -54,7 +49,7 @@ impl<'a> Sharded<'a> {
             ("scalar type", bits(T::ONE)),
             self.replica("b (contents)", b.data()),
         ])?;
-        self.settle(DenseGemm::<T>::gemm(self.backend(), params, a, b, c))
+        self.settle(T::gemm(self.backend()).gemm(params, a, b, c))
     }
 }
 
@@ -65,16 +60,13 @@ impl<'a> Sharded<'a> {
     /// blocks travel round the ring of ranks, and each step fills the
     /// matching columns of this rank's rows of C. Every element is still
     /// one dot product over the whole `k`.
-    pub fn gemm_ring<T: Scalar>(
+    pub fn gemm_ring<T: ShardScalar>(
         &self,
         params: &GemmParams<T>,
         a: MatRef<'_, T>,
         b: MatRef<'_, T>,
         mut c: MatMut<'_, T>,
-    ) -> Result<()>
-    where
-        dyn Primitives + 'a: DenseGemm<T>,
-    {
+    ) -> Result<()> {
         let (k, n_mine) = b.op_shape(params.op_b);
         self.agree(&[
             ("b.rows (of op(B))", k as u64),
@@ -124,7 +116,7 @@ impl<'a> Sharded<'a> {
                 };
                 MatRef::dense(&block, rows, cols).and_then(|bb| {
                     let sub = MatMut::new(&mut c.data_mut()[col0..], m, w, ldc)?;
-                    DenseGemm::<T>::gemm(self.backend(), params, a, bb, sub)
+                    T::gemm(self.backend()).gemm(params, a, bb, sub)
                 })
             };
             self.settle(local)?;

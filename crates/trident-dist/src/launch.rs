@@ -2,7 +2,8 @@
 //! already use set: `mpirun` (OpenMPI's `OMPI_COMM_WORLD_*`, MPICH's
 //! `PMI_*`), `torchrun` (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`,
 //! `LOCAL_WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`) and Slurm's `srun`
-//! (`SLURM_PROCID`, `SLURM_NTASKS`, `SLURM_LOCALID`, `SLURM_NTASKS_PER_NODE`).
+//! (`SLURM_PROCID`, `SLURM_STEP_NUM_TASKS`, `SLURM_LOCALID`,
+//! `SLURM_NTASKS_PER_NODE`).
 //! Parsing is a pure function of the variables, so every rule is tested
 //! without launching anything.
 
@@ -143,7 +144,9 @@ impl Launch {
             (None, Some(_)) => return Err(missing("RANK", "WORLD_SIZE")),
             (None, None) => None,
         };
-        let slurm = match (get("SLURM_PROCID")?, get("SLURM_NTASKS")?) {
+        // SLURM_STEP_NUM_TASKS, not SLURM_NTASKS: a batch script sees the
+        // allocation's task count without being one task of an srun step.
+        let slurm = match (get("SLURM_PROCID")?, get("SLURM_STEP_NUM_TASKS")?) {
             (Some(rank), Some(size)) => Some(Launch {
                 launcher: Launcher::Slurm,
                 rank,
@@ -263,7 +266,7 @@ mod tests {
 
         let l = launch(&[
             ("SLURM_PROCID", "5"),
-            ("SLURM_NTASKS", "8"),
+            ("SLURM_STEP_NUM_TASKS", "8"),
             ("SLURM_LOCALID", "1"),
             ("SLURM_NTASKS_PER_NODE", "4(x2)"),
         ])
@@ -275,12 +278,23 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_script_outside_an_srun_step_is_one_rank() {
+        let l = launch(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_JOB_ID", "7"),
+        ])
+        .unwrap();
+        assert_eq!(l, Launch::solo());
+    }
+
+    #[test]
     fn mpi_inside_slurm_takes_mpi_and_checks_agreement() {
         let l = launch(&[
             ("OMPI_COMM_WORLD_RANK", "3"),
             ("OMPI_COMM_WORLD_SIZE", "4"),
             ("SLURM_PROCID", "3"),
-            ("SLURM_NTASKS", "4"),
+            ("SLURM_STEP_NUM_TASKS", "4"),
         ])
         .unwrap();
         assert_eq!(l.launcher, Launcher::Mpi);
@@ -288,7 +302,7 @@ mod tests {
             ("OMPI_COMM_WORLD_RANK", "3"),
             ("OMPI_COMM_WORLD_SIZE", "4"),
             ("SLURM_PROCID", "1"),
-            ("SLURM_NTASKS", "4"),
+            ("SLURM_STEP_NUM_TASKS", "4"),
         ])
         .unwrap_err();
         assert!(

@@ -46,5 +46,5 @@ mod sparse_gemm;
 pub use cluster::{Cluster, ClusterOptions, Transport};
 pub use comm::{CommExt, Communicator, ReduceOp, Solo};
 pub use launch::{Launch, Launcher};
-pub use sharded::{Sharded, digest, even_split, split_by_work};
+pub use sharded::{ShardCoord, ShardScalar, Sharded, digest, even_split, split_by_work};
 pub use sparse_gemm::{row_block, row_work};

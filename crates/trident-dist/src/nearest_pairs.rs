@@ -9,26 +9,28 @@
 use std::cmp::Ordering;
 use std::ops::Range;
 
-use trident_core::{
-    Coord, Error, NearestPairs, Neighbor, Pair, Point, Primitives, RadiusNeighbors, Result,
-};
+use trident_core::{Error, Neighbor, Pair, Point, RadiusNeighbors, Result};
 
 use crate::comm::{CommExt, ReduceOp};
-use crate::sharded::{Sharded, bits, even_split};
+use crate::sharded::{ShardCoord, Sharded, bits, even_split};
 
-fn type_code<T: Coord>() -> u64 {
+fn type_code<T: ShardCoord>() -> u64 {
     std::mem::size_of::<T>() as u64
 }
 
 /// `(d2, j)` order of neighbours, as every backend sorts them.
-fn by_d2_then_index<T: Coord>(x: &Neighbor<T>, y: &Neighbor<T>) -> Ordering {
+fn by_d2_then_index<T: ShardCoord>(x: &Neighbor<T>, y: &Neighbor<T>) -> Ordering {
     x.d2.partial_cmp(&y.d2)
         .unwrap_or(Ordering::Equal)
         .then(x.index.cmp(&y.index))
 }
 
 impl<'a> Sharded<'a> {
-    fn points_agree<T: Coord>(&self, b: &[Point<T>], extra: &[(&'static str, u64)]) -> Result<()> {
+    fn points_agree<T: ShardCoord>(
+        &self,
+        b: &[Point<T>],
+        extra: &[(&'static str, u64)],
+    ) -> Result<()> {
         let mut items = vec![
             ("b.len", b.len() as u64),
             ("coordinate type", type_code::<T>()),
@@ -40,49 +42,40 @@ impl<'a> Sharded<'a> {
 
     /// `nearest` for this rank's rows of A against the replicated B: `out`
     /// holds one neighbour per local row, indices into B.
-    pub fn nearest<T: Coord>(
+    pub fn nearest<T: ShardCoord>(
         &self,
         a: &[Point<T>],
         b: &[Point<T>],
         out: &mut [Neighbor<T>],
-    ) -> Result<()>
-    where
-        dyn Primitives + 'a: NearestPairs<T>,
-    {
+    ) -> Result<()> {
         self.points_agree(b, &[])?;
-        self.settle(NearestPairs::<T>::nearest(self.backend(), a, b, out))
+        self.settle(T::pairs(self.backend()).nearest(a, b, out))
     }
 
     /// `knn` for this rank's rows of A against the replicated B.
-    pub fn knn<T: Coord>(
+    pub fn knn<T: ShardCoord>(
         &self,
         a: &[Point<T>],
         b: &[Point<T>],
         k: usize,
         out: &mut [Neighbor<T>],
-    ) -> Result<()>
-    where
-        dyn Primitives + 'a: NearestPairs<T>,
-    {
+    ) -> Result<()> {
         self.points_agree(b, &[("k", k as u64)])?;
-        self.settle(NearestPairs::<T>::knn(self.backend(), a, b, k, out))
+        self.settle(T::pairs(self.backend()).knn(a, b, k, out))
     }
 
     /// The `k` closest pairs over all ranks' rows of A (indices `a` in the
     /// global numbering: rank order, then local order), the same list on
     /// every rank and the same as one device's.
-    pub fn closest_pairs<T: Coord>(
+    pub fn closest_pairs<T: ShardCoord>(
         &self,
         a: &[Point<T>],
         b: &[Point<T>],
         k: usize,
-    ) -> Result<Vec<Pair<T>>>
-    where
-        dyn Primitives + 'a: NearestPairs<T>,
-    {
+    ) -> Result<Vec<Pair<T>>> {
         self.points_agree(b, &[("k", k as u64)])?;
         let (first, _) = self.offsets(a.len())?;
-        let local = self.settle(NearestPairs::<T>::closest_pairs(self.backend(), a, b, k))?;
+        let local = self.settle(T::pairs(self.backend()).closest_pairs(a, b, k))?;
         let ia: Vec<u64> = local
             .iter()
             .map(|p| (first + p.a as usize) as u64)
@@ -115,24 +108,15 @@ impl<'a> Sharded<'a> {
     /// `within` for this rank's rows of A against the replicated B.
     /// `max_pairs` bounds the pairs over all ranks: past it the call is
     /// `TooLarge` on every rank.
-    pub fn within<T: Coord>(
+    pub fn within<T: ShardCoord>(
         &self,
         a: &[Point<T>],
         b: &[Point<T>],
         r: T,
         max_pairs: usize,
-    ) -> Result<RadiusNeighbors<T>>
-    where
-        dyn Primitives + 'a: NearestPairs<T>,
-    {
+    ) -> Result<RadiusNeighbors<T>> {
         self.points_agree(b, &[("r", bits(r)), ("max_pairs", max_pairs as u64)])?;
-        let local = self.settle(NearestPairs::<T>::within(
-            self.backend(),
-            a,
-            b,
-            r,
-            max_pairs,
-        ))?;
+        let local = self.settle(T::pairs(self.backend()).within(a, b, r, max_pairs))?;
         self.total_within(local.len(), max_pairs)?;
         Ok(local)
     }
@@ -145,22 +129,20 @@ impl<'a> Sharded<'a> {
 
     /// `self_pairs` of the replicated `p`, cut by rows: this rank answers
     /// the rows of the returned range (an even cut), each with its `j > i`.
-    pub fn self_pairs<T: Coord>(
+    pub fn self_pairs<T: ShardCoord>(
         &self,
         p: &[Point<T>],
         r: T,
         max_pairs: usize,
-    ) -> Result<(Range<usize>, RadiusNeighbors<T>)>
-    where
-        dyn Primitives + 'a: NearestPairs<T>,
-    {
+    ) -> Result<(Range<usize>, RadiusNeighbors<T>)> {
         self.points_agree(p, &[("r", bits(r)), ("max_pairs", max_pairs as u64)])?;
         let rows = even_split(p.len(), self.cluster().size(), self.cluster().rank());
         // Rows against the whole set find every pair twice and each point
         // itself: the local bound allows for that, the total below is exact.
         let cap = max_pairs.saturating_mul(2).saturating_add(rows.len());
-        let local =
-            NearestPairs::<T>::within(self.backend(), &p[rows.clone()], p, r, cap).map(|all| {
+        let local = T::pairs(self.backend())
+            .within(&p[rows.clone()], p, r, cap)
+            .map(|all| {
                 let mut out = RadiusNeighbors {
                     offsets: Vec::with_capacity(rows.len() + 1),
                     indices: Vec::new(),
@@ -188,30 +170,24 @@ impl<'a> Sharded<'a> {
     /// global index of a point of B counts the parts in rank order), and the
     /// parts travel round the ring, so no rank ever holds more than the
     /// largest part. Same answer as replicated B.
-    pub fn nearest_ring<T: Coord>(
+    pub fn nearest_ring<T: ShardCoord>(
         &self,
         a: &[Point<T>],
         b: &[Point<T>],
         out: &mut [Neighbor<T>],
-    ) -> Result<()>
-    where
-        dyn Primitives + 'a: NearestPairs<T>,
-    {
+    ) -> Result<()> {
         self.knn_ring(a, b, 1, out)
     }
 
     /// `knn` with B partitioned and passed round the ring (see
     /// [`Sharded::nearest_ring`]); `k` counts over the whole B.
-    pub fn knn_ring<T: Coord>(
+    pub fn knn_ring<T: ShardCoord>(
         &self,
         a: &[Point<T>],
         b: &[Point<T>],
         k: usize,
         out: &mut [Neighbor<T>],
-    ) -> Result<()>
-    where
-        dyn Primitives + 'a: NearestPairs<T>,
-    {
+    ) -> Result<()> {
         self.agree(&[("k", k as u64), ("coordinate type", type_code::<T>())])?;
         let lens = self.comm().all_gather_u64(b.len() as u64)?;
         let total: u64 = lens.iter().sum();
@@ -254,7 +230,7 @@ impl<'a> Sharded<'a> {
             if !part.is_empty() && !a.is_empty() {
                 let kk = k.min(part.len());
                 let mut found = vec![Neighbor::<T>::default(); a.len() * kk];
-                let local = NearestPairs::<T>::knn(self.backend(), a, &part, kk, &mut found);
+                let local = T::pairs(self.backend()).knn(a, &part, kk, &mut found);
                 self.settle(local)?;
                 let base = start(origin);
                 for (i, list) in best.iter_mut().enumerate() {
@@ -283,7 +259,10 @@ impl<'a> Sharded<'a> {
 
     /// Every rank's neighbours (one `nearest` or `knn` output each), in rank
     /// order, on every rank.
-    pub fn gather_neighbors<T: Coord>(&self, local: &[Neighbor<T>]) -> Result<Vec<Neighbor<T>>> {
+    pub fn gather_neighbors<T: ShardCoord>(
+        &self,
+        local: &[Neighbor<T>],
+    ) -> Result<Vec<Neighbor<T>>> {
         let index: Vec<u32> = local.iter().map(|n| n.index).collect();
         let d2: Vec<T> = local.iter().map(|n| n.d2).collect();
         let (index, d2) = (self.gather_rows(&index)?, self.gather_rows(&d2)?);
@@ -295,7 +274,7 @@ impl<'a> Sharded<'a> {
     }
 
     /// Every rank's rows of a radius search, stacked in rank order.
-    pub fn gather_radius<T: Coord>(
+    pub fn gather_radius<T: ShardCoord>(
         &self,
         local: &RadiusNeighbors<T>,
     ) -> Result<RadiusNeighbors<T>> {

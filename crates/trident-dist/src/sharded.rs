@@ -6,7 +6,9 @@
 use std::ops::Range;
 
 use bytemuck::Pod;
-use trident_core::{Error, Primitives, Result};
+use trident_core::{
+    Coord, DenseGemm, Error, NearestPairs, Primitives, Result, Scalar, SparseCoder, SparseGemm,
+};
 
 use crate::cluster::Cluster;
 use crate::comm::{CommExt, Communicator};
@@ -160,6 +162,52 @@ impl<'a> Sharded<'a> {
         Ok((offsets, self.gather_rows(first)?, self.gather_rows(second)?))
     }
 }
+
+/// The scalar types the sharded calls take (f32, f64): each names the
+/// primitive traits of a backend in that type, so the calls need no bounds
+/// on the backend beyond [`Primitives`].
+pub trait ShardScalar: Scalar + sealed::Sealed {
+    /// The backend's GEMM in this type.
+    fn gemm(b: &dyn Primitives) -> &dyn DenseGemm<Self>;
+    /// The backend's SpGEMM in this type.
+    fn spgemm(b: &dyn Primitives) -> &dyn SparseGemm<Self>;
+    /// The backend's Batch-OMP in this type.
+    fn coder(b: &dyn Primitives) -> &dyn SparseCoder<Self>;
+}
+
+/// Coordinate types of the sharded NearestPairs calls (f32, f64).
+pub trait ShardCoord: Coord + ShardScalar {
+    /// The backend's NearestPairs in this type.
+    fn pairs(b: &dyn Primitives) -> &dyn NearestPairs<Self>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+macro_rules! shard_types {
+    ($($t:ty),*) => {$(
+        impl ShardScalar for $t {
+            fn gemm(b: &dyn Primitives) -> &dyn DenseGemm<$t> {
+                b
+            }
+            fn spgemm(b: &dyn Primitives) -> &dyn SparseGemm<$t> {
+                b
+            }
+            fn coder(b: &dyn Primitives) -> &dyn SparseCoder<$t> {
+                b
+            }
+        }
+        impl ShardCoord for $t {
+            fn pairs(b: &dyn Primitives) -> &dyn NearestPairs<$t> {
+                b
+            }
+        }
+    )*};
+}
+shard_types!(f32, f64);
 
 /// An even cut of `n` rows into `parts`: part `i`'s range (the first
 /// `n % parts` parts one row longer).

@@ -4,12 +4,10 @@
 //! the Gram matrix itself, which costs less than sending it. Codes stay with
 //! their signals; [`Sharded::gather_codes`] collects them on demand.
 
-use trident_core::{
-    Dictionary, MatRef, Primitives, Result, Scalar, SparseCoder, SparseCodes, StopRule,
-};
+use trident_core::{Dictionary, MatRef, Result, Scalar, SparseCodes, StopRule};
 
 use crate::comm::CommExt;
-use crate::sharded::{Sharded, bits};
+use crate::sharded::{ShardScalar, Sharded, bits};
 
 /// A stop rule as numbers every rank can compare.
 fn rule_items(rule: &StopRule) -> Vec<(&'static str, u64)> {
@@ -26,15 +24,12 @@ fn rule_items(rule: &StopRule) -> Vec<(&'static str, u64)> {
 
 impl<'a> Sharded<'a> {
     /// Codes this rank's `signals` over the replicated `dict`.
-    pub fn encode<T: Scalar>(
+    pub fn encode<T: ShardScalar>(
         &self,
         dict: &Dictionary<T>,
         signals: MatRef<'_, T>,
         rule: StopRule,
-    ) -> Result<SparseCodes<T>>
-    where
-        dyn Primitives + 'a: SparseCoder<T>,
-    {
+    ) -> Result<SparseCodes<T>> {
         let mut items = vec![
             ("dict.n", dict.n() as u64),
             ("dict.atoms", dict.atoms() as u64),
@@ -44,12 +39,7 @@ impl<'a> Sharded<'a> {
         items.extend(rule_items(&rule));
         items.push(self.replica("dict (contents)", dict.data()));
         self.agree(&items)?;
-        self.settle(SparseCoder::<T>::encode(
-            self.backend(),
-            dict,
-            signals,
-            rule,
-        ))
+        self.settle(T::coder(self.backend()).encode(dict, signals, rule))
     }
 
     /// `root`'s dictionary on every rank (`None` elsewhere).

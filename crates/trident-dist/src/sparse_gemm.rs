@@ -7,9 +7,9 @@
 
 use std::ops::Range;
 
-use trident_core::{CsrMatrix, Primitives, Result, Scalar, SparseGemm};
+use trident_core::{CsrMatrix, Result, Scalar};
 
-use crate::sharded::{Sharded, bits, split_by_work};
+use crate::sharded::{ShardScalar, Sharded, bits, split_by_work};
 
 /// Products each row of `A B` needs: the lengths of B's rows its entries
 /// select.
@@ -47,10 +47,11 @@ pub fn row_block<T: Scalar>(a: &CsrMatrix<T>, rows: Range<usize>) -> Result<CsrM
 impl<'a> Sharded<'a> {
     /// `C = A B` for this rank's rows of A against the replicated B: this
     /// rank's rows of C.
-    pub fn spgemm<T: Scalar>(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>>
-    where
-        dyn Primitives + 'a: SparseGemm<T>,
-    {
+    pub fn spgemm<T: ShardScalar>(
+        &self,
+        a: &CsrMatrix<T>,
+        b: &CsrMatrix<T>,
+    ) -> Result<CsrMatrix<T>> {
         self.agree(&[
             ("a.cols", a.cols() as u64),
             ("b.rows", b.rows() as u64),
@@ -60,19 +61,16 @@ impl<'a> Sharded<'a> {
             self.replica("b.indices (contents)", b.indices()),
             self.replica("b.values (contents)", b.values()),
         ])?;
-        self.settle(SparseGemm::<T>::spgemm(self.backend(), a, b))
+        self.settle(T::spgemm(self.backend()).spgemm(a, b))
     }
 
     /// `C = A B` with A replicated: the rows are cut by work, this rank
     /// computes the returned range of rows of C.
-    pub fn spgemm_balanced<T: Scalar>(
+    pub fn spgemm_balanced<T: ShardScalar>(
         &self,
         a: &CsrMatrix<T>,
         b: &CsrMatrix<T>,
-    ) -> Result<(Range<usize>, CsrMatrix<T>)>
-    where
-        dyn Primitives + 'a: SparseGemm<T>,
-    {
+    ) -> Result<(Range<usize>, CsrMatrix<T>)> {
         self.agree(&[("a.rows", a.rows() as u64), ("a.nnz", a.nnz() as u64)])?;
         let ranges = split_by_work(&row_work(a, b), self.cluster().size());
         let rows = ranges[self.cluster().rank()].clone();

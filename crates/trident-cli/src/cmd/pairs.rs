@@ -98,17 +98,127 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
         None => Points::F32(Vec::new()),
     };
     let read_s = secs(t0);
-    let engine = ctx.engine()?;
+    #[cfg(feature = "dist")]
+    let cluster = crate::ranks::launched()?;
+    #[cfg(feature = "dist")]
+    let engine = match &cluster {
+        Some(c) => crate::ranks::engine(ctx, c)?,
+        None => ctx.engine()?,
+    };
+    #[cfg(not(feature = "dist"))]
+    let engine = {
+        crate::ranks::refuse_ranks(ctx)?;
+        ctx.engine()?
+    };
+    let run = Run {
+        ctx,
+        args: &args,
+        engine: &engine,
+        #[cfg(feature = "dist")]
+        cluster: cluster.as_ref(),
+    };
     let one_set = args.self_pairs;
     match (a, b) {
         (Points::F32(a), Points::F32(b)) => {
             let b = if one_set { None } else { Some(b) };
-            go(ctx, &args, &engine, format, a, b, read_s)
+            run.go(format, a, b, read_s)
         }
         (a, b) => {
             let b = if one_set { None } else { Some(b.to_f64()) };
-            go(ctx, &args, &engine, format, a.to_f64(), b, read_s)
+            run.go(format, a.to_f64(), b, read_s)
         }
+    }
+}
+
+/// One `pairs` call: alone, or as one rank of several (each its rows of A,
+/// B replicated, rank 0 writing).
+struct Run<'a> {
+    ctx: &'a Ctx,
+    args: &'a Args,
+    engine: &'a Trident,
+    #[cfg(feature = "dist")]
+    cluster: Option<&'a trident::dist::Cluster>,
+}
+
+impl Run<'_> {
+    /// The query on this rank's share, gathered: every rank ends with the
+    /// whole answer (as one device gives it).
+    #[cfg(feature = "dist")]
+    fn sharded<T: trident::dist::ShardCoord + Value>(
+        &self,
+        cluster: &trident::dist::Cluster,
+        a: &[Point<T>],
+        bs: &[Point<T>],
+        self_set: bool,
+    ) -> trident::Result<Found<T>> {
+        use trident::dist::{Sharded, even_split};
+        let s = Sharded::new(cluster, self.engine);
+        let rows = even_split(a.len(), cluster.size(), cluster.rank());
+        let mine = &a[rows.clone()];
+        Ok(if let Some(r) = self.args.radius {
+            let (r, max) = (T::from_f64(r), self.args.max_pairs.unwrap_or(usize::MAX));
+            Found::Radius(s.gather_radius(&if self_set {
+                s.self_pairs(a, r, max)?.1
+            } else {
+                s.within(mine, bs, r, max)?
+            })?)
+        } else if let Some(k) = self.args.knn {
+            let mut out = vec![Neighbor::default(); mine.len() * k];
+            s.knn(mine, bs, k, &mut out)?;
+            Found::Knn(k, s.gather_neighbors(&out)?)
+        } else if let Some(k) = self.args.k {
+            Found::Closest(s.closest_pairs(mine, bs, k)?)
+        } else {
+            let mut out = vec![Neighbor::default(); mine.len()];
+            s.nearest(mine, bs, &mut out)?;
+            Found::Nearest(s.gather_neighbors(&out)?)
+        })
+    }
+
+    fn go<T: Coord + Value + crate::ranks::RankCoord>(
+        &self,
+        format: Format,
+        a: Vec<Point<T>>,
+        b: Option<Vec<Point<T>>>,
+        read_s: f64,
+    ) -> CliResult<Outcome>
+    where
+        Trident: NearestPairs<T>,
+    {
+        #[cfg(feature = "dist")]
+        if let Some(cluster) = self.cluster {
+            let t1 = Instant::now();
+            let bs = b.as_deref().unwrap_or(&a);
+            let found = self
+                .sharded(cluster, &a, bs, b.is_none())
+                .map_err(|e| Fail::from_lib("pairs", e))?;
+            let compute_s = secs(t1);
+            if cluster.rank() != 0 {
+                return Ok(Outcome {
+                    text: String::new(),
+                    json: json!({"ok": true, "rank": cluster.rank()}),
+                    ok: true,
+                });
+            }
+            let mut out = finish(
+                self.args,
+                self.engine,
+                format,
+                &a,
+                b.as_deref(),
+                found,
+                read_s,
+                compute_s,
+            )?;
+            out.text = format!(
+                "{} ranks ({}): {}",
+                cluster.size(),
+                cluster.comm().transport(),
+                out.text
+            );
+            return Ok(out);
+        }
+        go(self.ctx, self.args, self.engine, format, a, b, read_s)
     }
 }
 
@@ -160,6 +270,31 @@ where
     };
     let compute_s = secs(t1);
     pb.finish_and_clear();
+    finish(
+        args,
+        engine,
+        format,
+        &a,
+        b.as_deref(),
+        found,
+        read_s,
+        compute_s,
+    )
+}
+
+/// Writes what was found and says what was done.
+#[allow(clippy::too_many_arguments)]
+fn finish<T: Coord + Value>(
+    args: &Args,
+    engine: &Trident,
+    format: Format,
+    a: &[Point<T>],
+    b: Option<&[Point<T>]>,
+    found: Found<T>,
+    read_s: f64,
+    compute_s: f64,
+) -> CliResult<Outcome> {
+    let bs = b.unwrap_or(a);
     let t2 = Instant::now();
     let kind = if args.euclidean {
         Distance::Euclidean

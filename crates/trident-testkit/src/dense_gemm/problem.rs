@@ -28,10 +28,10 @@ pub(crate) fn run_gemm<T: Scalar, B: DenseGemm<T> + ?Sized>(
 /// stored A when `op_a == T`), B replicated; C's row blocks gathered back
 /// into the whole buffer, padding included.
 #[cfg(feature = "dist")]
-fn run_gemm_sharded<'a, T: Scalar>(s: &trident_dist::Sharded<'a>, c: &GemmCase<T>) -> Result<Vec<T>>
-where
-    dyn Primitives + 'a: DenseGemm<T>,
-{
+fn run_gemm_sharded<T: trident_dist::ShardScalar>(
+    s: &trident_dist::Sharded<'_>,
+    c: &GemmCase<T>,
+) -> Result<Vec<T>> {
     let rows = trident_dist::even_split(c.m, s.cluster().size(), s.cluster().rank());
     let (lda, ldc) = (c.a_shape.ld, c.c_shape.ld);
     let from = |i: usize| c.a.get(i..).unwrap_or(&[]);

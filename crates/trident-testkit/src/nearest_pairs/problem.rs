@@ -66,13 +66,10 @@ fn run_pairs<T: Coord>(b: &dyn NearestPairs<T>, c: &PairsCase<T>) -> Result<Pair
 /// replicated for `knn`, `closest_pairs` and `within`, and cut too for
 /// `nearest` (passed round the ring); `self_pairs` cut by rows of B.
 #[cfg(feature = "dist")]
-fn run_pairs_sharded<'a, T: Coord>(
-    s: &trident_dist::Sharded<'a>,
+fn run_pairs_sharded<T: trident_dist::ShardCoord>(
+    s: &trident_dist::Sharded<'_>,
     c: &PairsCase<T>,
-) -> Result<PairsAnswer<T>>
-where
-    dyn Primitives + 'a: NearestPairs<T>,
-{
+) -> Result<PairsAnswer<T>> {
     use trident_dist::even_split;
     let (rank, size) = (s.cluster().rank(), s.cluster().size());
     let rows = even_split(c.a.len(), size, rank);
