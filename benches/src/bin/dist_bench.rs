@@ -13,7 +13,9 @@
 //! round the ring), `gemm-4096`, `gemm-8192` (rows of A and C cut, B
 //! replicated; and B cut by columns, passed round the ring), `spgemm-poisson2d-2048`, `spgemm-rmat-16-8`,
 //! `spgemm-uniform-1M-8` (A cut by products per row, B replicated),
-//! `omp-64x256-k16`, `omp-256x1024-k32` (signals cut). Inputs are host
+//! `omp-64x256-k16`, `omp-256x1024-k32` (signals cut), `cut-512`,
+//! `cut-2048`, `cut3d-256` (grid layers cut into slabs, region discharge,
+//! the exact finisher on every rank). Inputs are host
 //! arrays, so every time includes each rank's uploads and downloads.
 
 use std::time::Instant;
@@ -153,6 +155,11 @@ fn run_case(s: &Sharded<'_>, input: &Input, reps: usize) -> Result<Vec<(String, 
             "encode f32".into(),
             time(s, reps, || s.encode(&c.dict, x, c.rule).map(drop))?,
         ));
+    } else if let Some(g) = input.downcast_ref::<trident::GridGraph>() {
+        out.push((
+            "grid_cut (slabs)".into(),
+            time(s, reps, || s.grid_cut(g, None).map(drop))?,
+        ));
     } else {
         return Err(trident::Error::Unsupported(format!(
             "{}: no sharded timing for this case",
@@ -163,6 +170,7 @@ fn run_case(s: &Sharded<'_>, input: &Input, reps: usize) -> Result<Vec<(String, 
 }
 
 fn main() {
+    trident_benches::log_from_env();
     let args = match args() {
         Ok(a) => a,
         Err(e) => {
@@ -183,7 +191,9 @@ fn main() {
     let device = cluster.gpu().unwrap_or(cluster.local_rank());
     let backend: Box<dyn Primitives> = match &args.backend {
         Some(name) => {
-            match trident::BackendKind::from_name(name).map(|k| trident::backend_on(k, device)) {
+            match trident::BackendKind::from_name(name)
+                .map(|k| cluster.require(trident::backend_on(k, device)))
+            {
                 Some(Ok(b)) => b,
                 Some(Err(e)) => {
                     eprintln!("dist_bench: backend {name}: {e}");

@@ -39,7 +39,8 @@ pub fn engine(ctx: &Ctx, cluster: &trident::dist::Cluster) -> CliResult<trident:
         Some(name) => {
             let kind = trident::BackendKind::from_name(name)
                 .ok_or_else(|| Fail::Usage(format!("unknown backend {name:?}")))?;
-            let b = trident::backend_on(kind, device)
+            let b = cluster
+                .require(trident::backend_on(kind, device))
                 .map_err(|e| Fail::Failed(format!("backend: {e}")))?;
             trident::Trident::with_backends(vec![b])
                 .map_err(|e| Fail::Failed(format!("backend: {e}")))

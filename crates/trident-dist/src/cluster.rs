@@ -149,6 +149,14 @@ impl Cluster {
     pub fn comm(&self) -> &dyn Communicator {
         self.comm.as_ref()
     }
+    /// Every rank's local backend (or why it has none): a rank that cannot
+    /// run its backend (no GPU, no driver) makes this `BackendUnavailable`
+    /// on every rank, any other failure `RankFailed` on the others, so no
+    /// rank goes on into a call the others cannot join.
+    pub fn require<B>(&self, backend: Result<B>) -> Result<B> {
+        crate::sharded::settle(self.comm(), backend)
+    }
+
     /// One line: launcher, transport, rank and size.
     pub fn describe(&self) -> String {
         format!(

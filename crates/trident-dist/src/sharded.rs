@@ -101,42 +101,7 @@ impl<'a> Sharded<'a> {
     /// makes the call `BackendUnavailable` on every rank; another failure
     /// is the failing rank's own error there and `RankFailed` elsewhere.
     pub(crate) fn settle<R>(&self, local: Result<R>) -> Result<R> {
-        let code = match &local {
-            Ok(_) => 0,
-            Err(Error::BackendUnavailable(_)) => 1,
-            Err(_) => 2,
-        };
-        let codes = self.comm().all_gather_u64(code)?;
-        if codes.iter().all(|&c| c == 0) {
-            return local;
-        }
-        let text = local
-            .as_ref()
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        let texts = self.comm().all_gather_vec(text.as_bytes())?;
-        let said = |r: usize| String::from_utf8_lossy(&texts[r]).into_owned();
-        let me = self.cluster.rank();
-        if let Some(r) = codes.iter().position(|&c| c == 1) {
-            return match local {
-                Err(e @ Error::BackendUnavailable(_)) => Err(e),
-                _ => Err(Error::BackendUnavailable(format!(
-                    "on rank {r}: {}",
-                    said(r)
-                ))),
-            };
-        }
-        match local {
-            Err(e) => Err(e),
-            Ok(_) => {
-                let r = codes.iter().position(|&c| c != 0).unwrap_or(me);
-                Err(Error::RankFailed {
-                    rank: r,
-                    detail: said(r),
-                })
-            }
-        }
+        settle(self.comm(), local)
     }
 
     /// Every rank's `local` rows, concatenated in rank order, on every rank.
@@ -265,6 +230,46 @@ pub fn digest<T: Pod>(data: &[T]) -> u64 {
             .rotate_left(17);
     }
     h ^ (h >> 33)
+}
+
+/// [`Sharded::settle`] on any communicator: every rank's outcome, so that a
+/// failure anywhere is an error everywhere.
+pub(crate) fn settle<R>(comm: &dyn Communicator, local: Result<R>) -> Result<R> {
+    let code = match &local {
+        Ok(_) => 0,
+        Err(Error::BackendUnavailable(_)) => 1,
+        Err(_) => 2,
+    };
+    let codes = comm.all_gather_u64(code)?;
+    if codes.iter().all(|&c| c == 0) {
+        return local;
+    }
+    let text = local
+        .as_ref()
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    let texts = comm.all_gather_vec(text.as_bytes())?;
+    let said = |r: usize| String::from_utf8_lossy(&texts[r]).into_owned();
+    if let Some(r) = codes.iter().position(|&c| c == 1) {
+        return match local {
+            Err(e @ Error::BackendUnavailable(_)) => Err(e),
+            _ => Err(Error::BackendUnavailable(format!(
+                "on rank {r}: {}",
+                said(r)
+            ))),
+        };
+    }
+    match local {
+        Err(e) => Err(e),
+        Ok(_) => {
+            let r = codes.iter().position(|&c| c != 0).unwrap_or(comm.rank());
+            Err(Error::RankFailed {
+                rank: r,
+                detail: said(r),
+            })
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use trident_core::{
-    CsrMatrix, DenseGemm, Dictionary, Error, GemmParams, MatMut, MatRef, NearestPairs, Neighbor,
-    Op, Point, SparseCoder, SparseGemm, StopRule,
+    CsrMatrix, DenseGemm, Dictionary, Error, GemmParams, MatMut, MatRef, MaxFlow, NearestPairs,
+    Neighbor, Op, Point, SparseCoder, SparseGemm, StopRule,
 };
 use trident_dist::{Cluster, ClusterOptions, Sharded, Transport, even_split, row_block};
 use trident_rayon::RayonBackend;
@@ -334,6 +334,23 @@ fn child_primitives() {
         .unwrap();
     assert_eq!(sharded.gather_codes(&codes).unwrap(), one_codes);
 
+    // MaxFlow on grids: slabs of layers, then the exact finisher; 2-D,
+    // 3-D, and a 3-D grid of two layers (a rank with an empty slab on 3).
+    for g in [
+        trident_testkit::max_flow::generate::cut(24, 3),
+        trident_testkit::max_flow::generate::cut3d(9, 4),
+        trident_testkit::max_flow::generate::random_grid(2, 9, 11, true, 20, 5),
+    ] {
+        let one = backend.grid_cut(&g).unwrap();
+        assert_eq!(sharded.grid_cut(&g, None).unwrap(), one, "{:?}", g.shape());
+        assert_eq!(
+            sharded.grid_cut(&g, Some(1)).unwrap(),
+            one,
+            "one round, {:?}",
+            g.shape()
+        );
+    }
+
     cluster.comm().barrier().unwrap();
     println!("child_primitives: ok (rank {rank} of {size})");
 }
@@ -393,6 +410,16 @@ fn child_faults() {
             assert!(detail.contains("NaN"), "{detail}")
         }
         (r, other) => panic!("rank {r}: {other:?}"),
+    }
+    // A rank without a usable backend (no GPU there): unavailable everywhere.
+    let here: trident_core::Result<&RayonBackend> = if rank == 1 {
+        Err(Error::BackendUnavailable("no GPU on this rank".into()))
+    } else {
+        Ok(&backend)
+    };
+    match cluster.require(here) {
+        Err(Error::BackendUnavailable(why)) => assert!(why.contains("no GPU"), "{why}"),
+        other => panic!("rank {rank}: {other:?}"),
     }
     // The cluster is still usable after errors.
     sharded.nearest(&a, &b, &mut out).unwrap();

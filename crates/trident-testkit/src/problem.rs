@@ -53,7 +53,7 @@ pub trait Problem: Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
     /// Runs it sharded across the ranks of `sharded`'s cluster (each rank
     /// its part of the partitioned inputs) and gathers the answer, in
     /// [`Problem::produce`]'s form, on every rank. `None` where the primitive
-    /// has no sharded form yet.
+    /// (or this input) has no sharded form.
     #[cfg(feature = "dist")]
     fn produce_sharded(
         &self,

@@ -418,8 +418,9 @@ pub fn run_distributed(
             let got = match got {
                 None => {
                     row.skipped += 1;
-                    let note =
-                        format!("skipped: {primitive} has no sharded form yet (one device only)");
+                    let note = format!(
+                        "skipped: no sharded form for this {primitive} input (one device only)"
+                    );
                     if !row.notes.contains(&note) {
                         row.notes.push(note);
                     }

@@ -150,7 +150,8 @@ fn distributed(ctx: &Ctx, opts: &Options) -> CliResult<Outcome> {
         Some(name) => {
             let kind = trident::BackendKind::from_name(name)
                 .ok_or_else(|| Fail::Usage(format!("unknown backend {name:?}")))?;
-            trident::backend_on(kind, device)
+            cluster
+                .require(trident::backend_on(kind, device))
                 .map_err(|e| Fail::Failed(format!("backend {name}: {e}")))?
         }
         None => Box::new(trident::Trident::on_device(device)),

@@ -35,6 +35,11 @@ impl Problem for GridGraph {
     fn write(&self, path: &Path) -> Result<()> {
         io::write_grid(path, self)
     }
+    #[cfg(feature = "dist")]
+    fn produce_sharded(&self, sharded: &trident_dist::Sharded<'_>) -> Option<Result<GridCut>> {
+        // Layers cut into slabs, discharged by region, finished exactly.
+        Some(sharded.grid_cut(self, None))
+    }
 }
 
 impl Problem for FlowNetwork {
