@@ -233,9 +233,18 @@ impl Sharded<'_> {
         let (mut best, mut stall) = (u64::MAX, 0);
         for _ in 0..max_rounds {
             used += 1;
-            s.relabel_all();
-            self.swap_heights(&mut s)?;
-            s.relabel_all();
+            // A global relabel: slab searches and boundary swaps until the
+            // heights settle (each pass carries them one slab further).
+            for _ in 0..=p {
+                let before = s.height.clone();
+                s.relabel_all();
+                self.swap_heights(&mut s)?;
+                let mut changed = [u64::from(s.height != before)];
+                self.comm().all_reduce_u64(&mut changed, ReduceOp::Max)?;
+                if changed[0] == 0 {
+                    break;
+                }
+            }
             let budget = 4 * s.owned().len() + 64;
             s.discharge(&mut outbox, budget);
             self.swap_flow(&mut s, &mut outbox)?;
