@@ -288,23 +288,34 @@ pub fn count_u32(field: &'static str, n: usize) -> Result<u32> {
 /// Dynamic shared memory above 16 KiB is opted into first (the kernels'
 /// static shared memory counts against the same 48 KiB default).
 ///
+/// `launch_kernel!(@fn $be, $f, $label, $cfg, $arg...)` queues an entry
+/// point `$f` (`&CudaFunction`) the caller already looked up, for loops that
+/// launch the same kernel many times (max-flow's push-relabel iterations):
+/// no lookup and no shared-memory opt-in (the caller did it, once, when it
+/// needs one); errors name `$label`.
+///
 /// The caller promises what the `unsafe` launch needs: the arguments match
 /// the kernel's parameter list in `kernels/<module>.cu`, and every buffer
 /// holds the elements the kernel indexes.
 macro_rules! launch_kernel {
-    ($be:expr, $src:expr, $name:expr, $cfg:expr, $($arg:expr),* $(,)?) => {{
+    (@fn $be:expr, $f:expr, $label:expr, $cfg:expr, $($arg:expr),* $(,)?) => {{
         use cudarc::driver::PushKernelArg as _;
+        let f: &cudarc::driver::CudaFunction = $f;
+        let cfg: cudarc::driver::LaunchConfig = $cfg;
+        let mut l = $be.stream().launch_builder(f);
+        $( l.arg($arg); )*
+        // SAFETY: the caller matched the arguments to the kernel's parameter
+        // list and sized every buffer for it (see the macro's docs).
+        unsafe { l.launch(cfg) }.map_err(|err| $crate::device::launch_error($label, err))?;
+    }};
+    ($be:expr, $src:expr, $name:expr, $cfg:expr, $($arg:expr),* $(,)?) => {{
         let name: &str = $name;
         let cfg: cudarc::driver::LaunchConfig = $cfg;
         let f = $be.function($src, name)?;
         if cfg.shared_mem_bytes > 16 * 1024 {
             $be.set_dynamic_smem(&f, cfg.shared_mem_bytes)?;
         }
-        let mut l = $be.stream().launch_builder(&f);
-        $( l.arg($arg); )*
-        // SAFETY: the caller matched the arguments to the kernel's parameter
-        // list and sized every buffer for it (see the macro's docs).
-        unsafe { l.launch(cfg) }.map_err(|err| $crate::device::launch_error(name, err))?;
+        $crate::device::launch_kernel!(@fn $be, &f, name, cfg, $($arg),*)
     }};
 }
 pub(crate) use launch_kernel;
