@@ -38,6 +38,7 @@
 
 mod dense_gemm;
 pub mod device;
+pub mod error;
 pub mod kcache;
 mod max_flow;
 mod nearest_pairs;
@@ -52,7 +53,8 @@ use cudarc::driver::{CudaContext, CudaStream};
 use trident_core::{Backend, Error, Result};
 
 pub use dense_gemm::GemmTile;
-pub use device::{CudaBuffer, KernelSource, driver_error};
+pub use device::{CudaBuffer, KernelSource};
+pub use error::{DriverFailure, KernelCompileFailure, driver_error};
 pub use max_flow::{DEFAULT_NETWORK_RELABEL_PERIOD, DEFAULT_RELABEL_PERIOD, GridOnDevice};
 pub use nearest_pairs::DEFAULT_CELL_TARGET;
 

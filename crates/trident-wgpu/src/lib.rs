@@ -25,6 +25,7 @@
 pub mod buffer;
 pub mod context;
 mod dense_gemm;
+pub mod error;
 mod max_flow;
 mod nearest_pairs;
 pub mod pipeline;
@@ -36,8 +37,9 @@ mod sparse_gemm;
 use trident_core::{Backend, Error, Result, Scalar};
 
 pub use buffer::WgpuBuffer;
-pub use context::{WgpuFailure, WgpuOptions};
+pub use context::WgpuOptions;
 pub use dense_gemm::GemmTile;
+pub use error::WgpuFailure;
 pub use pipeline::{Arg, Bind, Encoder, Kernel, Shader};
 pub use profile::{GpuTimer, KernelTime};
 
@@ -168,12 +170,12 @@ pub(crate) fn require_f32<T: Scalar>(primitive: &str) -> Result<()> {
 
 /// `data` as `f32` once [`require_f32`] has passed (same size, both `Pod`).
 pub(crate) fn as_f32<T: Scalar>(data: &[T]) -> Result<&[f32]> {
-    bytemuck::try_cast_slice(data).map_err(|e| context::failure("as_f32", e))
+    bytemuck::try_cast_slice(data).map_err(|e| error::failure("as_f32", e))
 }
 
 /// `data` as mutable `f32` once [`require_f32`] has passed.
 pub(crate) fn as_f32_mut<T: Scalar>(data: &mut [T]) -> Result<&mut [f32]> {
-    bytemuck::try_cast_slice_mut(data).map_err(|e| context::failure("as_f32_mut", e))
+    bytemuck::try_cast_slice_mut(data).map_err(|e| error::failure("as_f32_mut", e))
 }
 
 impl Backend for WgpuBackend {

@@ -74,7 +74,7 @@ use trident_core::{Error, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow,
 
 use crate::WgpuBackend;
 use crate::buffer::WgpuBuffer;
-use crate::context::failure;
+use crate::error::failure;
 use crate::pipeline::{Arg, Bind, Kernel, Shader};
 
 static SHADER: Shader = Shader {

@@ -418,7 +418,7 @@ impl WgpuBackend {
                 host_rows.push((i, row));
             }
             if host_rows.len() != cut {
-                return Err(crate::context::failure(
+                return Err(crate::error::failure(
                     "radius search",
                     format!(
                         "{cut} rows ran out of loop budget but {} were marked",
@@ -454,7 +454,7 @@ impl WgpuBackend {
         self.download_into(&w.gw, &mut words)?;
         let (cut2, bad, listed) = (words[W_CUT2] as usize, words[W_BAD], words[W_LIST] as usize);
         if cut2 != cut || bad != 0 || listed != long {
-            return Err(crate::context::failure(
+            return Err(crate::error::failure(
                 "radius search",
                 format!(
                     "the fill disagrees with the count: {cut2} rows cut (count: {cut}), \
@@ -520,7 +520,7 @@ impl WgpuBackend {
             }
         }
         if fixed != cut {
-            return Err(crate::context::failure(
+            return Err(crate::error::failure(
                 "nearest_pairs",
                 format!("{cut} queries ran out of loop budget but {fixed} were marked"),
             ));

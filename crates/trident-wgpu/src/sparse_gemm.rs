@@ -269,7 +269,7 @@ impl WgpuBackend {
         }
         let nnz = total as usize;
         if got[0] as u64 != total {
-            return Err(crate::context::failure(
+            return Err(crate::error::failure(
                 "spgemm",
                 format!("scan total {} differs from the summed nnz {total}", got[0]),
             ));
