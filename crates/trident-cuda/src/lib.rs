@@ -40,6 +40,8 @@ mod dense_gemm;
 pub mod device;
 pub mod error;
 pub mod kcache;
+#[cfg(test)]
+mod kernel_text;
 mod max_flow;
 mod nearest_pairs;
 mod sparse_coder;

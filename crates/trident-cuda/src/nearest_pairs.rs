@@ -1006,6 +1006,28 @@ fn unscale_neighbors<T: Coord>(out: &mut [Neighbor<T>], shift: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel_text::{after, define};
+
+    /// The tile, scan and grid shapes this file repeats from
+    /// `kernels/nearest_pairs.cu`.
+    #[test]
+    fn constants_match_the_kernel() {
+        let src = KERNEL.source;
+        assert_eq!(define(src, "TILE"), TILE as f64);
+        assert_eq!(define(src, "TILE_THREADS"), TILE_THREADS as f64);
+        assert_eq!(
+            define(src, "SCAN_T") * define(src, "SCAN_PER"),
+            SCAN_BLOCK as f64
+        );
+        assert_eq!(
+            (1u64 << (3 * define(src, "COARSE_BITS") as u32)) as f64,
+            COARSE_CELLS as f64
+        );
+        assert_eq!(
+            after(src, "static_assert(sizeof(Grid<double>) <= "),
+            (GRID_WORDS * 4) as f64
+        );
+    }
 
     /// What the kernels write is laid out as the host reads it.
     #[test]

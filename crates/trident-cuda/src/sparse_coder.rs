@@ -293,3 +293,18 @@ impl<T: Scalar> SparseCoderDevice<T> for CudaBackend {
         self.omp_run(&p, signals.buf.ptr(), signals.ld.max(1), signals.rows)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel_text::define;
+
+    /// The block and tile shapes this file repeats from
+    /// `kernels/sparse_coder.cu` (its numbers shared with core are checked
+    /// by the tidy test).
+    #[test]
+    fn constants_match_the_kernel() {
+        assert_eq!(define(KERNEL.source, "OMP_WARPS"), WARPS as f64);
+        assert_eq!(define(KERNEL.source, "TILE"), TILE as f64);
+    }
+}

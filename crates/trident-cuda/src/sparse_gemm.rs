@@ -889,3 +889,41 @@ impl<T: Scalar> SparseGemm<T> for CudaBackend {
         c
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel_text::define;
+
+    /// The bins, the meta-buffer layout and the block shapes this file
+    /// repeats from `kernels/sparse_gemm.cu`.
+    #[test]
+    fn constants_match_the_kernel() {
+        let src = KERNEL.source;
+        let pairs: &[(&str, usize)] = &[
+            ("NBINS", NBINS),
+            ("BIN_DENSE", BIN_DENSE),
+            ("BIN_BLOCK", BIN_BLOCK),
+            ("BIN_MERGE", BIN_MERGE),
+            ("M_SYM_COUNT", M_SYM_COUNT),
+            ("M_NUM_COUNT", M_NUM_COUNT),
+            ("M_SYM_BLOCK_Q", M_SYM_BLOCK_Q),
+            ("M_SYM_SPAN", M_SYM_SPAN),
+            ("M_NUM_BLOCK_Q", M_NUM_BLOCK_Q),
+            ("M_NUM_SPAN", M_NUM_SPAN),
+            ("M_TOTAL", M_TOTAL),
+            ("M_FLAGS", M_FLAGS),
+            ("META_WORDS", META_WORDS),
+            ("SORT_WARPS", SORT_WARPS),
+            ("MERGE_THREADS", MERGE_THREADS as usize),
+        ];
+        for &(name, rust) in pairs {
+            assert_eq!(define(src, name), rust as f64, "{name}");
+        }
+        assert_eq!(define(src, "BLOCK_WARPS") * 32.0, BLOCK_THREADS as f64);
+        assert_eq!(
+            define(src, "SCAN_T") * define(src, "SCAN_PER"),
+            SCAN_BLOCK as f64
+        );
+    }
+}

@@ -125,6 +125,8 @@ const TILE: usize = 128;
 
 /// Invocations of one `gemm_f32` workgroup.
 const THREADS: u32 = 256;
+/// Side of the square workgroup of `gemm_scale_f32` (`C = beta C` alone).
+const SCALE_TILE: usize = 16;
 
 /// The k tiling of the wgpu GEMM kernel (every variant computes 128 x 128
 /// tiles of C with 256 invocations). Deeper tiles halve the barriers per
@@ -326,8 +328,8 @@ impl WgpuBackend {
         let mut enc = self.encoder("dense_gemm");
         if scale_only {
             let groups = [
-                to_u32("n / 16", d.n.div_ceil(16))?,
-                to_u32("m / 16", d.m.div_ceil(16))?,
+                to_u32("n / 16", d.n.div_ceil(SCALE_TILE))?,
+                to_u32("m / 16", d.m.div_ceil(SCALE_TILE))?,
                 1,
             ];
             enc.dispatch(&SCALE, &args, groups)?;
@@ -428,5 +430,28 @@ impl<T: Scalar> DenseGemmDevice<T> for WgpuBackend {
                 (&fc, c.ld.max(1)),
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod shader_constants {
+    use super::*;
+    use crate::shader_text::{constant, struct_size, workgroup_size};
+
+    /// The tile, workgroup and uniform-block layout this file repeats from
+    /// `shaders/dense_gemm.wgsl`.
+    #[test]
+    fn constants_match_the_shader() {
+        let src = include_str!("../shaders/dense_gemm.wgsl");
+        assert_eq!(constant(src, "BM"), TILE as f64);
+        assert_eq!(constant(src, "BN"), TILE as f64);
+        assert_eq!(constant(src, "NT"), THREADS as f64);
+        assert_eq!(workgroup_size(src, "gemm_f32"), [THREADS, 1, 1]);
+        let side = SCALE_TILE as u32;
+        assert_eq!(workgroup_size(src, "gemm_scale_f32"), [side, side, 1]);
+        assert_eq!(
+            struct_size(src, "GemmParams"),
+            std::mem::size_of::<Params>()
+        );
     }
 }

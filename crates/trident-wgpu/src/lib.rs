@@ -31,6 +31,8 @@ mod nearest_pairs;
 pub mod pipeline;
 mod profile;
 mod scan;
+#[cfg(test)]
+mod shader_text;
 mod sparse_coder;
 mod sparse_gemm;
 

@@ -139,6 +139,8 @@ pub(crate) static KERNELS: &[&Kernel] = &[
 
 /// Invocations per workgroup of every kernel here.
 const WG: u64 = 256;
+/// Side of the square tile `grid_relax_tile` sweeps (`TILE` in the shader).
+const RELAX_TILE: usize = 16;
 /// "No node" (the shader's NONE).
 const NONE: u32 = u32::MAX;
 /// Sweeps in the first batch of a global relabel; batches double up to
@@ -499,9 +501,13 @@ fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
     // a tile is full: on a grid less than 16 rows tall most of a 16 x 16
     // tile's invocations would idle (on a 1-row grid, 15 in 16; llvmpipe took
     // seconds a sweep on 1 x 200,000).
-    let tiles = [width.div_ceil(16), height.div_ceil(16), depth];
+    let tiles = [
+        width.div_ceil(RELAX_TILE),
+        height.div_ceil(RELAX_TILE),
+        depth,
+    ];
     let max = be.limits().max_compute_workgroups_per_dimension as usize;
-    let (relax, relax_groups) = if height >= 16 && tiles.iter().all(|&t| t <= max) {
+    let (relax, relax_groups) = if height >= RELAX_TILE && tiles.iter().all(|&t| t <= max) {
         (&GRID_RELAX_TILE, tiles.map(|t| t as u32))
     } else {
         (&GRID_RELAX, groups)
@@ -797,5 +803,30 @@ mod tests {
         );
         let f = b.network_flow(&net(max / 2).unwrap()).unwrap();
         assert_eq!(f.flow, max / 2);
+    }
+}
+
+#[cfg(test)]
+mod shader_constants {
+    use super::*;
+    use crate::shader_text::{constant, struct_size, workgroup_size};
+
+    /// The workgroup sizes, tile, marker and uniform-block layout this file
+    /// repeats from `shaders/max_flow.wgsl`.
+    #[test]
+    fn constants_match_the_shader() {
+        let src = include_str!("../shaders/max_flow.wgsl");
+        assert_eq!(constant(src, "NONE"), NONE as f64);
+        assert_eq!(constant(src, "TILE"), RELAX_TILE as f64);
+        let tile = RELAX_TILE as u32;
+        for k in KERNELS {
+            let want = if k.entry == "grid_relax_tile" {
+                [tile, tile, 1]
+            } else {
+                [WG as u32, 1, 1]
+            };
+            assert_eq!(workgroup_size(src, k.entry), want, "{}", k.entry);
+        }
+        assert_eq!(struct_size(src, "Params"), std::mem::size_of::<Params>());
     }
 }

@@ -1071,3 +1071,42 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod shader_constants {
+    use super::*;
+    use crate::shader_text::{constant, struct_size};
+
+    /// The grid shape, word offsets, markers and layouts this file repeats
+    /// from `shaders/nearest_pairs.wgsl`.
+    #[test]
+    fn constants_match_the_shader() {
+        let src = include_str!("../shaders/nearest_pairs.wgsl");
+        let pairs: &[(&str, f64)] = &[
+            ("WG", WG as f64),
+            ("QWG", QWG as f64),
+            ("NPART", NPART as f64),
+            ("NBINS", NBINS as f64),
+            ("NCOARSE", COARSE_CELLS as f64),
+            ("W_CUT", W_CUT as f64),
+            ("CUT", CUT as f64),
+            ("RCUT", RCUT as f64),
+            ("W_TOT_LO", W_TOT_LO as f64),
+            ("W_TOT_HI", W_TOT_HI as f64),
+            ("W_LONG", W_LONG as f64),
+            ("W_CUT2", W_CUT2 as f64),
+            ("W_BAD", W_BAD as f64),
+            ("W_LIST", W_LIST as f64),
+        ];
+        for &(name, rust) in pairs {
+            assert_eq!(constant(src, name), rust, "{name}");
+        }
+        // `gw`: the fields, then NPART partial sums from W_PART on.
+        assert_eq!(
+            constant(src, "W_PART") + constant(src, "NPART"),
+            GRID_WORDS as f64
+        );
+        assert_eq!(struct_size(src, "Params"), std::mem::size_of::<Params>());
+        assert_eq!(struct_size(src, "Cand"), std::mem::size_of::<Cand>());
+    }
+}
