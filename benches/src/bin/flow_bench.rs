@@ -19,7 +19,7 @@
 
 use std::time::Instant;
 
-use trident_core::{GridGraph, MaxFlow, Result};
+use trident_core::{GridGraph, MaxFlow, MaxFlowDevice, Result};
 use trident_cuda::CudaBackend;
 use trident_rayon::RayonBackend;
 use trident_testkit::cases::{cut, cut3d, genrmf, path_grid, path_network};

@@ -55,7 +55,9 @@ use std::sync::atomic::Ordering;
 
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use trident_core::flow::finish;
-use trident_core::{Element, Error, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow, Result};
+use trident_core::{
+    Element, Error, FlowNetwork, GridCut, GridGraph, MaxFlow, MaxFlowDevice, NetworkFlow, Result,
+};
 
 use crate::CudaBackend;
 use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
@@ -156,7 +158,8 @@ fn to_counter<C: Counter>(v: i64) -> Result<C> {
     })
 }
 
-/// A grid graph uploaded to the device (capacities as given, `i64`).
+/// A grid graph uploaded by [`MaxFlowDevice::upload_grid`] (capacities as
+/// given, `i64`).
 pub struct GridOnDevice {
     w: u32,
     h: u32,
@@ -357,36 +360,7 @@ impl CudaBackend {
         }
     }
 
-    /// Uploads a grid for [`CudaBackend::grid_cut_device`].
-    pub fn upload_grid(&self, g: &GridGraph) -> Result<GridOnDevice> {
-        let (d, h, w) = g.shape();
-        let n = g.nodes();
-        count_u32("grid nodes", n)?;
-        // The sum fits i64: GridGraph checked it when it was built.
-        let total = [g.source(), g.sink(), g.caps()]
-            .iter()
-            .flat_map(|a| a.iter())
-            .fold(0i64, |acc, &c| acc.saturating_add(c));
-        Ok(GridOnDevice {
-            w: w as u32,
-            h: h as u32,
-            d: d as u32,
-            dirs: g.dirs().len() as u32,
-            n,
-            total,
-            source: self.upload_named(g.source(), "max_flow source capacities")?,
-            sink: self.upload_named(g.sink(), "max_flow sink capacities")?,
-            caps: self.upload_named(g.caps(), "max_flow neighbour capacities")?,
-        })
-    }
-
-    /// Max flow and canonical min cut of an uploaded grid, on the device: the
-    /// flow value and one byte per node (1 = source side), left on the device.
-    pub fn grid_cut_device(&self, g: &GridOnDevice) -> Result<(i64, CudaBuffer<u8>)> {
-        self.grid_cut_with(g, None)
-    }
-
-    /// [`CudaBackend::grid_cut_device`], with the host copy of the grid when
+    /// [`MaxFlowDevice::grid_cut_device`], with the host copy of the grid when
     /// the caller has it (the host finisher needs the capacities; without it
     /// they are downloaded, only on that path).
     fn grid_cut_with(
@@ -794,6 +768,38 @@ impl CudaBackend {
             "max_flow network finished on the host"
         );
         Ok(out)
+    }
+}
+
+impl MaxFlowDevice for CudaBackend {
+    /// Capacities as given (`i64`); a solve picks `i32` counters when their
+    /// sum fits.
+    type DeviceGrid = GridOnDevice;
+
+    fn upload_grid(&self, g: &GridGraph) -> Result<GridOnDevice> {
+        let (d, h, w) = g.shape();
+        let n = g.nodes();
+        count_u32("grid nodes", n)?;
+        // The sum fits i64: GridGraph checked it when it was built.
+        let total = [g.source(), g.sink(), g.caps()]
+            .iter()
+            .flat_map(|a| a.iter())
+            .fold(0i64, |acc, &c| acc.saturating_add(c));
+        Ok(GridOnDevice {
+            w: w as u32,
+            h: h as u32,
+            d: d as u32,
+            dirs: g.dirs().len() as u32,
+            n,
+            total,
+            source: self.upload_named(g.source(), "max_flow source capacities")?,
+            sink: self.upload_named(g.sink(), "max_flow sink capacities")?,
+            caps: self.upload_named(g.caps(), "max_flow neighbour capacities")?,
+        })
+    }
+
+    fn grid_cut_device(&self, g: &GridOnDevice) -> Result<(i64, CudaBuffer<u8>)> {
+        self.grid_cut_with(g, None)
     }
 }
 

@@ -478,24 +478,6 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// The `k` nearest points of B for each point of A, sorted by `(d2, j)`,
-    /// into `out` (`|A| * k` entries), all on the device. `k <= 32` keeps each
-    /// query's list in local memory; larger `k` works in `out` itself.
-    pub fn knn_device(
-        &self,
-        a: &CudaBuffer<Point>,
-        b: &CudaBuffer<Point>,
-        k: usize,
-        out: &mut CudaBuffer<Neighbor>,
-    ) -> Result<()> {
-        trident_core::validate::knn_device(self, a, b, k, out)?;
-        if k == 0 || a.is_empty() {
-            return Ok(());
-        }
-        self.prepare_np::<f32>(&["np_knn"], &[])?;
-        self.knn_into::<f32>(a, b, k, out)
-    }
-
     /// `closest_pairs` of validated, non-empty A and B with `1 <= k <= |A|`.
     fn closest_pairs_on<T: DevCoord>(
         &self,
@@ -900,6 +882,23 @@ impl NearestPairsDevice for CudaBackend {
         }
         self.prepare_np::<f32>(&["np_nearest"], &[])?;
         self.nearest_into::<f32>(a, b, out)
+    }
+
+    /// `k <= 32` keeps each query's list in local memory; larger `k` works
+    /// in `out` itself.
+    fn knn_device(
+        &self,
+        a: &CudaBuffer<Point>,
+        b: &CudaBuffer<Point>,
+        k: usize,
+        out: &mut CudaBuffer<Neighbor>,
+    ) -> Result<()> {
+        trident_core::validate::knn_device(self, a, b, k, out)?;
+        if k == 0 || a.is_empty() {
+            return Ok(());
+        }
+        self.prepare_np::<f32>(&["np_knn"], &[])?;
+        self.knn_into::<f32>(a, b, k, out)
     }
 
     fn closest_pairs_device(

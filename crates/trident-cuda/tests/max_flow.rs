@@ -8,7 +8,7 @@
 
 mod common;
 
-use trident_core::{FlowArc, FlowNetwork, GridGraph, MaxFlow};
+use trident_core::{FlowArc, FlowNetwork, GridGraph, MaxFlow, MaxFlowDevice};
 use trident_reference::ReferenceBackend;
 use trident_testkit::cases::{cut, genrmf, random_grid, random_network};
 

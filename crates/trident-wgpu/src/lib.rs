@@ -42,6 +42,7 @@ pub use buffer::WgpuBuffer;
 pub use context::WgpuOptions;
 pub use dense_gemm::GemmTile;
 pub use error::WgpuFailure;
+pub use max_flow::WgpuGrid;
 pub use pipeline::{Arg, Bind, Encoder, Kernel, Shader};
 pub use profile::{GpuTimer, KernelTime};
 

@@ -70,7 +70,9 @@ use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
 use trident_core::flow::finish;
-use trident_core::{Error, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow, Result};
+use trident_core::{
+    Error, FlowNetwork, GridCut, GridGraph, MaxFlow, MaxFlowDevice, NetworkFlow, Result,
+};
 
 use crate::WgpuBackend;
 use crate::buffer::WgpuBuffer;
@@ -475,10 +477,80 @@ fn grid_upload(be: &WgpuBackend, g: &GridGraph) -> Result<(WgpuBuffer<i32>, Wgpu
     Ok((planes, terminals))
 }
 
+/// A grid graph uploaded by [`MaxFlowDevice::upload_grid`]: the neighbour
+/// capacities and terminals as `i32` (checked against overflow when
+/// uploaded, as [`MaxFlow::grid_cut`] checks them), and the shape.
+pub struct WgpuGrid {
+    /// `(depth, height, width)`.
+    shape: (usize, usize, usize),
+    dirs: usize,
+    /// Neighbour capacities, `dirs` planes of `n` (the layout of
+    /// [`GridGraph::caps`]).
+    planes: WgpuBuffer<i32>,
+    /// Source capacities, then sink capacities.
+    terminals: WgpuBuffer<i32>,
+}
+
+impl WgpuGrid {
+    /// Number of nodes.
+    pub fn nodes(&self) -> usize {
+        self.shape.0 * self.shape.1 * self.shape.2
+    }
+
+    /// The grid back on the host (for the host finisher of a device-resident
+    /// cut, which has no host copy).
+    fn download(&self, be: &WgpuBackend) -> Result<GridGraph> {
+        let wide = |v: Vec<i32>| v.into_iter().map(i64::from).collect::<Vec<_>>();
+        let caps = wide(be.download_vec(&self.planes)?);
+        let mut source = wide(be.download_vec(&self.terminals)?);
+        let sink = source.split_off(self.nodes());
+        let (d, h, w) = self.shape;
+        if self.dirs == 6 {
+            GridGraph::new_3d(d, h, w, source, sink, caps)
+        } else {
+            GridGraph::new_2d(h, w, source, sink, caps)
+        }
+    }
+}
+
+/// The grid a solve works on: the caller's host copy, or an uploaded grid
+/// (downloaded only if the host finisher needs it).
+#[derive(Clone, Copy)]
+enum Host<'a> {
+    Given(&'a GridGraph),
+    Uploaded(&'a WgpuGrid),
+}
+
+impl Host<'_> {
+    fn finish(
+        self,
+        be: &WgpuBackend,
+        f: impl FnOnce(&GridGraph) -> Result<GridCut>,
+    ) -> Result<GridCut> {
+        match self {
+            Host::Given(g) => f(g),
+            Host::Uploaded(d) => f(&d.download(be)?),
+        }
+    }
+}
+
 fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
-    let n = g.nodes();
     let (rc, gin) = grid_upload(be, g)?;
-    let (depth, height, width) = g.shape();
+    grid_solve(be, g.shape(), g.dirs().len(), rc, &gin, Host::Given(g))
+}
+
+/// Solves on the device from residuals `rc` (the neighbour capacities, used
+/// up by the solve) and terminals `gin` (only read).
+fn grid_solve(
+    be: &WgpuBackend,
+    shape: (usize, usize, usize),
+    dirs: usize,
+    rc: WgpuBuffer<i32>,
+    gin: &WgpuBuffer<i32>,
+    host: Host<'_>,
+) -> Result<GridCut> {
+    let (depth, height, width) = shape;
+    let n = depth * height * width;
     let groups = be.grid((n as u64).div_ceil(WG))?;
     let ex = be.alloc::<i32>(n, "max_flow excess")?;
     let hgt = be.alloc::<u32>(n, "max_flow heights")?;
@@ -490,7 +562,7 @@ fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
         n: n as u32,
         width: width as u32,
         plane: (width * height) as u32,
-        dirs: g.dirs().len() as u32,
+        dirs: dirs as u32,
         depth: depth as u32,
         height: height as u32,
         goal: NONE,
@@ -547,12 +619,12 @@ fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
     };
     if cut.is_none() {
         let wide = |v: Vec<i32>| v.into_iter().map(i64::from).collect::<Vec<_>>();
-        return finish::grid_cut(
-            g,
+        let state = (
             wide(be.download_vec(&rc)?),
             wide(be.download_vec(&sk)?),
             wide(be.download_vec(&ex)?),
         );
+        return host.finish(be, |g| finish::grid_cut(g, state.0, state.1, state.2));
     }
     let source_side = s.labels(&p1, n, &out)?;
     // The flow value: per workgroup 64-bit sums of what each node sent to t.
@@ -741,6 +813,47 @@ fn network_flow(be: &WgpuBackend, g: &FlowNetwork) -> Result<NetworkFlow> {
         .collect();
     drop(res);
     finish::network_flow(g, arc_flow)
+}
+
+impl MaxFlowDevice for WgpuBackend {
+    type DeviceGrid = WgpuGrid;
+
+    fn upload_grid(&self, g: &GridGraph) -> Result<WgpuGrid> {
+        let (planes, terminals) = self.scoped("max_flow upload", || grid_upload(self, g))?;
+        Ok(WgpuGrid {
+            shape: g.shape(),
+            dirs: g.dirs().len(),
+            planes,
+            terminals,
+        })
+    }
+
+    /// The solve runs on the device as [`MaxFlow::grid_cut`]'s does, on a
+    /// copy of the residuals (the uploaded grid stays as it was); the shader
+    /// packs the cut as bits, which are unpacked on the host and uploaded
+    /// as one byte per node.
+    fn grid_cut_device(&self, g: &WgpuGrid) -> Result<(i64, WgpuBuffer<u8>)> {
+        let n = g.nodes();
+        let (depth, height, width) = g.shape;
+        let cut = if n == 0 {
+            GridCut {
+                flow: 0,
+                source_side: Vec::new(),
+            }
+        } else if finish::grid_is_thin(depth, height, width) {
+            finish::grid_cut_from_start(&g.download(self)?)?
+        } else {
+            self.scoped("max_flow", || {
+                let rc = self.alloc::<i32>(g.planes.len(), "max_flow residuals")?;
+                let mut enc = self.encoder("max_flow residuals");
+                enc.copy(&g.planes, 0, &rc, 0, g.planes.len())?;
+                enc.submit();
+                grid_solve(self, g.shape, g.dirs, rc, &g.terminals, Host::Uploaded(g))
+            })?
+        };
+        let bytes: Vec<u8> = cut.source_side.iter().map(|&b| u8::from(b)).collect();
+        Ok((cut.flow, self.upload_named(&bytes, "max_flow labels")?))
+    }
 }
 
 impl MaxFlow for WgpuBackend {

@@ -619,21 +619,6 @@ impl WgpuBackend {
             })
             .collect())
     }
-
-    /// The `k` nearest points of B for each point of A, sorted by `(d2, j)`,
-    /// into `out` (`|A| * k` entries), all on the device.
-    pub fn knn_device(
-        &self,
-        a: &WgpuBuffer<Point>,
-        b: &WgpuBuffer<Point>,
-        k: usize,
-        out: &mut WgpuBuffer<Neighbor>,
-    ) -> Result<()> {
-        validate::knn_device(self, a, b, k, out)?;
-        self.scoped("knn_device", || {
-            self.np_search(a, b, Some(k), out).map(|_| ())
-        })
-    }
 }
 
 /// Records `k` over `groups` workgroups with the bindings of [`np_args`].
@@ -871,6 +856,19 @@ impl NearestPairsDevice for WgpuBackend {
         validate::nearest_device(self, a, b, out)?;
         self.scoped("nearest_device", || {
             self.np_search(a, b, None, out).map(|_| ())
+        })
+    }
+
+    fn knn_device(
+        &self,
+        a: &WgpuBuffer<Point>,
+        b: &WgpuBuffer<Point>,
+        k: usize,
+        out: &mut WgpuBuffer<Neighbor>,
+    ) -> Result<()> {
+        validate::knn_device(self, a, b, k, out)?;
+        self.scoped("knn_device", || {
+            self.np_search(a, b, Some(k), out).map(|_| ())
         })
     }
 

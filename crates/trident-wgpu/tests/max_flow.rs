@@ -4,7 +4,7 @@
 //! feasible network flow); the same network run again gives the same bits.
 //! Skipped without an adapter (llvmpipe counts as one).
 
-use trident_core::{FlowNetwork, GridGraph, MaxFlow};
+use trident_core::{DeviceMemory, FlowNetwork, GridCut, GridGraph, MaxFlow, MaxFlowDevice};
 use trident_reference::ReferenceBackend;
 use trident_testkit::cases::{cut, genrmf, path_grid, path_network, random_grid, random_network};
 use trident_wgpu::WgpuBackend;
@@ -87,4 +87,37 @@ fn long_paths_finish() {
     same_grid(&be, &path_grid(200_000, 5), "1 x 200,000 path grid");
     same_grid(&be, &path_grid(3000, 6), "1 x 3000 path grid");
     same_network(&be, &path_network(5000, 7), "5,000-node chain");
+}
+
+/// The device-resident cut ([`MaxFlowDevice`]) gives what the host call
+/// gives, on the device path, past the budget (the finisher then downloads
+/// the uploaded grid), on a thin grid (host from the start) and on an empty
+/// one; the upload is left as it was, so a second cut of it agrees too.
+#[test]
+fn device_resident_grid_cut_matches_the_host_call() {
+    let Some(be) = backend() else { return };
+    let grids = [
+        cut(24, 5),
+        random_grid(3, 5, 7, true, 20, 9),
+        path_grid(3000, 4),
+        GridGraph::new_2d(0, 0, vec![], vec![], vec![]).unwrap(),
+    ];
+    for budget in [0u64, 3] {
+        be.set_flow_budget(budget);
+        for (i, g) in grids.iter().enumerate() {
+            let want = be.grid_cut(g).unwrap();
+            let dev = be.upload_grid(g).unwrap();
+            for round in 0..2 {
+                let (flow, labels) = be.grid_cut_device(&dev).unwrap();
+                let mut side = vec![0u8; be.buffer_len(&labels)];
+                be.download(&labels, &mut side).unwrap();
+                let got = GridCut {
+                    flow,
+                    source_side: side.iter().map(|&b| b != 0).collect(),
+                };
+                assert_eq!(got, want, "budget {budget}, grid #{i}, round {round}");
+            }
+        }
+    }
+    be.set_flow_budget(0);
 }
