@@ -51,8 +51,6 @@
 //! by that sum, so nothing wraps. `trident-core` already guarantees the sum
 //! fits `i64`, so the `i64` kernels take every valid input.
 
-use std::sync::atomic::Ordering;
-
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use trident_core::flow::finish;
 use trident_core::{
@@ -232,46 +230,15 @@ impl Budget {
 }
 
 impl CudaBackend {
-    /// Sets how many kernel launches one max-flow solve may queue before the
-    /// host finishes it (0 restores [`DEFAULT_FLOW_BUDGET`]). For tests that
-    /// make a small graph take the host path; results do not depend on it.
-    #[doc(hidden)]
-    pub fn set_flow_budget(&self, launches: u64) {
-        self.flow_budget.store(launches, Ordering::Relaxed);
-    }
-
     fn budget(&self, nodes: usize) -> Budget {
         Budget {
-            left: match self.flow_budget.load(Ordering::Relaxed) {
-                0 => DEFAULT_FLOW_BUDGET,
-                b => b,
-            },
+            left: self.tuning.flow_budget(),
             max_levels: finish::max_levels(nodes),
         }
     }
 
-    /// Sets the number of push-relabel iterations between global relabels
-    /// (tuning and benchmarks; results do not depend on it). 0 restores the
-    /// default.
-    pub fn set_flow_relabel_period(&self, k: u32) {
-        let k = if k == 0 { DEFAULT_RELABEL_PERIOD } else { k };
-        self.flow_period.store(k, Ordering::Relaxed);
-    }
-
-    /// Sets the number of push-relabel iterations between global relabels
-    /// on networks (tuning; results do not depend on it). 0 restores the
-    /// default.
-    pub fn set_network_relabel_period(&self, k: u32) {
-        let k = if k == 0 {
-            DEFAULT_NETWORK_RELABEL_PERIOD
-        } else {
-            k
-        };
-        self.net_period.store(k, Ordering::Relaxed);
-    }
-
     fn flow_period(&self) -> u32 {
-        self.flow_period.load(Ordering::Relaxed).max(1)
+        self.tuning.flow_relabel_period().max(1)
     }
 
     fn mf_fn(&self, name: &str) -> Result<CudaFunction> {
@@ -690,7 +657,7 @@ impl CudaBackend {
             rev: rvp,
             res: rsp,
         };
-        let period = self.net_period.load(Ordering::Relaxed).max(1);
+        let period = self.tuning.network_relabel_period().max(1);
         let (mut tag, mut depth, mut rounds, mut levels) = (0u32, 32u32, 0u32, 0u64);
         let mut budget = self.budget(n);
         let start_left = budget.left;

@@ -22,8 +22,6 @@
 //! which reads back the candidate count once, and radius search, which reads
 //! back its totals once.
 
-use std::sync::atomic::Ordering;
-
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 use trident_core::{
     Coord, Element, Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point,
@@ -233,19 +231,8 @@ macro_rules! launch {
 }
 
 impl CudaBackend {
-    /// Sets the points-per-cell target of the NearestPairs grid (tuning and
-    /// benchmarks; results do not depend on it).
-    pub fn set_cell_target(&self, target: f32) {
-        let t = if target.is_finite() && target > 0.0 {
-            target
-        } else {
-            DEFAULT_CELL_TARGET
-        };
-        self.cell_target.store(t.to_bits(), Ordering::Relaxed);
-    }
-
     fn cell_target(&self) -> f32 {
-        f32::from_bits(self.cell_target.load(Ordering::Relaxed))
+        self.tuning.cell_target()
     }
 
     /// Compiles (or loads) the grid's kernels and `typed_extra` / `plain_extra`

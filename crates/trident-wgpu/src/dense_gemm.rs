@@ -6,8 +6,6 @@
 //! rows. `alpha == 0` (or `k == 0`) runs the scaling kernel, which reads
 //! neither A nor B; `beta == 0` never reads C.
 
-use std::sync::atomic::Ordering;
-
 use trident_core::{
     DenseGemm, DenseGemmDevice, DeviceMat, Error, GemmDims, GemmParams, MatMut, MatRef, Op, Result,
     Scalar, validate,
@@ -131,9 +129,10 @@ const SCALE_TILE: usize = 16;
 /// The k tiling of the wgpu GEMM kernel (every variant computes 128 x 128
 /// tiles of C with 256 invocations). Deeper tiles halve the barriers per
 /// flop but need more workgroup memory, which the adapter bounds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GemmTile {
     /// The deepest tiling the adapter's workgroup memory holds.
+    #[default]
     Auto,
     /// k tiles of 16, double buffered (33.8 KB of workgroup memory).
     K16,
@@ -144,22 +143,6 @@ pub enum GemmTile {
 }
 
 impl GemmTile {
-    fn code(self) -> u8 {
-        match self {
-            GemmTile::Auto => 0,
-            GemmTile::K16 => 1,
-            GemmTile::K8 => 2,
-            GemmTile::K8Single => 3,
-        }
-    }
-    fn from_code(c: u8) -> Self {
-        match c {
-            1 => GemmTile::K16,
-            2 => GemmTile::K8,
-            3 => GemmTile::K8Single,
-            _ => GemmTile::Auto,
-        }
-    }
     /// Bytes of workgroup memory: two 128-wide tiles (rows padded to 132
     /// floats), BK rows each, per buffer.
     fn workgroup_bytes(self) -> u32 {
@@ -224,13 +207,6 @@ fn needed(rows: usize, cols: usize, ld: usize) -> Option<usize> {
 }
 
 impl WgpuBackend {
-    /// Chooses the k tiling of later GEMM calls ([`GemmTile::Auto`] by
-    /// default: the deepest the adapter's workgroup memory holds). A tiling
-    /// the adapter cannot hold makes those calls fail with `Unsupported`.
-    pub fn set_gemm_tile(&self, tile: GemmTile) {
-        self.gemm_tile.store(tile.code(), Ordering::Relaxed);
-    }
-
     /// The k tiling GEMM calls use on this adapter, or why none fits (fewer
     /// than 256 invocations per workgroup, or under 8.4 KB of workgroup
     /// memory).
@@ -246,7 +222,7 @@ impl WgpuBackend {
             )));
         }
         let fits = |t: GemmTile| t.workgroup_bytes() <= lim.max_compute_workgroup_storage_size;
-        let tile = match GemmTile::from_code(self.gemm_tile.load(Ordering::Relaxed)) {
+        let tile = match self.tuning.gemm_tile {
             GemmTile::Auto => [GemmTile::K16, GemmTile::K8, GemmTile::K8Single]
                 .into_iter()
                 .find(|&t| fits(t)),
@@ -256,7 +232,8 @@ impl WgpuBackend {
             Error::Unsupported(format!(
                 "wgpu DenseGemm tiles need {} bytes of workgroup memory; the adapter offers {} \
                  (max_compute_workgroup_storage_size)",
-                GemmTile::from_code(self.gemm_tile.load(Ordering::Relaxed))
+                self.tuning
+                    .gemm_tile
                     .workgroup_bytes()
                     .min(GemmTile::K8Single.workgroup_bytes()),
                 lim.max_compute_workgroup_storage_size

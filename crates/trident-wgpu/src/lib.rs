@@ -35,6 +35,7 @@ mod scan;
 mod shader_text;
 mod sparse_coder;
 mod sparse_gemm;
+mod tuning;
 
 use trident_core::{Backend, Error, Result, Scalar};
 
@@ -45,17 +46,17 @@ pub use error::WgpuFailure;
 pub use max_flow::WgpuGrid;
 pub use pipeline::{Arg, Bind, Encoder, Kernel, Shader};
 pub use profile::{GpuTimer, KernelTime};
+pub use tuning::Tuning;
 
 /// A wgpu device and its queue, with the pipelines built for it.
 pub struct WgpuBackend {
-    ctx: context::Context,
-    cache: pipeline::PipelineCache,
-    /// [`GemmTile`] code chosen by [`WgpuBackend::set_gemm_tile`].
-    gemm_tile: std::sync::atomic::AtomicU8,
+    /// Shared, with the pipelines and the profile, by the handles
+    /// [`WgpuBackend::tuned`] makes.
+    ctx: std::sync::Arc<context::Context>,
+    cache: std::sync::Arc<pipeline::PipelineCache>,
     /// Per-dispatch GPU timestamps while on ([`WgpuBackend::set_kernel_profile`]).
-    profile: profile::ProfileSlot,
-    /// Max-flow dispatch budget set by a test (0: the default).
-    flow_budget: std::sync::atomic::AtomicU64,
+    profile: std::sync::Arc<profile::ProfileSlot>,
+    tuning: Tuning,
 }
 
 impl std::fmt::Debug for WgpuBackend {
@@ -97,11 +98,10 @@ impl WgpuBackend {
     /// Opens the backend with explicit [`WgpuOptions`].
     pub fn with_options(opts: &WgpuOptions) -> Result<Self> {
         Ok(Self {
-            ctx: context::Context::open(opts)?,
+            ctx: std::sync::Arc::new(context::Context::open(opts)?),
             cache: Default::default(),
-            gemm_tile: Default::default(),
             profile: Default::default(),
-            flow_budget: Default::default(),
+            tuning: Tuning::default(),
         })
     }
 

@@ -67,7 +67,6 @@
 //! bits.
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
 
 use trident_core::flow::finish;
 use trident_core::{
@@ -374,19 +373,8 @@ impl Solve<'_> {
 }
 
 impl WgpuBackend {
-    /// Sets how many dispatches one max-flow solve may queue before the host
-    /// finishes it (0 restores the default, 65,536). For tests that make a small
-    /// graph take the host path; results do not depend on it.
-    #[doc(hidden)]
-    pub fn set_flow_budget(&self, dispatches: u64) {
-        self.flow_budget.store(dispatches, Ordering::Relaxed);
-    }
-
     fn flow_budget(&self) -> u64 {
-        match self.flow_budget.load(Ordering::Relaxed) {
-            0 => FLOW_BUDGET,
-            b => b,
-        }
+        self.tuning.flow_budget()
     }
 
     /// Params with the dispatch row (invocations per row of the 2-D grid of

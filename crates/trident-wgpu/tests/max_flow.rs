@@ -7,7 +7,7 @@
 use trident_core::{DeviceMemory, FlowNetwork, GridCut, GridGraph, MaxFlow, MaxFlowDevice};
 use trident_reference::ReferenceBackend;
 use trident_testkit::cases::{cut, genrmf, path_grid, path_network, random_grid, random_network};
-use trident_wgpu::WgpuBackend;
+use trident_wgpu::{Tuning, WgpuBackend};
 
 fn backend() -> Option<WgpuBackend> {
     match WgpuBackend::new() {
@@ -46,7 +46,10 @@ fn same_network(be: &WgpuBackend, g: &FlowNetwork, what: &str) {
 fn the_dispatch_budget_hands_over_to_the_host() {
     let Some(be) = backend() else { return };
     for budget in [1u64, 3, 8, 25, 90] {
-        be.set_flow_budget(budget);
+        let be = be.tuned(Tuning {
+            flow_budget: Some(budget),
+            ..Tuning::default()
+        });
         for i in 0..6u64 {
             let (h, w) = (1 + (i as usize * 7) % 20, 2 + (i as usize * 5) % 19);
             let g = random_grid(2, h, w, i % 2 == 1, 20, 31 * i + budget);
@@ -61,7 +64,6 @@ fn the_dispatch_budget_hands_over_to_the_host() {
             &format!("budget {budget}: rmf"),
         );
     }
-    be.set_flow_budget(0);
 }
 
 #[test]
@@ -103,7 +105,10 @@ fn device_resident_grid_cut_matches_the_host_call() {
         GridGraph::new_2d(0, 0, vec![], vec![], vec![]).unwrap(),
     ];
     for budget in [0u64, 3] {
-        be.set_flow_budget(budget);
+        let be = be.tuned(Tuning {
+            flow_budget: Some(budget),
+            ..Tuning::default()
+        });
         for (i, g) in grids.iter().enumerate() {
             let want = be.grid_cut(g).unwrap();
             let dev = be.upload_grid(g).unwrap();
@@ -119,5 +124,4 @@ fn device_resident_grid_cut_matches_the_host_call() {
             }
         }
     }
-    be.set_flow_budget(0);
 }
