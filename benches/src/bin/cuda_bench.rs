@@ -26,7 +26,7 @@ use trident_core::{
     MatRef, NearestPairs, NearestPairsDevice, Neighbor, Precision, Result, SparseGemm,
     SparseGemmDevice, dist2,
 };
-use trident_cuda::{CudaBackend, CudaBuffer, DEFAULT_CELL_TARGET, GemmTile};
+use trident_cuda::{CudaBackend, CudaBuffer, DEFAULT_CELL_TARGET, GemmTile, Tuning};
 use trident_testkit::cases;
 
 const SEED: u64 = 0x7121_d3a7;
@@ -272,7 +272,11 @@ where
 
     let mut rows = Vec::new();
     for &tile in gemm_tiles(kind) {
-        be.set_gemm_tile(tile);
+        let tuned = be.tuned(Tuning {
+            gemm_tile: tile,
+            ..Tuning::default()
+        });
+        let be = &tuned;
         let ours = ctx.time(|| be.gemm_device(&p, &da, &db, &mut dc))?;
         let out = be.download_vec(&dc.buf)?;
         let check = if kind == GemmKind::Tf32 {
@@ -318,7 +322,6 @@ where
             check,
         });
     }
-    be.set_gemm_tile(GemmTile::Auto);
     Ok(rows)
 }
 
@@ -369,7 +372,11 @@ fn pairs_rows(ctx: &Bench, name: &str, case: &cases::PairsCase) -> Result<Vec<Ro
 
     let mut rows = Vec::new();
     for target in [DEFAULT_CELL_TARGET, 2.0, 4.0, 16.0] {
-        be.set_cell_target(target);
+        let tuned = be.tuned(Tuning {
+            cell_target: Some(target),
+            ..Tuning::default()
+        });
+        let be = &tuned;
         let ours = ctx.time(|| be.closest_pairs_device(&da, &db, k).map(|_| ()))?;
         let nearest = ctx.time(|| be.nearest_device(&da, &db, &mut nn))?;
         let h2h = if target == DEFAULT_CELL_TARGET {
@@ -390,7 +397,6 @@ fn pairs_rows(ctx: &Bench, name: &str, case: &cases::PairsCase) -> Result<Vec<Ro
             },
         });
     }
-    be.set_cell_target(DEFAULT_CELL_TARGET);
     let mut knn = be.alloc::<Neighbor>(na * case.knn_k, "knn out")?;
     let knn_ms = ctx.time(|| be.knn_device(&da, &db, case.knn_k, &mut knn))?;
     rows.push(Row {

@@ -19,8 +19,8 @@
 
 use std::time::Instant;
 
-use trident_core::{GridGraph, MaxFlow, Result};
-use trident_cuda::CudaBackend;
+use trident_core::{GridGraph, MaxFlow, MaxFlowDevice, Result};
+use trident_cuda::{CudaBackend, Tuning};
 use trident_rayon::RayonBackend;
 use trident_testkit::cases::{cut, cut3d, genrmf, path_grid, path_network};
 
@@ -59,7 +59,11 @@ fn grid_case(
     );
     let dev = cuda.upload_grid(g)?;
     for &k in periods {
-        cuda.set_flow_relabel_period(k);
+        let tuned = cuda.tuned(Tuning {
+            flow_relabel_period: Some(k),
+            ..Tuning::default()
+        });
+        let cuda = &tuned;
         // Warm-up (kernel compile on the first call) and the check.
         let (flow, labels) = cuda.grid_cut_device(&dev)?;
         let side = cuda.download_vec(&labels)?;
@@ -77,7 +81,6 @@ fn grid_case(
             rmin / dmin
         );
     }
-    cuda.set_flow_relabel_period(0);
     let (hmin, hmed) = time(reps, || cuda.grid_cut(g).map(|_| ()))?;
     println!(
         "{name}: cuda default period: host-to-host (upload + solve + labels) min {hmin:.2} ms median {hmed:.2} ms; rayon/cuda {:.2}x",
@@ -131,7 +134,11 @@ fn main() -> Result<()> {
                     g.arcs().len()
                 );
                 for &k in &net_periods {
-                    cuda.set_network_relabel_period(k);
+                    let tuned = cuda.tuned(Tuning {
+                        network_relabel_period: Some(k),
+                        ..Tuning::default()
+                    });
+                    let cuda = &tuned;
                     let got = cuda.network_flow(&g)?;
                     let cert = trident_reference::certify::network_flow(&g, &got);
                     let (cmin, cmed) = time(reps, || cuda.network_flow(&g).map(|_| ()))?;
@@ -147,7 +154,6 @@ fn main() -> Result<()> {
                         rmin / cmin
                     );
                 }
-                cuda.set_network_relabel_period(0);
             }
             None => {
                 let c = case;

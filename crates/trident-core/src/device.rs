@@ -21,8 +21,8 @@
 //! data; the device calls check only what relates their arguments (shapes).
 
 use crate::{
-    CsrMatrix, Dictionary, Error, GemmParams, Neighbor, Pair, Point, Result, Scalar, SparseCodes,
-    StopRule,
+    CsrMatrix, Dictionary, Error, GemmParams, GridGraph, Neighbor, Pair, Point, Result, Scalar,
+    SparseCodes, StopRule,
 };
 
 /// Plain-old-data a device buffer can hold.
@@ -141,6 +141,15 @@ pub trait NearestPairsDevice: DeviceMemory {
         b: &Self::Buffer<Point>,
         out: &mut Self::Buffer<Neighbor>,
     ) -> Result<()>;
+    /// The `k` nearest points of B for each point of A, sorted by `(d2, j)`,
+    /// written to `out` (`|A| * k` entries).
+    fn knn_device(
+        &self,
+        a: &Self::Buffer<Point>,
+        b: &Self::Buffer<Point>,
+        k: usize,
+        out: &mut Self::Buffer<Neighbor>,
+    ) -> Result<()>;
     /// The `k` closest (a, nearest b) pairs; the small result comes back to the host.
     fn closest_pairs_device(
         &self,
@@ -148,6 +157,21 @@ pub trait NearestPairsDevice: DeviceMemory {
         b: &Self::Buffer<Point>,
         k: usize,
     ) -> Result<Vec<Pair>>;
+}
+
+/// Max-flow grid cuts on grids kept in device memory (networks have no
+/// device form: their answer, per-arc flows, is finished on the host).
+pub trait MaxFlowDevice: DeviceMemory {
+    /// A grid graph in the backend's memory, in the backend's own layout
+    /// (counter width, terminal arrays).
+    type DeviceGrid: Send + Sync;
+    /// Uploads a grid (valid by construction). A backend whose counters
+    /// cannot hold the grid's capacities answers [`Error::Unsupported`].
+    fn upload_grid(&self, g: &GridGraph) -> Result<Self::DeviceGrid>;
+    /// [`crate::MaxFlow::grid_cut`] of an uploaded grid: the flow value, and
+    /// one byte per node (1 = source side of the canonical cut) left in
+    /// device memory. The grid is not changed, so it may be cut again.
+    fn grid_cut_device(&self, g: &Self::DeviceGrid) -> Result<(i64, Self::Buffer<u8>)>;
 }
 
 /// OMP codes in device memory, one fixed-size slot per signal: signal `i`

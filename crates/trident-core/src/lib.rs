@@ -83,8 +83,8 @@ pub mod validate;
 pub use coder::{Dictionary, SparseCoder, SparseCodes, StopRule, omp_zero_correlation};
 pub use dense::{DenseGemm, GemmDims, GemmParams, MatMut, MatRef, Op, Precision};
 pub use device::{
-    DenseGemmDevice, DeviceCodes, DeviceCsr, DeviceMat, DeviceMemory, Element, NearestPairsDevice,
-    SparseCoderDevice, SparseGemmDevice,
+    DenseGemmDevice, DeviceCodes, DeviceCsr, DeviceMat, DeviceMemory, Element, MaxFlowDevice,
+    NearestPairsDevice, SparseCoderDevice, SparseGemmDevice,
 };
 pub use error::{Error, Result};
 pub use flow::{Dir, FlowArc, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};

@@ -21,8 +21,6 @@
 //! device, uploads it only when `beta != 0`, and writes back only the view's
 //! elements, never the caller's gaps between rows.
 
-use std::sync::atomic::Ordering;
-
 use cudarc::driver::LaunchConfig;
 use trident_core::{
     DenseGemm, DenseGemmDevice, DeviceMat, Error, GemmDims, GemmParams, MatMut, MatRef, Op,
@@ -90,12 +88,13 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
 ];
 
 /// GEMM kernel shapes the kernel file provides (benchmarks and tests force
-/// one with [`CudaBackend::set_gemm_tile`]). A shape serves only calls of its
+/// one through [`Tuning::gemm_tile`](crate::Tuning::gemm_tile)). A shape serves only calls of its
 /// class (strict f32, Tf32 f32, f64) and, for the variants marked NN-only,
 /// calls without transposes; any other call keeps the automatic choice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GemmTile {
     /// Pick from the problem size (the default).
+    #[default]
     Auto,
     /// Strict f32, register-staged SIMT, 64 x 64 blocks (small products).
     T64x64,
@@ -434,35 +433,11 @@ fn find(tile: GemmTile) -> Option<&'static Shape> {
     SHAPES.iter().find(|s| s.tile == tile)
 }
 
-impl GemmTile {
-    fn code(self) -> u8 {
-        SHAPES
-            .iter()
-            .position(|s| s.tile == self)
-            .map_or(0, |i| i as u8 + 1)
-    }
-    fn from_code(c: u8) -> Self {
-        match c {
-            0 => GemmTile::Auto,
-            c => SHAPES
-                .get(c as usize - 1)
-                .map_or(GemmTile::Auto, |s| s.tile),
-        }
-    }
-}
-
 impl CudaBackend {
-    /// Forces the GEMM kernel shape (benchmarks and tests); `Auto` restores
-    /// the size-based choice. A shape serves only the calls it fits (see
-    /// [`GemmTile`]). Results differ across shapes only by rounding order,
-    /// which is fixed per shape.
-    pub fn set_gemm_tile(&self, tile: GemmTile) {
-        self.gemm_tile.store(tile.code(), Ordering::Relaxed);
-    }
-
-    /// The shape forced by [`CudaBackend::set_gemm_tile`] (`Auto` when none).
+    /// The shape this handle's [`Tuning`](crate::Tuning) forces (`Auto`
+    /// when none).
     pub fn gemm_tile(&self) -> GemmTile {
-        GemmTile::from_code(self.gemm_tile.load(Ordering::Relaxed))
+        self.tuning.gemm_tile
     }
 
     fn pick_shape(&self, class: Class, nn: bool, m: usize, n: usize) -> Result<&'static Shape> {

@@ -12,7 +12,7 @@
 //! | [`CudaBackend::copy_into`] / [`CudaBackend::memset_zero`] | device -> device copy, zero fill |
 //! | [`CudaBackend::function`] | a kernel entry point of a [`KernelSource`], compiled by NVRTC on first use for this device's `sm_XX` and cached |
 //! | [`CudaBackend::stream`] / [`CudaBackend::context`] | the one stream all work of this backend is queued on, and its context (for cuBLAS/cuSPARSE peers, events) |
-//! | [`driver_error`] | wraps a `cudarc` [`DriverError`] into [`Error::Backend`] with the operation's name |
+//! | [`driver_error`] (in [`crate::error`]) | wraps a `cudarc` driver error into [`Error::Backend`] with the operation's name |
 //!
 //! Launch pattern (all pointers are passed as `u64` values; sizes as the exact
 //! C type of the kernel parameter, converted with [`count_u32`]): the one
@@ -44,8 +44,6 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, RwLock};
 
-use cudarc::driver::result::DriverError;
-use cudarc::driver::sys::cudaError_enum;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
 };
@@ -53,6 +51,7 @@ use cudarc::nvrtc::Ptx;
 use trident_core::{DeviceMemory, Element, Error, Result};
 
 use crate::CudaBackend;
+use crate::error::{DriverFailure, KernelCompileFailure, driver_error, is_oom, module_label};
 use crate::kcache::Compiler;
 
 /// A CUDA source file of `kernels/`, embedded in the binary.
@@ -198,81 +197,6 @@ impl<T: Element> fmt::Debug for CudaBuffer<T> {
     }
 }
 
-/// A driver call that failed, with the operation it was part of.
-#[derive(Debug)]
-pub struct DriverFailure {
-    /// What the backend was doing ("launch gemm_f32", "download").
-    pub op: String,
-    /// The driver's error code.
-    pub err: DriverError,
-}
-
-impl fmt::Display for DriverFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CUDA driver error in {}: {}", self.op, self.err)
-    }
-}
-
-impl std::error::Error for DriverFailure {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.err)
-    }
-}
-
-/// A kernel source NVRTC rejected, with its log.
-#[derive(Debug)]
-pub struct KernelCompileFailure {
-    /// The module (`kernels/<name>.cu`), with the entry point when compiled
-    /// alone (`dense_gemm:gemm_nn_64x64_f32`).
-    pub module: String,
-    /// The target architecture, `sm_XX`.
-    pub arch: String,
-    /// NVRTC's error and log.
-    pub log: String,
-}
-
-impl fmt::Display for KernelCompileFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "NVRTC could not compile {} for {}:\n{}",
-            module_label(&self.module),
-            self.arch,
-            self.log
-        )
-    }
-}
-
-impl std::error::Error for KernelCompileFailure {}
-
-/// `kernels/<file>.cu`, naming the entry point of a one-entry module
-/// (`file:entry`).
-fn module_label(module: &str) -> String {
-    match module.split_once(':') {
-        Some((file, entry)) => format!("kernels/{file}.cu (entry point {entry} alone)"),
-        None => format!("kernels/{module}.cu"),
-    }
-}
-
-/// Maps a driver error to [`Error::Backend`] naming the operation: use as
-/// `.map_err(driver_error("launch gemm_f32"))`.
-pub fn driver_error(op: &'static str) -> impl Fn(DriverError) -> Error {
-    move |err| {
-        Error::Backend(Box::new(DriverFailure {
-            op: op.to_string(),
-            err,
-        }))
-    }
-}
-
-/// The error of a failed kernel launch, naming the kernel.
-pub(crate) fn launch_error(kernel: &str, err: DriverError) -> Error {
-    Error::Backend(Box::new(DriverFailure {
-        op: format!("launch {kernel}"),
-        err,
-    }))
-}
-
 /// `n` as a `u32` kernel argument, or [`Error::TooLarge`] naming `field`.
 pub fn count_u32(field: &'static str, n: usize) -> Result<u32> {
     u32::try_from(n).map_err(|_| Error::TooLarge {
@@ -288,23 +212,34 @@ pub fn count_u32(field: &'static str, n: usize) -> Result<u32> {
 /// Dynamic shared memory above 16 KiB is opted into first (the kernels'
 /// static shared memory counts against the same 48 KiB default).
 ///
+/// `launch_kernel!(@fn $be, $f, $label, $cfg, $arg...)` queues an entry
+/// point `$f` (`&CudaFunction`) the caller already looked up, for loops that
+/// launch the same kernel many times (max-flow's push-relabel iterations):
+/// no lookup and no shared-memory opt-in (the caller did it, once, when it
+/// needs one); errors name `$label`.
+///
 /// The caller promises what the `unsafe` launch needs: the arguments match
 /// the kernel's parameter list in `kernels/<module>.cu`, and every buffer
 /// holds the elements the kernel indexes.
 macro_rules! launch_kernel {
-    ($be:expr, $src:expr, $name:expr, $cfg:expr, $($arg:expr),* $(,)?) => {{
+    (@fn $be:expr, $f:expr, $label:expr, $cfg:expr, $($arg:expr),* $(,)?) => {{
         use cudarc::driver::PushKernelArg as _;
+        let f: &cudarc::driver::CudaFunction = $f;
+        let cfg: cudarc::driver::LaunchConfig = $cfg;
+        let mut l = $be.stream().launch_builder(f);
+        $( l.arg($arg); )*
+        // SAFETY: the caller matched the arguments to the kernel's parameter
+        // list and sized every buffer for it (see the macro's docs).
+        unsafe { l.launch(cfg) }.map_err(|err| $crate::error::launch_error($label, err))?;
+    }};
+    ($be:expr, $src:expr, $name:expr, $cfg:expr, $($arg:expr),* $(,)?) => {{
         let name: &str = $name;
         let cfg: cudarc::driver::LaunchConfig = $cfg;
         let f = $be.function($src, name)?;
         if cfg.shared_mem_bytes > 16 * 1024 {
             $be.set_dynamic_smem(&f, cfg.shared_mem_bytes)?;
         }
-        let mut l = $be.stream().launch_builder(&f);
-        $( l.arg($arg); )*
-        // SAFETY: the caller matched the arguments to the kernel's parameter
-        // list and sized every buffer for it (see the macro's docs).
-        unsafe { l.launch(cfg) }.map_err(|err| $crate::device::launch_error(name, err))?;
+        $crate::device::launch_kernel!(@fn $be, &f, name, cfg, $($arg),*)
     }};
 }
 pub(crate) use launch_kernel;
@@ -373,10 +308,6 @@ impl Trace {
 
 fn poisoned() -> Error {
     Error::Backend("kernel cache lock poisoned by a panic".into())
-}
-
-fn is_oom(e: &DriverError) -> bool {
-    e.0 == cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY
 }
 
 impl CudaBackend {

@@ -38,12 +38,16 @@
 
 mod dense_gemm;
 pub mod device;
+pub mod error;
 pub mod kcache;
+#[cfg(test)]
+mod kernel_text;
 mod max_flow;
 mod nearest_pairs;
 mod sparse_coder;
 mod sparse_gemm;
 pub mod staging;
+mod tuning;
 
 use std::sync::Arc;
 
@@ -52,9 +56,13 @@ use cudarc::driver::{CudaContext, CudaStream};
 use trident_core::{Backend, Error, Result};
 
 pub use dense_gemm::GemmTile;
-pub use device::{CudaBuffer, KernelSource, driver_error};
-pub use max_flow::{DEFAULT_NETWORK_RELABEL_PERIOD, DEFAULT_RELABEL_PERIOD, GridOnDevice};
+pub use device::{CudaBuffer, KernelSource};
+pub use error::{DriverFailure, KernelCompileFailure, driver_error};
+pub use max_flow::{
+    DEFAULT_FLOW_BUDGET, DEFAULT_NETWORK_RELABEL_PERIOD, DEFAULT_RELABEL_PERIOD, GridOnDevice,
+};
 pub use nearest_pairs::DEFAULT_CELL_TARGET;
+pub use tuning::Tuning;
 
 /// Every kernel source this crate embeds, with its entry points (the tidy
 /// test checks each `kernels/*.cu` of ours is listed and names them).
@@ -75,15 +83,10 @@ pub struct CudaBackend {
     sm_count: u32,
     max_smem_optin: u32,
     l2_bytes: u32,
-    modules: device::ModuleCache,
-    staging: staging::Staging,
-    gemm_tile: std::sync::atomic::AtomicU8,
-    cell_target: std::sync::atomic::AtomicU32,
-    spgemm_window: std::sync::atomic::AtomicU64,
-    flow_period: std::sync::atomic::AtomicU32,
-    net_period: std::sync::atomic::AtomicU32,
-    /// Max-flow launch budget set by a test (0: the default).
-    flow_budget: std::sync::atomic::AtomicU64,
+    /// Shared by the handles [`CudaBackend::tuned`] makes.
+    modules: Arc<device::ModuleCache>,
+    staging: Arc<staging::Staging>,
+    tuning: Tuning,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -192,13 +195,8 @@ impl CudaBackend {
             max_smem_optin,
             l2_bytes,
             modules: Default::default(),
-            staging,
-            gemm_tile: Default::default(),
-            cell_target: nearest_pairs::DEFAULT_CELL_TARGET.to_bits().into(),
-            spgemm_window: sparse_gemm::DENSE_WIN_MAX.into(),
-            flow_period: max_flow::DEFAULT_RELABEL_PERIOD.into(),
-            net_period: max_flow::DEFAULT_NETWORK_RELABEL_PERIOD.into(),
-            flow_budget: 0.into(),
+            staging: Arc::new(staging),
+            tuning: Tuning::default(),
         })
     }
 

@@ -51,14 +51,14 @@
 //! by that sum, so nothing wraps. `trident-core` already guarantees the sum
 //! fits `i64`, so the `i64` kernels take every valid input.
 
-use std::sync::atomic::Ordering;
-
-use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, LaunchConfig};
 use trident_core::flow::finish;
-use trident_core::{Element, Error, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow, Result};
+use trident_core::{
+    Element, Error, FlowNetwork, GridCut, GridGraph, MaxFlow, MaxFlowDevice, NetworkFlow, Result,
+};
 
 use crate::CudaBackend;
-use crate::device::{CudaBuffer, KernelSource, driver_error};
+use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 
 /// `kernels/max_flow.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
@@ -156,15 +156,8 @@ fn to_counter<C: Counter>(v: i64) -> Result<C> {
     })
 }
 
-fn count_u32(field: &'static str, n: usize) -> Result<u32> {
-    u32::try_from(n).map_err(|_| Error::TooLarge {
-        field,
-        value: n as u128,
-        limit: u32::MAX as u128,
-    })
-}
-
-/// A grid graph uploaded to the device (capacities as given, `i64`).
+/// A grid graph uploaded by [`MaxFlowDevice::upload_grid`] (capacities as
+/// given, `i64`).
 pub struct GridOnDevice {
     w: u32,
     h: u32,
@@ -237,46 +230,15 @@ impl Budget {
 }
 
 impl CudaBackend {
-    /// Sets how many kernel launches one max-flow solve may queue before the
-    /// host finishes it (0 restores [`DEFAULT_FLOW_BUDGET`]). For tests that
-    /// make a small graph take the host path; results do not depend on it.
-    #[doc(hidden)]
-    pub fn set_flow_budget(&self, launches: u64) {
-        self.flow_budget.store(launches, Ordering::Relaxed);
-    }
-
     fn budget(&self, nodes: usize) -> Budget {
         Budget {
-            left: match self.flow_budget.load(Ordering::Relaxed) {
-                0 => DEFAULT_FLOW_BUDGET,
-                b => b,
-            },
+            left: self.tuning.flow_budget(),
             max_levels: finish::max_levels(nodes),
         }
     }
 
-    /// Sets the number of push-relabel iterations between global relabels
-    /// (tuning and benchmarks; results do not depend on it). 0 restores the
-    /// default.
-    pub fn set_flow_relabel_period(&self, k: u32) {
-        let k = if k == 0 { DEFAULT_RELABEL_PERIOD } else { k };
-        self.flow_period.store(k, Ordering::Relaxed);
-    }
-
-    /// Sets the number of push-relabel iterations between global relabels
-    /// on networks (tuning; results do not depend on it). 0 restores the
-    /// default.
-    pub fn set_network_relabel_period(&self, k: u32) {
-        let k = if k == 0 {
-            DEFAULT_NETWORK_RELABEL_PERIOD
-        } else {
-            k
-        };
-        self.net_period.store(k, Ordering::Relaxed);
-    }
-
     fn flow_period(&self) -> u32 {
-        self.flow_period.load(Ordering::Relaxed).max(1)
+        self.tuning.flow_relabel_period().max(1)
     }
 
     fn mf_fn(&self, name: &str) -> Result<CudaFunction> {
@@ -336,27 +298,24 @@ impl CudaBackend {
                 return Ok(None);
             }
             for _ in 0..batch_now {
-                {
-                    let mut l = self.stream().launch_builder(f);
-                    match lv {
-                        Level::Grid { w, h, d, dirs, rc } => {
-                            l.arg(w).arg(h).arg(d).arg(dirs).arg(rc);
-                        }
-                        Level::Net {
-                            n,
-                            s,
-                            start,
-                            head,
-                            rev,
-                            res,
-                        } => {
-                            l.arg(n).arg(s).arg(start).arg(head).arg(rev).arg(res);
-                        }
-                    }
-                    l.arg(&hp).arg(&lp).arg(&cp).arg(&step).arg(&forward);
-                    // SAFETY: the parameters of mf_grid_level / mf_net_level in
-                    // order; every buffer is sized for the graph.
-                    unsafe { l.launch(cfg) }.map_err(driver_error("launch max_flow bfs level"))?;
+                // The parameters of mf_grid_level / mf_net_level in order;
+                // every buffer is sized for the graph.
+                match lv {
+                    Level::Grid { w, h, d, dirs, rc } => launch_kernel!(
+                        @fn self, f, "max_flow bfs level", cfg,
+                        w, h, d, dirs, rc, &hp, &lp, &cp, &step, &forward
+                    ),
+                    Level::Net {
+                        n,
+                        s,
+                        start,
+                        head,
+                        rev,
+                        res,
+                    } => launch_kernel!(
+                        @fn self, f, "max_flow bfs level", cfg,
+                        n, s, start, head, rev, res, &hp, &lp, &cp, &step, &forward
+                    ),
                 }
                 step += 1;
             }
@@ -368,36 +327,7 @@ impl CudaBackend {
         }
     }
 
-    /// Uploads a grid for [`CudaBackend::grid_cut_device`].
-    pub fn upload_grid(&self, g: &GridGraph) -> Result<GridOnDevice> {
-        let (d, h, w) = g.shape();
-        let n = g.nodes();
-        count_u32("grid nodes", n)?;
-        // The sum fits i64: GridGraph checked it when it was built.
-        let total = [g.source(), g.sink(), g.caps()]
-            .iter()
-            .flat_map(|a| a.iter())
-            .fold(0i64, |acc, &c| acc.saturating_add(c));
-        Ok(GridOnDevice {
-            w: w as u32,
-            h: h as u32,
-            d: d as u32,
-            dirs: g.dirs().len() as u32,
-            n,
-            total,
-            source: self.upload_named(g.source(), "max_flow source capacities")?,
-            sink: self.upload_named(g.sink(), "max_flow sink capacities")?,
-            caps: self.upload_named(g.caps(), "max_flow neighbour capacities")?,
-        })
-    }
-
-    /// Max flow and canonical min cut of an uploaded grid, on the device: the
-    /// flow value and one byte per node (1 = source side), left on the device.
-    pub fn grid_cut_device(&self, g: &GridOnDevice) -> Result<(i64, CudaBuffer<u8>)> {
-        self.grid_cut_with(g, None)
-    }
-
-    /// [`CudaBackend::grid_cut_device`], with the host copy of the grid when
+    /// [`MaxFlowDevice::grid_cut_device`], with the host copy of the grid when
     /// the caller has it (the host finisher needs the capacities; without it
     /// they are downloaded, only on that path).
     fn grid_cut_with(
@@ -505,17 +435,12 @@ impl CudaBackend {
         {
             let f = self.mf_fn(&format!("mf_grid_init_{sfx}"))?;
             let (srcp, snkp, capp) = (g.source.ptr(), g.sink.ptr(), g.caps.ptr());
-            let mut l = self.stream().launch_builder(&f);
-            l.arg(&w).arg(&h).arg(&d).arg(&nd);
-            l.arg(&srcp)
-                .arg(&snkp)
-                .arg(&capp)
-                .arg(&rcp)
-                .arg(&rtp)
-                .arg(&ep);
-            // SAFETY: parameters in the order of mf_grid_init; every buffer
-            // holds n (rc: dirs * n) elements.
-            unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_grid_init"))?;
+            // Parameters in the order of mf_grid_init; every buffer holds n
+            // (rc: dirs * n) elements.
+            launch_kernel!(
+                @fn self, &f, "mf_grid_init", sweep,
+                &w, &h, &d, &nd, &srcp, &snkp, &capp, &rcp, &rtp, &ep
+            );
         }
         let bfs_init = self.mf_fn(&format!("mf_grid_bfs_init_{sfx}"))?;
         let collect = self.mf_fn(&format!("mf_grid_collect_{sfx}"))?;
@@ -540,12 +465,11 @@ impl CudaBackend {
                 return self.grid_finish(g, host, [&rc, &rt, &e]);
             }
             self.memset_zero(&mut wk.counts)?;
-            {
-                let mut l = self.stream().launch_builder(&bfs_init);
-                l.arg(&n64).arg(&rtp).arg(&hp).arg(&lp).arg(&cp);
-                // SAFETY: parameters in the order of mf_grid_bfs_init.
-                unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_grid_bfs_init"))?;
-            }
+            // Parameters in the order of mf_grid_bfs_init.
+            launch_kernel!(
+                @fn self, &bfs_init, "mf_grid_bfs_init", sweep,
+                &n64, &rtp, &hp, &lp, &cp
+            );
             let Some(got) = self.mf_bfs(&wk, &fns.level, &lv, 0, depth + 8, &mut budget)? else {
                 return self.grid_finish(g, host, [&rc, &rt, &e]);
             };
@@ -553,12 +477,11 @@ impl CudaBackend {
             levels += depth as u64;
             // Active nodes.
             self.memset_zero(&mut wk.counts)?;
-            {
-                let mut l = self.stream().launch_builder(&collect);
-                l.arg(&n64).arg(&ep).arg(&hp).arg(&lp).arg(&cp);
-                // SAFETY: parameters in the order of mf_grid_collect.
-                unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_grid_collect"))?;
-            }
+            // Parameters in the order of mf_grid_collect.
+            launch_kernel!(
+                @fn self, &collect, "mf_grid_collect", sweep,
+                &n64, &ep, &hp, &lp, &cp
+            );
             let mut counts = [0u32; 3];
             self.download_into(&wk.counts, &mut counts)?;
             if counts[0] == 0 {
@@ -570,30 +493,16 @@ impl CudaBackend {
             let lcfg = self.mf_blocks(counts[0] as usize);
             for step in 0..period {
                 tag = tag.wrapping_add(1).max(1);
-                let mut l = self.stream().launch_builder(&fns.push);
-                l.arg(&w)
-                    .arg(&h)
-                    .arg(&d)
-                    .arg(&nd)
-                    .arg(&rcp)
-                    .arg(&rtp)
-                    .arg(&ep)
-                    .arg(&hp);
-                l.arg(&lp).arg(&cp).arg(&step).arg(&tag).arg(&sp);
-                // SAFETY: parameters in the order of mf_grid_push.
-                unsafe { l.launch(lcfg) }.map_err(driver_error("launch mf_grid_push"))?;
-                let mut l = self.stream().launch_builder(&fns.relabel);
-                l.arg(&w)
-                    .arg(&h)
-                    .arg(&d)
-                    .arg(&nd)
-                    .arg(&rcp)
-                    .arg(&rtp)
-                    .arg(&ep)
-                    .arg(&hp);
-                l.arg(&lp).arg(&cp).arg(&step).arg(&tag).arg(&sp);
-                // SAFETY: parameters in the order of mf_grid_relabel.
-                unsafe { l.launch(lcfg) }.map_err(driver_error("launch mf_grid_relabel"))?;
+                // Parameters in the order of mf_grid_push and
+                // mf_grid_relabel (the same list).
+                launch_kernel!(
+                    @fn self, &fns.push, "mf_grid_push", lcfg,
+                    &w, &h, &d, &nd, &rcp, &rtp, &ep, &hp, &lp, &cp, &step, &tag, &sp
+                );
+                launch_kernel!(
+                    @fn self, &fns.relabel, "mf_grid_relabel", lcfg,
+                    &w, &h, &d, &nd, &rcp, &rtp, &ep, &hp, &lp, &cp, &step, &tag, &sp
+                );
             }
         }
         // Flow value.
@@ -608,19 +517,15 @@ impl CudaBackend {
         {
             let f = self.mf_fn(&format!("mf_grid_flow_{sfx}"))?;
             let (snkp, op) = (g.sink.ptr(), out.ptr());
-            let mut l = self.stream().launch_builder(&f);
-            l.arg(&n64).arg(&snkp).arg(&rtp).arg(&op);
-            // SAFETY: parameters in the order of mf_grid_flow.
-            unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_grid_flow"))?;
+            // Parameters in the order of mf_grid_flow.
+            launch_kernel!(@fn self, &f, "mf_grid_flow", sweep, &n64, &snkp, &rtp, &op);
         }
         // Canonical cut: forward BFS from the nodes with excess.
         self.memset_zero(&mut wk.counts)?;
         {
             let f = self.mf_fn(&format!("mf_cut_init_{sfx}"))?;
-            let mut l = self.stream().launch_builder(&f);
-            l.arg(&n64).arg(&ep).arg(&hp).arg(&lp).arg(&cp);
-            // SAFETY: parameters in the order of mf_cut_init.
-            unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_cut_init"))?;
+            // Parameters in the order of mf_cut_init.
+            launch_kernel!(@fn self, &f, "mf_cut_init", sweep, &n64, &ep, &hp, &lp, &cp);
         }
         if self
             .mf_bfs(&wk, &fns.level, &lv, 1, 32, &mut budget)?
@@ -637,10 +542,8 @@ impl CudaBackend {
     fn mf_labels(&self, wk: &Work, labels: &mut CudaBuffer<u8>) -> Result<()> {
         let f = self.mf_fn("mf_labels")?;
         let (n64, hp, op) = (wk.n as u64, wk.hgt.ptr(), labels.ptr());
-        let mut l = self.stream().launch_builder(&f);
-        l.arg(&n64).arg(&hp).arg(&op);
-        // SAFETY: parameters in the order of mf_labels; both buffers hold n.
-        unsafe { l.launch(self.mf_blocks(wk.n)) }.map_err(driver_error("launch mf_labels"))?;
+        // Parameters in the order of mf_labels; both buffers hold n.
+        launch_kernel!(@fn self, &f, "mf_labels", self.mf_blocks(wk.n), &n64, &hp, &op);
         Ok(())
     }
 
@@ -754,7 +657,7 @@ impl CudaBackend {
             rev: rvp,
             res: rsp,
         };
-        let period = self.net_period.load(Ordering::Relaxed).max(1);
+        let period = self.tuning.network_relabel_period().max(1);
         let (mut tag, mut depth, mut rounds, mut levels) = (0u32, 32u32, 0u32, 0u64);
         let mut budget = self.budget(n);
         let start_left = budget.left;
@@ -764,32 +667,23 @@ impl CudaBackend {
                 break false;
             }
             self.memset_zero(&mut wk.counts)?;
-            {
-                let mut l = self.stream().launch_builder(&bfs_init);
-                l.arg(&n32).arg(&t32).arg(&hp).arg(&lp).arg(&cp);
-                // SAFETY: parameters in the order of mf_net_bfs_init.
-                unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_net_bfs_init"))?;
-            }
+            // Parameters in the order of mf_net_bfs_init.
+            launch_kernel!(
+                @fn self, &bfs_init, "mf_net_bfs_init", sweep,
+                &n32, &t32, &hp, &lp, &cp
+            );
             let Some(got) = self.mf_bfs(&wk, &fns.level, &lv, 0, depth + 8, &mut budget)? else {
                 break false;
             };
             depth = got;
             levels += depth as u64;
             self.memset_zero(&mut wk.counts)?;
-            {
-                let mut l = self.stream().launch_builder(&collect);
-                l.arg(&n32)
-                    .arg(&s32)
-                    .arg(&t32)
-                    .arg(&ep)
-                    .arg(&ip)
-                    .arg(&hp)
-                    .arg(&lp)
-                    .arg(&cp);
-                // SAFETY: parameters in the order of mf_net_collect; inc and
-                // the heights hold 2 n.
-                unsafe { l.launch(sweep) }.map_err(driver_error("launch mf_net_collect"))?;
-            }
+            // Parameters in the order of mf_net_collect; inc and the heights
+            // hold 2 n.
+            launch_kernel!(
+                @fn self, &collect, "mf_net_collect", sweep,
+                &n32, &s32, &t32, &ep, &ip, &hp, &lp, &cp
+            );
             let mut counts = [0u32; 3];
             self.download_into(&wk.counts, &mut counts)?;
             if counts[0] == 0 {
@@ -804,32 +698,18 @@ impl CudaBackend {
                 let par = (step % 2) as usize;
                 let (h_cur, h_next) = (hp_half[par], hp_half[1 - par]);
                 let (inc_r, inc_w) = (ip_half[1 - par], ip_half[par]);
-                let mut l = self.stream().launch_builder(&fns.push);
-                l.arg(&n32)
-                    .arg(&s32)
-                    .arg(&t32)
-                    .arg(&stp)
-                    .arg(&hdp)
-                    .arg(&rvp)
-                    .arg(&rsp);
-                l.arg(&ep)
-                    .arg(&inc_r)
-                    .arg(&inc_w)
-                    .arg(&h_cur)
-                    .arg(&lp)
-                    .arg(&cp)
-                    .arg(&step)
-                    .arg(&tag)
-                    .arg(&sp);
-                // SAFETY: parameters in the order of mf_net_push; each half
-                // holds n.
-                unsafe { l.launch(lcfg) }.map_err(driver_error("launch mf_net_push"))?;
-                let mut l = self.stream().launch_builder(&fns.relabel);
-                l.arg(&n32).arg(&stp).arg(&hdp).arg(&rsp).arg(&ep);
-                l.arg(&h_cur).arg(&h_next);
-                l.arg(&lp).arg(&cp).arg(&step).arg(&tag).arg(&sp);
-                // SAFETY: parameters in the order of mf_net_relabel.
-                unsafe { l.launch(lcfg) }.map_err(driver_error("launch mf_net_relabel"))?;
+                // Parameters in the order of mf_net_push; each half holds n.
+                launch_kernel!(
+                    @fn self, &fns.push, "mf_net_push", lcfg,
+                    &n32, &s32, &t32, &stp, &hdp, &rvp, &rsp,
+                    &ep, &inc_r, &inc_w, &h_cur, &lp, &cp, &step, &tag, &sp
+                );
+                // Parameters in the order of mf_net_relabel.
+                launch_kernel!(
+                    @fn self, &fns.relabel, "mf_net_relabel", lcfg,
+                    &n32, &stp, &hdp, &rsp, &ep, &h_cur, &h_next,
+                    &lp, &cp, &step, &tag, &sp
+                );
             }
         };
         tracing::debug!(
@@ -855,6 +735,38 @@ impl CudaBackend {
             "max_flow network finished on the host"
         );
         Ok(out)
+    }
+}
+
+impl MaxFlowDevice for CudaBackend {
+    /// Capacities as given (`i64`); a solve picks `i32` counters when their
+    /// sum fits.
+    type DeviceGrid = GridOnDevice;
+
+    fn upload_grid(&self, g: &GridGraph) -> Result<GridOnDevice> {
+        let (d, h, w) = g.shape();
+        let n = g.nodes();
+        count_u32("grid nodes", n)?;
+        // The sum fits i64: GridGraph checked it when it was built.
+        let total = [g.source(), g.sink(), g.caps()]
+            .iter()
+            .flat_map(|a| a.iter())
+            .fold(0i64, |acc, &c| acc.saturating_add(c));
+        Ok(GridOnDevice {
+            w: w as u32,
+            h: h as u32,
+            d: d as u32,
+            dirs: g.dirs().len() as u32,
+            n,
+            total,
+            source: self.upload_named(g.source(), "max_flow source capacities")?,
+            sink: self.upload_named(g.sink(), "max_flow sink capacities")?,
+            caps: self.upload_named(g.caps(), "max_flow neighbour capacities")?,
+        })
+    }
+
+    fn grid_cut_device(&self, g: &GridOnDevice) -> Result<(i64, CudaBuffer<u8>)> {
+        self.grid_cut_with(g, None)
     }
 }
 

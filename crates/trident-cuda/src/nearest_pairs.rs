@@ -22,8 +22,6 @@
 //! which reads back the candidate count once, and radius search, which reads
 //! back its totals once.
 
-use std::sync::atomic::Ordering;
-
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 use trident_core::{
     Coord, Element, Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point,
@@ -233,19 +231,8 @@ macro_rules! launch {
 }
 
 impl CudaBackend {
-    /// Sets the points-per-cell target of the NearestPairs grid (tuning and
-    /// benchmarks; results do not depend on it).
-    pub fn set_cell_target(&self, target: f32) {
-        let t = if target.is_finite() && target > 0.0 {
-            target
-        } else {
-            DEFAULT_CELL_TARGET
-        };
-        self.cell_target.store(t.to_bits(), Ordering::Relaxed);
-    }
-
     fn cell_target(&self) -> f32 {
-        f32::from_bits(self.cell_target.load(Ordering::Relaxed))
+        self.tuning.cell_target()
     }
 
     /// Compiles (or loads) the grid's kernels and `typed_extra` / `plain_extra`
@@ -476,24 +463,6 @@ impl CudaBackend {
             &outp
         );
         Ok(())
-    }
-
-    /// The `k` nearest points of B for each point of A, sorted by `(d2, j)`,
-    /// into `out` (`|A| * k` entries), all on the device. `k <= 32` keeps each
-    /// query's list in local memory; larger `k` works in `out` itself.
-    pub fn knn_device(
-        &self,
-        a: &CudaBuffer<Point>,
-        b: &CudaBuffer<Point>,
-        k: usize,
-        out: &mut CudaBuffer<Neighbor>,
-    ) -> Result<()> {
-        trident_core::validate::knn_device(self, a, b, k, out)?;
-        if k == 0 || a.is_empty() {
-            return Ok(());
-        }
-        self.prepare_np::<f32>(&["np_knn"], &[])?;
-        self.knn_into::<f32>(a, b, k, out)
     }
 
     /// `closest_pairs` of validated, non-empty A and B with `1 <= k <= |A|`.
@@ -902,6 +871,23 @@ impl NearestPairsDevice for CudaBackend {
         self.nearest_into::<f32>(a, b, out)
     }
 
+    /// `k <= 32` keeps each query's list in local memory; larger `k` works
+    /// in `out` itself.
+    fn knn_device(
+        &self,
+        a: &CudaBuffer<Point>,
+        b: &CudaBuffer<Point>,
+        k: usize,
+        out: &mut CudaBuffer<Neighbor>,
+    ) -> Result<()> {
+        trident_core::validate::knn_device(self, a, b, k, out)?;
+        if k == 0 || a.is_empty() {
+            return Ok(());
+        }
+        self.prepare_np::<f32>(&["np_knn"], &[])?;
+        self.knn_into::<f32>(a, b, k, out)
+    }
+
     fn closest_pairs_device(
         &self,
         a: &CudaBuffer<Point>,
@@ -1006,6 +992,28 @@ fn unscale_neighbors<T: Coord>(out: &mut [Neighbor<T>], shift: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel_text::{after, define};
+
+    /// The tile, scan and grid shapes this file repeats from
+    /// `kernels/nearest_pairs.cu`.
+    #[test]
+    fn constants_match_the_kernel() {
+        let src = KERNEL.source;
+        assert_eq!(define(src, "TILE"), TILE as f64);
+        assert_eq!(define(src, "TILE_THREADS"), TILE_THREADS as f64);
+        assert_eq!(
+            define(src, "SCAN_T") * define(src, "SCAN_PER"),
+            SCAN_BLOCK as f64
+        );
+        assert_eq!(
+            (1u64 << (3 * define(src, "COARSE_BITS") as u32)) as f64,
+            COARSE_CELLS as f64
+        );
+        assert_eq!(
+            after(src, "static_assert(sizeof(Grid<double>) <= "),
+            (GRID_WORDS * 4) as f64
+        );
+    }
 
     /// What the kernels write is laid out as the host reads it.
     #[test]

@@ -24,14 +24,14 @@
 //! `validate::encode`, uploads the signals, runs the device path and packs
 //! the slots with [`SparseCoderDevice::download_codes`].
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::LaunchConfig;
 use trident_core::{
     DeviceCodes, DeviceMat, Dictionary, Error, MatRef, Result, Scalar, SparseCoder,
     SparseCoderDevice, SparseCodes, StopRule, validate,
 };
 
 use crate::CudaBackend;
-use crate::device::{CudaBuffer, KernelSource, driver_error};
+use crate::device::{CudaBuffer, KernelSource, count_u32, launch_kernel};
 
 /// `kernels/sparse_coder.cu`.
 pub(crate) const KERNEL: KernelSource = KernelSource {
@@ -73,14 +73,6 @@ fn to_i32(field: &'static str, v: usize) -> Result<i32> {
         field,
         value: v as u128,
         limit: i32::MAX as u128,
-    })
-}
-
-fn to_u32(field: &'static str, v: usize) -> Result<u32> {
-    u32::try_from(v).map_err(|_| Error::TooLarge {
-        field,
-        value: v as u128,
-        limit: u32::MAX as u128,
     })
 }
 
@@ -159,25 +151,18 @@ impl CudaBackend {
             1,
         );
         let (ldx, ldd, ldo) = (ldx as i64, k as i64, k as i64);
-        let mut l = self.stream().launch_builder(&f);
-        l.arg(&rows)
-            .arg(&n)
-            .arg(&k)
-            .arg(&x)
-            .arg(&ldx)
-            .arg(&d)
-            .arg(&ldd)
-            .arg(&out)
-            .arg(&ldo);
         let cfg = LaunchConfig {
             grid_dim: grid,
             block_dim: (16, 16, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: arguments match `omp_correlate_*` (int x3, ptr, i64, ptr,
-        // i64, ptr, i64); X covers rows x n with ld ldx, D is n x K packed,
-        // out holds rows x K f64 (the callers size them).
-        unsafe { l.launch(cfg) }.map_err(driver_error("launch omp_correlate"))?;
+        // Arguments match `omp_correlate_*` (int x3, ptr, i64, ptr, i64, ptr,
+        // i64); X covers rows x n with ld ldx, D is n x K packed, out holds
+        // rows x K f64 (the callers size them).
+        launch_kernel!(
+            @fn self, &f, "omp_correlate", cfg,
+            &rows, &n, &k, &x, &ldx, &d, &ldd, &out, &ldo
+        );
         Ok(())
     }
 
@@ -245,7 +230,7 @@ impl CudaBackend {
             self.launch_correlate::<T>(rows, ni, ki, xc, ld.max(1), p.d.ptr(), a0p)?;
             let blocks = len.div_ceil(WARPS).min(blocks_cap);
             let cfg = LaunchConfig {
-                grid_dim: (to_u32("OMP blocks", blocks)?, 1, 1),
+                grid_dim: (count_u32("OMP blocks", blocks)?, 1, 1),
                 block_dim: ((WARPS * 32) as u32, 1, 1),
                 shared_mem_bytes: if use_global { 0 } else { block_bytes as u32 },
             };
@@ -253,31 +238,16 @@ impl CudaBackend {
             let at = codes.atoms.ptr() + 4 * (c0 * m) as u64;
             let co = codes.coefs.ptr() + size * (c0 * m) as u64;
             let ro = codes.residual_norm2.ptr() + size * c0 as u64;
-            let mut b = self.stream().launch_builder(&f);
-            b.arg(&rows)
-                .arg(&ni)
-                .arg(&ki)
-                .arg(&mi)
-                .arg(&xc)
-                .arg(&ldx)
-                .arg(&dt)
-                .arg(&g)
-                .arg(&a0p)
-                .arg(&lda)
-                .arg(&eps)
-                .arg(&has_eps)
-                .arg(&cnt)
-                .arg(&at)
-                .arg(&co)
-                .arg(&ro)
-                .arg(&use_g)
-                .arg(&gs)
-                .arg(&sb);
-            // SAFETY: arguments match `omp_batch_*`; the signal pointer
-            // covers `len` rows of `n` with leading dimension `ld`, alpha0
-            // holds `len x K`, the outputs hold `len` slots past their
-            // offsets, and global scratch holds `blocks * WARPS` warps.
-            unsafe { b.launch(cfg) }.map_err(driver_error("launch omp_batch"))?;
+            // Arguments match `omp_batch_*`; the signal pointer covers `len`
+            // rows of `n` with leading dimension `ld`, alpha0 holds `len x K`,
+            // the outputs hold `len` slots past their offsets, and global
+            // scratch holds `blocks * WARPS` warps. The shared memory opt-in
+            // was made once, above.
+            launch_kernel!(
+                @fn self, &f, "omp_batch", cfg,
+                &rows, &ni, &ki, &mi, &xc, &ldx, &dt, &g, &a0p, &lda, &eps, &has_eps,
+                &cnt, &at, &co, &ro, &use_g, &gs, &sb
+            );
             c0 += len;
         }
         Ok(codes)
@@ -321,5 +291,20 @@ impl<T: Scalar> SparseCoderDevice<T> for CudaBackend {
         validate::device_mat(self, "signals", signals)?;
         let p = self.omp_prepare(dict, rule)?;
         self.omp_run(&p, signals.buf.ptr(), signals.ld.max(1), signals.rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel_text::define;
+
+    /// The block and tile shapes this file repeats from
+    /// `kernels/sparse_coder.cu` (its numbers shared with core are checked
+    /// by the tidy test).
+    #[test]
+    fn constants_match_the_kernel() {
+        assert_eq!(define(KERNEL.source, "OMP_WARPS"), WARPS as f64);
+        assert_eq!(define(KERNEL.source, "TILE"), TILE as f64);
     }
 }

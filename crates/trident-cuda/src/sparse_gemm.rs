@@ -205,17 +205,6 @@ fn table_size(q: u64) -> Result<(u32, u32)> {
 }
 
 impl CudaBackend {
-    /// Sets the widest column window of SpGEMM's dense accumulator (rows whose
-    /// span is wider are computed window by window). Tests use it to reach the
-    /// multi-window path on small matrices; results do not depend on it.
-    /// Rounded up to a multiple of 256 and clamped to `[256, 2^24]`.
-    #[doc(hidden)]
-    pub fn set_spgemm_window(&self, cols: u64) {
-        let w = cols.clamp(256, DENSE_WIN_MAX).div_ceil(256) * 256;
-        self.spgemm_window
-            .store(w, std::sync::atomic::Ordering::Relaxed);
-    }
-
     fn download_meta(&self, meta: &CudaBuffer<u64>) -> Result<Vec<u64>> {
         let v = self.download_vec(meta)?;
         flags_error(v[M_FLAGS])?;
@@ -224,11 +213,9 @@ impl CudaBackend {
 
     /// Column window of bin 8 for rows of span up to `span`: the whole span
     /// where it fits, else the widest multiple of 256 within `cap` and the
-    /// user's limit ([`CudaBackend::set_spgemm_window`]).
+    /// handle's limit ([`Tuning::spgemm_window`](crate::Tuning::spgemm_window)).
     fn dense_window(&self, span: u64, cap: u64) -> u64 {
-        let user = self
-            .spgemm_window
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let user = self.tuning.spgemm_window();
         let cap = (cap.min(user) / 256).max(1) * 256;
         (span.div_ceil(256).max(1) * 256).min(cap)
     }
@@ -887,5 +874,43 @@ impl<T: Scalar> SparseGemm<T> for CudaBackend {
         drop(dc);
         tr.lap(self, || "free C on the device".into())?;
         c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel_text::define;
+
+    /// The bins, the meta-buffer layout and the block shapes this file
+    /// repeats from `kernels/sparse_gemm.cu`.
+    #[test]
+    fn constants_match_the_kernel() {
+        let src = KERNEL.source;
+        let pairs: &[(&str, usize)] = &[
+            ("NBINS", NBINS),
+            ("BIN_DENSE", BIN_DENSE),
+            ("BIN_BLOCK", BIN_BLOCK),
+            ("BIN_MERGE", BIN_MERGE),
+            ("M_SYM_COUNT", M_SYM_COUNT),
+            ("M_NUM_COUNT", M_NUM_COUNT),
+            ("M_SYM_BLOCK_Q", M_SYM_BLOCK_Q),
+            ("M_SYM_SPAN", M_SYM_SPAN),
+            ("M_NUM_BLOCK_Q", M_NUM_BLOCK_Q),
+            ("M_NUM_SPAN", M_NUM_SPAN),
+            ("M_TOTAL", M_TOTAL),
+            ("M_FLAGS", M_FLAGS),
+            ("META_WORDS", META_WORDS),
+            ("SORT_WARPS", SORT_WARPS),
+            ("MERGE_THREADS", MERGE_THREADS as usize),
+        ];
+        for &(name, rust) in pairs {
+            assert_eq!(define(src, name), rust as f64, "{name}");
+        }
+        assert_eq!(define(src, "BLOCK_WARPS") * 32.0, BLOCK_THREADS as f64);
+        assert_eq!(
+            define(src, "SCAN_T") * define(src, "SCAN_PER"),
+            SCAN_BLOCK as f64
+        );
     }
 }

@@ -26,7 +26,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream, PinnedHostSlice};
 use trident_core::{Error, Result};
 
-use crate::device::driver_error;
+use crate::error::driver_error;
 
 /// Bytes per staging buffer and per DMA: large enough that the per-copy
 /// overhead (a few microseconds) is lost in the transfer, small enough that

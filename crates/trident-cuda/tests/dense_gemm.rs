@@ -9,7 +9,7 @@ use trident_core::{
     DenseGemm, DenseGemmDevice, DeviceMat, DeviceMemory, Error, GemmParams, MatMut, MatRef, Op,
     Precision, Scalar, tol,
 };
-use trident_cuda::{CudaBackend, GemmTile};
+use trident_cuda::{CudaBackend, GemmTile, Tuning};
 
 use common::{Rng, backend, seed};
 
@@ -220,7 +220,10 @@ fn f32_matches_naive_f64_for_every_tile_shape() {
         GemmTile::St128x128K16S4B2,
         GemmTile::Auto,
     ] {
-        be.set_gemm_tile(tile);
+        let be = be.tuned(Tuning {
+            gemm_tile: tile,
+            ..Tuning::default()
+        });
         sweep::<f32>(&be, &mut rng, Precision::Strict, tol::GEMM_STRICT_F32);
     }
 }
@@ -244,10 +247,12 @@ fn tf32_matches_naive_f64_within_the_tf32_tolerance() {
         GemmTile::Wt128x128K32S6,
         GemmTile::Auto,
     ] {
-        be.set_gemm_tile(tile);
+        let be = be.tuned(Tuning {
+            gemm_tile: tile,
+            ..Tuning::default()
+        });
         sweep::<f32>(&be, &mut rng, Precision::Tf32, tol::GEMM_TF32);
     }
-    be.set_gemm_tile(GemmTile::Auto);
     sweep::<f64>(&be, &mut rng, Precision::Tf32, tol::GEMM_F64);
 }
 
@@ -296,7 +301,10 @@ fn f64_matches_naive_f64() {
         GemmTile::D64x128K16S4B2,
         GemmTile::Auto,
     ] {
-        be.set_gemm_tile(tile);
+        let be = be.tuned(Tuning {
+            gemm_tile: tile,
+            ..Tuning::default()
+        });
         sweep::<f64>(&be, &mut rng, Precision::Strict, tol::GEMM_F64);
     }
 }

@@ -95,3 +95,29 @@ fn sparse_coder_constants_match_core() {
     assert_eq!(define("ILL"), trident_core::tol::OMP_ILL_PIVOT_F64);
     assert_eq!(define("WINDOW"), trident_core::omp::OMP_WINDOW_F64 as f64);
 }
+
+/// Every kernel launch goes through `launch_kernel!` (in `src/device.rs`),
+/// so that each names its kernel in errors and opts into shared memory the
+/// same way: no other file of the crate builds a launch itself.
+#[test]
+fn every_launch_goes_through_the_macro() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let Ok(dir) = std::fs::read_dir(&src) else {
+        eprintln!("skipped: {} is absent on this machine", src.display());
+        return;
+    };
+    for entry in dir {
+        let path = entry.expect("src/ entry").path();
+        if path.extension().is_none_or(|e| e != "rs") || path.ends_with("device.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("readable source");
+        for needle in ["launch_builder", ".launch("] {
+            assert!(
+                !text.contains(needle),
+                "{} launches a kernel without launch_kernel! (`{needle}`)",
+                path.display()
+            );
+        }
+    }
+}

@@ -8,7 +8,8 @@
 
 mod common;
 
-use trident_core::{FlowArc, FlowNetwork, GridGraph, MaxFlow};
+use trident_core::{FlowArc, FlowNetwork, GridGraph, MaxFlow, MaxFlowDevice};
+use trident_cuda::Tuning;
 use trident_reference::ReferenceBackend;
 use trident_testkit::cases::{cut, genrmf, random_grid, random_network};
 
@@ -140,10 +141,12 @@ fn segmentation_grids_match_the_reference() {
     };
     let s = seed("max_flow::segmentation");
     for (n, k) in [(64, 0u32), (200, 0), (200, 1), (200, 7), (200, 500)] {
-        be.set_flow_relabel_period(k);
+        let be = be.tuned(Tuning {
+            flow_relabel_period: Some(k),
+            ..Tuning::default()
+        });
         same_grid(&be, &cut(n, s + n as u64), &format!("cut-{n} period {k}"));
     }
-    be.set_flow_relabel_period(0);
 }
 
 #[test]
@@ -159,7 +162,10 @@ fn random_networks_match_the_reference() {
         let max_cap = [1, 3, 50][pick(&mut r, 3)] as i64;
         let g = random_network(n, m, max_cap, s ^ i);
         // Every other network with a global relabel after each iteration.
-        be.set_network_relabel_period(if i % 2 == 0 { 1 } else { 0 });
+        let be = be.tuned(Tuning {
+            network_relabel_period: Some(if i % 2 == 0 { 1 } else { 0 }),
+            ..Tuning::default()
+        });
         same_network(&be, &g, &format!("random network #{i} n {n} m {m}"));
         // The same arcs with s and t elsewhere (arcs into s, out of t).
         let (sv, tv) = (pick(&mut r, n) as u32, pick(&mut r, n) as u32);
@@ -168,7 +174,6 @@ fn random_networks_match_the_reference() {
             same_network(&be, &h, &format!("random network #{i} s {sv} t {tv}"));
         }
     }
-    be.set_network_relabel_period(0);
     let wide: Vec<FlowArc> = random_network(12, 60, 9, s)
         .arcs()
         .iter()
@@ -197,7 +202,10 @@ fn the_launch_budget_hands_over_to_the_host() {
     let s = seed("max_flow::budget");
     let mut r = Rng::new(s);
     for budget in [1u64, 2, 5, 11, 30, 100, 400] {
-        be.set_flow_budget(budget);
+        let be = be.tuned(Tuning {
+            flow_budget: Some(budget),
+            ..Tuning::default()
+        });
         for i in 0..20u64 {
             let three = i % 2 == 1;
             let (d, h, w) = (
@@ -232,7 +240,6 @@ fn the_launch_budget_hands_over_to_the_host() {
             &format!("budget {budget}: rmf 8x6"),
         );
     }
-    be.set_flow_budget(0);
 }
 
 /// Per-arc flows are not unique, so they show any dependence on the

@@ -15,7 +15,7 @@ use trident_core::{
     Coord, DeviceMemory, Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point,
     RadiusNeighbors, dist2, scale_coord, scaled_for_range, unscale_d2,
 };
-use trident_cuda::CudaBackend;
+use trident_cuda::{CudaBackend, Tuning};
 use trident_reference::ReferenceBackend;
 
 use common::{Rng, backend, seed};
@@ -157,10 +157,12 @@ fn uniform_and_clustered_match_brute_force() {
     check_all(&be, &a, &b, "clustered");
     // Cell sizing must not change results.
     for t in [0.25f32, 2.0, 64.0] {
-        be.set_cell_target(t);
+        let be = be.tuned(Tuning {
+            cell_target: Some(t),
+            ..Tuning::default()
+        });
         check_all(&be, &a, &b, &format!("clustered, cell target {t}"));
     }
-    be.set_cell_target(trident_cuda::DEFAULT_CELL_TARGET);
 }
 
 #[test]
@@ -294,10 +296,12 @@ fn f64_matches_brute_force() {
     check_all(&be, &far, &b, "f64 far queries");
     check_all(&be, &a, &[[5e5, 5.3e6, 200.0]], "f64 B one point");
     for t in [0.25f32, 64.0] {
-        be.set_cell_target(t);
+        let be = be.tuned(Tuning {
+            cell_target: Some(t),
+            ..Tuning::default()
+        });
         check_all(&be, &a, &b, &format!("f64 UTM, cell target {t}"));
     }
-    be.set_cell_target(trident_cuda::DEFAULT_CELL_TARGET);
 }
 
 /// The ends of f64's range: coordinates beyond 2^510 and below 2^-459 are
@@ -515,7 +519,11 @@ where
     }
     // The cell size does not change the answer.
     for target in [0.25f32, 64.0] {
-        be.set_cell_target(target);
+        let tuned = be.tuned(Tuning {
+            cell_target: Some(target),
+            ..Tuning::default()
+        });
+        let be = &tuned;
         check_radius_both(
             be,
             &cl,
@@ -524,7 +532,6 @@ where
             &format!("{t} clustered, cell target {target}"),
         );
     }
-    be.set_cell_target(trident_cuda::DEFAULT_CELL_TARGET);
 }
 
 #[test]

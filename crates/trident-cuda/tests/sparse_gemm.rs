@@ -15,7 +15,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use trident_core::{CsrMatrix, DeviceMemory, Error, Scalar, SparseGemm, SparseGemmDevice};
-use trident_cuda::CudaBackend;
+use trident_cuda::{CudaBackend, Tuning};
 use trident_reference::ReferenceBackend;
 use trident_testkit::cases::{self, Input, Size, SpgemmCase};
 use trident_testkit::check;
@@ -205,9 +205,18 @@ fn every_bin_matches_model() {
         let a: CsrMatrix<f32> = cases::random_csr(300, 3000, 0.03, true, rng.next_u64());
         let b: CsrMatrix<f32> = cases::random_csr(3000, 3000, 0.03, true, rng.next_u64());
         run!(a, b, "dense rows");
-        be.set_spgemm_window(512);
-        run!(a, b, "dense rows, 512-column windows");
-        be.set_spgemm_window(u64::MAX);
+        // A handle with 512-column windows (the macro checks on `be`).
+        let windowed = be.tuned(Tuning {
+            spgemm_window: Some(512),
+            ..Tuning::default()
+        });
+        let label = format!("dense rows, 512-column windows {ty}");
+        if f64_ {
+            let (a, b): (CsrMatrix<f64>, CsrMatrix<f64>) = (cases::convert(&a), cases::convert(&b));
+            check_product(&windowed, &a, &b, true, &label);
+        } else {
+            check_product(&windowed, &a, &b, true, &label);
+        }
         // Long rows spread over 10M columns: block hash (shared memory).
         let a: CsrMatrix<f32> = spread_rows(
             &mut rng,
@@ -261,14 +270,16 @@ fn columns_near_u32_max() {
         let got = be.spgemm(&a, b).unwrap_or_else(|e| panic!("{label}: {e}"));
         assert_same(&got, &model(&a, b), label);
     }
-    be.set_spgemm_window(256);
-    let got = be.spgemm(&a, &b_near).expect("windows");
+    let windowed = be.tuned(Tuning {
+        spgemm_window: Some(256),
+        ..Tuning::default()
+    });
+    let got = windowed.spgemm(&a, &b_near).expect("windows");
     assert_same(
         &got,
         &model(&a, &b_near),
         "top 5000 columns, 256-column windows",
     );
-    be.set_spgemm_window(u64::MAX);
 }
 
 #[test]

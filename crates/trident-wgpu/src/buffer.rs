@@ -23,7 +23,7 @@ use trident_core::{DeviceMemory, Element, Error, Result};
 use wgpu::util::DeviceExt;
 
 use crate::WgpuBackend;
-use crate::context::failure;
+use crate::error::failure;
 
 /// Idle device buffers kept for reuse, at most `limit` bytes in all.
 ///

@@ -1,6 +1,6 @@
 //! Opening the adapter and device, the limits this backend asks for, and the
-//! error plumbing that turns wgpu's validation errors and device loss into
-//! [`trident_core::Error`] instead of a panic.
+//! error scopes that catch wgpu's validation errors and device loss (turned
+//! into [`trident_core::Error`] by [`crate::error`]) instead of a panic.
 //!
 //! wgpu reports most errors asynchronously: a bad bind group or a shader that
 //! does not compile is not a `Result` of the call that made it but an error
@@ -10,46 +10,11 @@
 //! internal), and the device gets an uncaptured-error handler that only records
 //! the message; a recorded message or a lost device fails the next call.
 
-use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use trident_core::{Error, Result};
 
-/// A failure wgpu reported, with the operation it was part of.
-#[derive(Debug)]
-pub struct WgpuFailure {
-    /// What the backend was doing (`"dense_gemm"`, `"download"`).
-    pub op: String,
-    /// wgpu's message.
-    pub message: String,
-}
-
-impl fmt::Display for WgpuFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "wgpu error in {}: {}", self.op, self.message)
-    }
-}
-
-impl std::error::Error for WgpuFailure {}
-
-/// Builds an [`Error::Backend`] from an operation name and a message.
-pub fn failure(op: impl Into<String>, message: impl fmt::Display) -> Error {
-    Error::Backend(Box::new(WgpuFailure {
-        op: op.into(),
-        message: message.to_string(),
-    }))
-}
-
-/// Maps one error wgpu captured to a Trident error.
-fn map_wgpu_error(op: &str, e: wgpu::Error) -> Error {
-    match e {
-        wgpu::Error::OutOfMemory { source } => Error::OutOfMemory {
-            bytes: 0,
-            detail: format!("wgpu device memory during {op}: {source}"),
-        },
-        other => failure(op, other),
-    }
-}
+use crate::error::{failure, map_wgpu_error};
 
 /// Errors that reached no scope, and the device-lost reason: both shared with
 /// wgpu's callbacks, which may run on any thread.

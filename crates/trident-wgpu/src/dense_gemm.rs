@@ -6,8 +6,6 @@
 //! rows. `alpha == 0` (or `k == 0`) runs the scaling kernel, which reads
 //! neither A nor B; `beta == 0` never reads C.
 
-use std::sync::atomic::Ordering;
-
 use trident_core::{
     DenseGemm, DenseGemmDevice, DeviceMat, Error, GemmDims, GemmParams, MatMut, MatRef, Op, Result,
     Scalar, validate,
@@ -125,13 +123,16 @@ const TILE: usize = 128;
 
 /// Invocations of one `gemm_f32` workgroup.
 const THREADS: u32 = 256;
+/// Side of the square workgroup of `gemm_scale_f32` (`C = beta C` alone).
+const SCALE_TILE: usize = 16;
 
 /// The k tiling of the wgpu GEMM kernel (every variant computes 128 x 128
 /// tiles of C with 256 invocations). Deeper tiles halve the barriers per
 /// flop but need more workgroup memory, which the adapter bounds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GemmTile {
     /// The deepest tiling the adapter's workgroup memory holds.
+    #[default]
     Auto,
     /// k tiles of 16, double buffered (33.8 KB of workgroup memory).
     K16,
@@ -142,22 +143,6 @@ pub enum GemmTile {
 }
 
 impl GemmTile {
-    fn code(self) -> u8 {
-        match self {
-            GemmTile::Auto => 0,
-            GemmTile::K16 => 1,
-            GemmTile::K8 => 2,
-            GemmTile::K8Single => 3,
-        }
-    }
-    fn from_code(c: u8) -> Self {
-        match c {
-            1 => GemmTile::K16,
-            2 => GemmTile::K8,
-            3 => GemmTile::K8Single,
-            _ => GemmTile::Auto,
-        }
-    }
     /// Bytes of workgroup memory: two 128-wide tiles (rows padded to 132
     /// floats), BK rows each, per buffer.
     fn workgroup_bytes(self) -> u32 {
@@ -222,13 +207,6 @@ fn needed(rows: usize, cols: usize, ld: usize) -> Option<usize> {
 }
 
 impl WgpuBackend {
-    /// Chooses the k tiling of later GEMM calls ([`GemmTile::Auto`] by
-    /// default: the deepest the adapter's workgroup memory holds). A tiling
-    /// the adapter cannot hold makes those calls fail with `Unsupported`.
-    pub fn set_gemm_tile(&self, tile: GemmTile) {
-        self.gemm_tile.store(tile.code(), Ordering::Relaxed);
-    }
-
     /// The k tiling GEMM calls use on this adapter, or why none fits (fewer
     /// than 256 invocations per workgroup, or under 8.4 KB of workgroup
     /// memory).
@@ -244,7 +222,7 @@ impl WgpuBackend {
             )));
         }
         let fits = |t: GemmTile| t.workgroup_bytes() <= lim.max_compute_workgroup_storage_size;
-        let tile = match GemmTile::from_code(self.gemm_tile.load(Ordering::Relaxed)) {
+        let tile = match self.tuning.gemm_tile {
             GemmTile::Auto => [GemmTile::K16, GemmTile::K8, GemmTile::K8Single]
                 .into_iter()
                 .find(|&t| fits(t)),
@@ -254,7 +232,8 @@ impl WgpuBackend {
             Error::Unsupported(format!(
                 "wgpu DenseGemm tiles need {} bytes of workgroup memory; the adapter offers {} \
                  (max_compute_workgroup_storage_size)",
-                GemmTile::from_code(self.gemm_tile.load(Ordering::Relaxed))
+                self.tuning
+                    .gemm_tile
                     .workgroup_bytes()
                     .min(GemmTile::K8Single.workgroup_bytes()),
                 lim.max_compute_workgroup_storage_size
@@ -326,8 +305,8 @@ impl WgpuBackend {
         let mut enc = self.encoder("dense_gemm");
         if scale_only {
             let groups = [
-                to_u32("n / 16", d.n.div_ceil(16))?,
-                to_u32("m / 16", d.m.div_ceil(16))?,
+                to_u32("n / 16", d.n.div_ceil(SCALE_TILE))?,
+                to_u32("m / 16", d.m.div_ceil(SCALE_TILE))?,
                 1,
             ];
             enc.dispatch(&SCALE, &args, groups)?;
@@ -428,5 +407,28 @@ impl<T: Scalar> DenseGemmDevice<T> for WgpuBackend {
                 (&fc, c.ld.max(1)),
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod shader_constants {
+    use super::*;
+    use crate::shader_text::{constant, struct_size, workgroup_size};
+
+    /// The tile, workgroup and uniform-block layout this file repeats from
+    /// `shaders/dense_gemm.wgsl`.
+    #[test]
+    fn constants_match_the_shader() {
+        let src = include_str!("../shaders/dense_gemm.wgsl");
+        assert_eq!(constant(src, "BM"), TILE as f64);
+        assert_eq!(constant(src, "BN"), TILE as f64);
+        assert_eq!(constant(src, "NT"), THREADS as f64);
+        assert_eq!(workgroup_size(src, "gemm_f32"), [THREADS, 1, 1]);
+        let side = SCALE_TILE as u32;
+        assert_eq!(workgroup_size(src, "gemm_scale_f32"), [side, side, 1]);
+        assert_eq!(
+            struct_size(src, "GemmParams"),
+            std::mem::size_of::<Params>()
+        );
     }
 }

@@ -25,32 +25,38 @@
 pub mod buffer;
 pub mod context;
 mod dense_gemm;
+pub mod error;
 mod max_flow;
 mod nearest_pairs;
 pub mod pipeline;
 mod profile;
 mod scan;
+#[cfg(test)]
+mod shader_text;
 mod sparse_coder;
 mod sparse_gemm;
+mod tuning;
 
 use trident_core::{Backend, Error, Result, Scalar};
 
 pub use buffer::WgpuBuffer;
-pub use context::{WgpuFailure, WgpuOptions};
+pub use context::WgpuOptions;
 pub use dense_gemm::GemmTile;
+pub use error::WgpuFailure;
+pub use max_flow::WgpuGrid;
 pub use pipeline::{Arg, Bind, Encoder, Kernel, Shader};
 pub use profile::{GpuTimer, KernelTime};
+pub use tuning::Tuning;
 
 /// A wgpu device and its queue, with the pipelines built for it.
 pub struct WgpuBackend {
-    ctx: context::Context,
-    cache: pipeline::PipelineCache,
-    /// [`GemmTile`] code chosen by [`WgpuBackend::set_gemm_tile`].
-    gemm_tile: std::sync::atomic::AtomicU8,
+    /// Shared, with the pipelines and the profile, by the handles
+    /// [`WgpuBackend::tuned`] makes.
+    ctx: std::sync::Arc<context::Context>,
+    cache: std::sync::Arc<pipeline::PipelineCache>,
     /// Per-dispatch GPU timestamps while on ([`WgpuBackend::set_kernel_profile`]).
-    profile: profile::ProfileSlot,
-    /// Max-flow dispatch budget set by a test (0: the default).
-    flow_budget: std::sync::atomic::AtomicU64,
+    profile: std::sync::Arc<profile::ProfileSlot>,
+    tuning: Tuning,
 }
 
 impl std::fmt::Debug for WgpuBackend {
@@ -92,11 +98,10 @@ impl WgpuBackend {
     /// Opens the backend with explicit [`WgpuOptions`].
     pub fn with_options(opts: &WgpuOptions) -> Result<Self> {
         Ok(Self {
-            ctx: context::Context::open(opts)?,
+            ctx: std::sync::Arc::new(context::Context::open(opts)?),
             cache: Default::default(),
-            gemm_tile: Default::default(),
             profile: Default::default(),
-            flow_budget: Default::default(),
+            tuning: Tuning::default(),
         })
     }
 
@@ -168,12 +173,12 @@ pub(crate) fn require_f32<T: Scalar>(primitive: &str) -> Result<()> {
 
 /// `data` as `f32` once [`require_f32`] has passed (same size, both `Pod`).
 pub(crate) fn as_f32<T: Scalar>(data: &[T]) -> Result<&[f32]> {
-    bytemuck::try_cast_slice(data).map_err(|e| context::failure("as_f32", e))
+    bytemuck::try_cast_slice(data).map_err(|e| error::failure("as_f32", e))
 }
 
 /// `data` as mutable `f32` once [`require_f32`] has passed.
 pub(crate) fn as_f32_mut<T: Scalar>(data: &mut [T]) -> Result<&mut [f32]> {
-    bytemuck::try_cast_slice_mut(data).map_err(|e| context::failure("as_f32_mut", e))
+    bytemuck::try_cast_slice_mut(data).map_err(|e| error::failure("as_f32_mut", e))
 }
 
 impl Backend for WgpuBackend {

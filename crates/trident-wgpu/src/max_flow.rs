@@ -67,14 +67,15 @@
 //! bits.
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
 
 use trident_core::flow::finish;
-use trident_core::{Error, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow, Result};
+use trident_core::{
+    Error, FlowNetwork, GridCut, GridGraph, MaxFlow, MaxFlowDevice, NetworkFlow, Result,
+};
 
 use crate::WgpuBackend;
 use crate::buffer::WgpuBuffer;
-use crate::context::failure;
+use crate::error::failure;
 use crate::pipeline::{Arg, Bind, Kernel, Shader};
 
 static SHADER: Shader = Shader {
@@ -139,6 +140,8 @@ pub(crate) static KERNELS: &[&Kernel] = &[
 
 /// Invocations per workgroup of every kernel here.
 const WG: u64 = 256;
+/// Side of the square tile `grid_relax_tile` sweeps (`TILE` in the shader).
+const RELAX_TILE: usize = 16;
 /// "No node" (the shader's NONE).
 const NONE: u32 = u32::MAX;
 /// Sweeps in the first batch of a global relabel; batches double up to
@@ -370,19 +373,8 @@ impl Solve<'_> {
 }
 
 impl WgpuBackend {
-    /// Sets how many dispatches one max-flow solve may queue before the host
-    /// finishes it (0 restores the default, 65,536). For tests that make a small
-    /// graph take the host path; results do not depend on it.
-    #[doc(hidden)]
-    pub fn set_flow_budget(&self, dispatches: u64) {
-        self.flow_budget.store(dispatches, Ordering::Relaxed);
-    }
-
     fn flow_budget(&self) -> u64 {
-        match self.flow_budget.load(Ordering::Relaxed) {
-            0 => FLOW_BUDGET,
-            b => b,
-        }
+        self.tuning.flow_budget()
     }
 
     /// Params with the dispatch row (invocations per row of the 2-D grid of
@@ -473,10 +465,80 @@ fn grid_upload(be: &WgpuBackend, g: &GridGraph) -> Result<(WgpuBuffer<i32>, Wgpu
     Ok((planes, terminals))
 }
 
+/// A grid graph uploaded by [`MaxFlowDevice::upload_grid`]: the neighbour
+/// capacities and terminals as `i32` (checked against overflow when
+/// uploaded, as [`MaxFlow::grid_cut`] checks them), and the shape.
+pub struct WgpuGrid {
+    /// `(depth, height, width)`.
+    shape: (usize, usize, usize),
+    dirs: usize,
+    /// Neighbour capacities, `dirs` planes of `n` (the layout of
+    /// [`GridGraph::caps`]).
+    planes: WgpuBuffer<i32>,
+    /// Source capacities, then sink capacities.
+    terminals: WgpuBuffer<i32>,
+}
+
+impl WgpuGrid {
+    /// Number of nodes.
+    pub fn nodes(&self) -> usize {
+        self.shape.0 * self.shape.1 * self.shape.2
+    }
+
+    /// The grid back on the host (for the host finisher of a device-resident
+    /// cut, which has no host copy).
+    fn download(&self, be: &WgpuBackend) -> Result<GridGraph> {
+        let wide = |v: Vec<i32>| v.into_iter().map(i64::from).collect::<Vec<_>>();
+        let caps = wide(be.download_vec(&self.planes)?);
+        let mut source = wide(be.download_vec(&self.terminals)?);
+        let sink = source.split_off(self.nodes());
+        let (d, h, w) = self.shape;
+        if self.dirs == 6 {
+            GridGraph::new_3d(d, h, w, source, sink, caps)
+        } else {
+            GridGraph::new_2d(h, w, source, sink, caps)
+        }
+    }
+}
+
+/// The grid a solve works on: the caller's host copy, or an uploaded grid
+/// (downloaded only if the host finisher needs it).
+#[derive(Clone, Copy)]
+enum Host<'a> {
+    Given(&'a GridGraph),
+    Uploaded(&'a WgpuGrid),
+}
+
+impl Host<'_> {
+    fn finish(
+        self,
+        be: &WgpuBackend,
+        f: impl FnOnce(&GridGraph) -> Result<GridCut>,
+    ) -> Result<GridCut> {
+        match self {
+            Host::Given(g) => f(g),
+            Host::Uploaded(d) => f(&d.download(be)?),
+        }
+    }
+}
+
 fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
-    let n = g.nodes();
     let (rc, gin) = grid_upload(be, g)?;
-    let (depth, height, width) = g.shape();
+    grid_solve(be, g.shape(), g.dirs().len(), rc, &gin, Host::Given(g))
+}
+
+/// Solves on the device from residuals `rc` (the neighbour capacities, used
+/// up by the solve) and terminals `gin` (only read).
+fn grid_solve(
+    be: &WgpuBackend,
+    shape: (usize, usize, usize),
+    dirs: usize,
+    rc: WgpuBuffer<i32>,
+    gin: &WgpuBuffer<i32>,
+    host: Host<'_>,
+) -> Result<GridCut> {
+    let (depth, height, width) = shape;
+    let n = depth * height * width;
     let groups = be.grid((n as u64).div_ceil(WG))?;
     let ex = be.alloc::<i32>(n, "max_flow excess")?;
     let hgt = be.alloc::<u32>(n, "max_flow heights")?;
@@ -488,7 +550,7 @@ fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
         n: n as u32,
         width: width as u32,
         plane: (width * height) as u32,
-        dirs: g.dirs().len() as u32,
+        dirs: dirs as u32,
         depth: depth as u32,
         height: height as u32,
         goal: NONE,
@@ -499,9 +561,13 @@ fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
     // a tile is full: on a grid less than 16 rows tall most of a 16 x 16
     // tile's invocations would idle (on a 1-row grid, 15 in 16; llvmpipe took
     // seconds a sweep on 1 x 200,000).
-    let tiles = [width.div_ceil(16), height.div_ceil(16), depth];
+    let tiles = [
+        width.div_ceil(RELAX_TILE),
+        height.div_ceil(RELAX_TILE),
+        depth,
+    ];
     let max = be.limits().max_compute_workgroups_per_dimension as usize;
-    let (relax, relax_groups) = if height >= 16 && tiles.iter().all(|&t| t <= max) {
+    let (relax, relax_groups) = if height >= RELAX_TILE && tiles.iter().all(|&t| t <= max) {
         (&GRID_RELAX_TILE, tiles.map(|t| t as u32))
     } else {
         (&GRID_RELAX, groups)
@@ -541,12 +607,12 @@ fn grid_cut(be: &WgpuBackend, g: &GridGraph) -> Result<GridCut> {
     };
     if cut.is_none() {
         let wide = |v: Vec<i32>| v.into_iter().map(i64::from).collect::<Vec<_>>();
-        return finish::grid_cut(
-            g,
+        let state = (
             wide(be.download_vec(&rc)?),
             wide(be.download_vec(&sk)?),
             wide(be.download_vec(&ex)?),
         );
+        return host.finish(be, |g| finish::grid_cut(g, state.0, state.1, state.2));
     }
     let source_side = s.labels(&p1, n, &out)?;
     // The flow value: per workgroup 64-bit sums of what each node sent to t.
@@ -737,6 +803,47 @@ fn network_flow(be: &WgpuBackend, g: &FlowNetwork) -> Result<NetworkFlow> {
     finish::network_flow(g, arc_flow)
 }
 
+impl MaxFlowDevice for WgpuBackend {
+    type DeviceGrid = WgpuGrid;
+
+    fn upload_grid(&self, g: &GridGraph) -> Result<WgpuGrid> {
+        let (planes, terminals) = self.scoped("max_flow upload", || grid_upload(self, g))?;
+        Ok(WgpuGrid {
+            shape: g.shape(),
+            dirs: g.dirs().len(),
+            planes,
+            terminals,
+        })
+    }
+
+    /// The solve runs on the device as [`MaxFlow::grid_cut`]'s does, on a
+    /// copy of the residuals (the uploaded grid stays as it was); the shader
+    /// packs the cut as bits, which are unpacked on the host and uploaded
+    /// as one byte per node.
+    fn grid_cut_device(&self, g: &WgpuGrid) -> Result<(i64, WgpuBuffer<u8>)> {
+        let n = g.nodes();
+        let (depth, height, width) = g.shape;
+        let cut = if n == 0 {
+            GridCut {
+                flow: 0,
+                source_side: Vec::new(),
+            }
+        } else if finish::grid_is_thin(depth, height, width) {
+            finish::grid_cut_from_start(&g.download(self)?)?
+        } else {
+            self.scoped("max_flow", || {
+                let rc = self.alloc::<i32>(g.planes.len(), "max_flow residuals")?;
+                let mut enc = self.encoder("max_flow residuals");
+                enc.copy(&g.planes, 0, &rc, 0, g.planes.len())?;
+                enc.submit();
+                grid_solve(self, g.shape, g.dirs, rc, &g.terminals, Host::Uploaded(g))
+            })?
+        };
+        let bytes: Vec<u8> = cut.source_side.iter().map(|&b| u8::from(b)).collect();
+        Ok((cut.flow, self.upload_named(&bytes, "max_flow labels")?))
+    }
+}
+
 impl MaxFlow for WgpuBackend {
     fn grid_cut(&self, g: &GridGraph) -> Result<GridCut> {
         // GridGraph is valid by construction; only the i32 bound is ours.
@@ -797,5 +904,30 @@ mod tests {
         );
         let f = b.network_flow(&net(max / 2).unwrap()).unwrap();
         assert_eq!(f.flow, max / 2);
+    }
+}
+
+#[cfg(test)]
+mod shader_constants {
+    use super::*;
+    use crate::shader_text::{constant, struct_size, workgroup_size};
+
+    /// The workgroup sizes, tile, marker and uniform-block layout this file
+    /// repeats from `shaders/max_flow.wgsl`.
+    #[test]
+    fn constants_match_the_shader() {
+        let src = include_str!("../shaders/max_flow.wgsl");
+        assert_eq!(constant(src, "NONE"), NONE as f64);
+        assert_eq!(constant(src, "TILE"), RELAX_TILE as f64);
+        let tile = RELAX_TILE as u32;
+        for k in KERNELS {
+            let want = if k.entry == "grid_relax_tile" {
+                [tile, tile, 1]
+            } else {
+                [WG as u32, 1, 1]
+            };
+            assert_eq!(workgroup_size(src, k.entry), want, "{}", k.entry);
+        }
+        assert_eq!(struct_size(src, "Params"), std::mem::size_of::<Params>());
     }
 }

@@ -418,7 +418,7 @@ impl WgpuBackend {
                 host_rows.push((i, row));
             }
             if host_rows.len() != cut {
-                return Err(crate::context::failure(
+                return Err(crate::error::failure(
                     "radius search",
                     format!(
                         "{cut} rows ran out of loop budget but {} were marked",
@@ -454,7 +454,7 @@ impl WgpuBackend {
         self.download_into(&w.gw, &mut words)?;
         let (cut2, bad, listed) = (words[W_CUT2] as usize, words[W_BAD], words[W_LIST] as usize);
         if cut2 != cut || bad != 0 || listed != long {
-            return Err(crate::context::failure(
+            return Err(crate::error::failure(
                 "radius search",
                 format!(
                     "the fill disagrees with the count: {cut2} rows cut (count: {cut}), \
@@ -520,7 +520,7 @@ impl WgpuBackend {
             }
         }
         if fixed != cut {
-            return Err(crate::context::failure(
+            return Err(crate::error::failure(
                 "nearest_pairs",
                 format!("{cut} queries ran out of loop budget but {fixed} were marked"),
             ));
@@ -618,21 +618,6 @@ impl WgpuBackend {
                 d2: c.d2,
             })
             .collect())
-    }
-
-    /// The `k` nearest points of B for each point of A, sorted by `(d2, j)`,
-    /// into `out` (`|A| * k` entries), all on the device.
-    pub fn knn_device(
-        &self,
-        a: &WgpuBuffer<Point>,
-        b: &WgpuBuffer<Point>,
-        k: usize,
-        out: &mut WgpuBuffer<Neighbor>,
-    ) -> Result<()> {
-        validate::knn_device(self, a, b, k, out)?;
-        self.scoped("knn_device", || {
-            self.np_search(a, b, Some(k), out).map(|_| ())
-        })
     }
 }
 
@@ -874,6 +859,19 @@ impl NearestPairsDevice for WgpuBackend {
         })
     }
 
+    fn knn_device(
+        &self,
+        a: &WgpuBuffer<Point>,
+        b: &WgpuBuffer<Point>,
+        k: usize,
+        out: &mut WgpuBuffer<Neighbor>,
+    ) -> Result<()> {
+        validate::knn_device(self, a, b, k, out)?;
+        self.scoped("knn_device", || {
+            self.np_search(a, b, Some(k), out).map(|_| ())
+        })
+    }
+
     fn closest_pairs_device(
         &self,
         a: &WgpuBuffer<Point>,
@@ -1069,5 +1067,44 @@ mod tests {
             &corners,
             10,
         );
+    }
+}
+
+#[cfg(test)]
+mod shader_constants {
+    use super::*;
+    use crate::shader_text::{constant, struct_size};
+
+    /// The grid shape, word offsets, markers and layouts this file repeats
+    /// from `shaders/nearest_pairs.wgsl`.
+    #[test]
+    fn constants_match_the_shader() {
+        let src = include_str!("../shaders/nearest_pairs.wgsl");
+        let pairs: &[(&str, f64)] = &[
+            ("WG", WG as f64),
+            ("QWG", QWG as f64),
+            ("NPART", NPART as f64),
+            ("NBINS", NBINS as f64),
+            ("NCOARSE", COARSE_CELLS as f64),
+            ("W_CUT", W_CUT as f64),
+            ("CUT", CUT as f64),
+            ("RCUT", RCUT as f64),
+            ("W_TOT_LO", W_TOT_LO as f64),
+            ("W_TOT_HI", W_TOT_HI as f64),
+            ("W_LONG", W_LONG as f64),
+            ("W_CUT2", W_CUT2 as f64),
+            ("W_BAD", W_BAD as f64),
+            ("W_LIST", W_LIST as f64),
+        ];
+        for &(name, rust) in pairs {
+            assert_eq!(constant(src, name), rust, "{name}");
+        }
+        // `gw`: the fields, then NPART partial sums from W_PART on.
+        assert_eq!(
+            constant(src, "W_PART") + constant(src, "NPART"),
+            GRID_WORDS as f64
+        );
+        assert_eq!(struct_size(src, "Params"), std::mem::size_of::<Params>());
+        assert_eq!(struct_size(src, "Cand"), std::mem::size_of::<Cand>());
     }
 }

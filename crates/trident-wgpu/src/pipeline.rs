@@ -31,7 +31,8 @@ use trident_core::{Element, Error, Result};
 
 use crate::WgpuBackend;
 use crate::buffer::WgpuBuffer;
-use crate::context::{CallScope, failure};
+use crate::context::CallScope;
+use crate::error::failure;
 
 /// A WGSL program made of files of `shaders/`.
 #[derive(Debug)]

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use trident_core::{Error, Result};
 
 use crate::WgpuBackend;
-use crate::context::failure;
+use crate::error::failure;
 
 /// Timestamps a query set holds (wgpu's maximum for one set).
 const QUERIES: u32 = 4096;

@@ -75,3 +75,29 @@ impl WgpuBackend {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod shader_constants {
+    use super::*;
+    use crate::shader_text::{constant, struct_size, workgroup_size};
+
+    /// The block and uniform-block layout this file repeats from
+    /// `shaders/scan.wgsl`.
+    #[test]
+    fn constants_match_the_shader() {
+        let src = include_str!("../shaders/scan.wgsl");
+        assert_eq!(constant(src, "SCAN_BLOCK"), BLOCK as f64);
+        assert_eq!(
+            constant(src, "SCAN_WG") * constant(src, "SCAN_PER"),
+            BLOCK as f64
+        );
+        let wg = constant(src, "SCAN_WG") as u32;
+        for k in KERNELS {
+            assert_eq!(workgroup_size(src, k.entry), [wg, 1, 1], "{}", k.entry);
+        }
+        assert_eq!(
+            struct_size(src, "ScanParams"),
+            std::mem::size_of::<ScanParams>()
+        );
+    }
+}

@@ -140,6 +140,10 @@ const MAX_SCRATCH: u64 = 256 << 20;
 /// The workgroup-memory kernel's capacity (`WK`, `WM` in the shader).
 const WG_ATOMS: usize = 1024;
 const WG_CODE: usize = 32;
+/// Side of the square workgroup of `gram_main`.
+const GRAM_SIDE: usize = 8;
+/// Invocations per workgroup of `unpack_main` (`WG` in the shader).
+const UNPACK_WG: usize = 64;
 /// Chunks start at multiples of this many signals, so that every binding
 /// offset (signals, counts, slots) is a multiple of 256 bytes.
 const ALIGN: usize = 64;
@@ -327,7 +331,7 @@ fn prepare<T: Scalar>(be: &WgpuBackend, dict: &Dictionary<T>, rule: StopRule) ->
     };
     let gp = be.uniform(&p.params(0, 0, 0));
     let mut enc = be.encoder("sparse_coder gram");
-    let side = k.div_ceil(8) as u32;
+    let side = k.div_ceil(GRAM_SIDE) as u32;
     enc.dispatch(
         &GRAM,
         &[Arg::raw(&gp), Arg::buf(&p.d), Arg::buf(&p.g)],
@@ -505,7 +509,7 @@ fn run(
                         outs[2],
                         outs[3],
                     ],
-                    [count.div_ceil(64) as u32, 1, 1],
+                    [count.div_ceil(UNPACK_WG) as u32, 1, 1],
                 )?;
             }
         }
@@ -748,5 +752,26 @@ mod tests {
             StopRule::Sparsity(1),
         );
         assert!(matches!(bad, Err(Error::DimensionMismatch { .. })));
+    }
+}
+
+#[cfg(test)]
+mod shader_constants {
+    use super::*;
+    use crate::shader_text::{constant, struct_size, workgroup_size};
+
+    /// The capacities, workgroup shapes, marker and uniform-block layout
+    /// this file repeats from `shaders/sparse_coder.wgsl`.
+    #[test]
+    fn constants_match_the_shader() {
+        let src = include_str!("../shaders/sparse_coder.wgsl");
+        assert_eq!(constant(src, "WK"), WG_ATOMS as f64);
+        assert_eq!(constant(src, "WM"), WG_CODE as f64);
+        assert_eq!(constant(src, "REDO_COUNT"), REDO_COUNT as f64);
+        assert_eq!(constant(src, "WG"), UNPACK_WG as f64);
+        assert_eq!(workgroup_size(src, "unpack_main"), [UNPACK_WG as u32, 1, 1]);
+        let side = GRAM_SIDE as u32;
+        assert_eq!(workgroup_size(src, "gram_main"), [side, side, 1]);
+        assert_eq!(struct_size(src, "Params"), std::mem::size_of::<Params>());
     }
 }

@@ -86,6 +86,9 @@ const NUM_MERGE_GROUPS_AT: usize = 6;
 /// this bounds the parallelism, not the rows).
 const GENERAL_GROUPS: usize = 1024;
 
+/// Invocations per workgroup of the per-row kernels (`WG` in the shader).
+const WG: u64 = 256;
+
 /// Phase timings as debug events, when a `tracing` subscriber wants them
 /// (each phase is then submitted and waited for on its own, so traced calls
 /// are slower overall; without such a subscriber a lap costs one branch).
@@ -196,7 +199,7 @@ impl WgpuBackend {
         // Written by spg_bins before any dispatch reads it.
         let ind = self.alloc_uninit::<u32>(9, "spgemm indirect dispatch sizes")?;
         let info = self.alloc_uninit::<u32>(4, "spgemm totals")?;
-        let row_groups = self.grid((rows as u64 + 1).div_ceil(256))?;
+        let row_groups = self.grid((rows as u64 + 1).div_ceil(WG))?;
         let args = [
             Arg::raw(&params),
             Arg::buf(&a_off),
@@ -269,7 +272,7 @@ impl WgpuBackend {
         }
         let nnz = total as usize;
         if got[0] as u64 != total {
-            return Err(crate::context::failure(
+            return Err(crate::error::failure(
                 "spgemm",
                 format!("scan total {} differs from the summed nnz {total}", got[0]),
             ));
@@ -538,5 +541,20 @@ mod tests {
             let a = csr(13, 12, &ta);
             check(&be, &plain, &a, &b, &format!("wide {cols}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod shader_constants {
+    use super::*;
+    use crate::shader_text::{constant, struct_size};
+
+    /// The workgroup size and uniform-block layout this file repeats from
+    /// `shaders/sparse_gemm.wgsl`.
+    #[test]
+    fn constants_match_the_shader() {
+        let src = include_str!("../shaders/sparse_gemm.wgsl");
+        assert_eq!(constant(src, "WG"), WG as f64);
+        assert_eq!(struct_size(src, "SpgParams"), std::mem::size_of::<Params>());
     }
 }

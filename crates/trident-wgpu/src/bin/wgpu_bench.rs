@@ -19,7 +19,7 @@ use trident_core::{
     SparseCoderDevice, SparseGemm, SparseGemmDevice, dist2,
 };
 use trident_testkit::cases;
-use trident_wgpu::{GemmTile, WgpuBackend};
+use trident_wgpu::{GemmTile, Tuning, WgpuBackend};
 
 const SEED: u64 = 0x7121_d3a7;
 
@@ -121,7 +121,11 @@ fn gemm_case(ctx: &Bench, n: usize) -> Result<Vec<String>> {
         GemmTile::K8,
         GemmTile::K8Single,
     ] {
-        be.set_gemm_tile(tile);
+        let tuned = be.tuned(Tuning {
+            gemm_tile: tile,
+            ..Tuning::default()
+        });
+        let be = &tuned;
         let Ok(used) = be.gemm_tile() else {
             continue;
         };
@@ -176,7 +180,6 @@ fn gemm_case(ctx: &Bench, n: usize) -> Result<Vec<String>> {
             "| gemm-{n}{label} | {dev} | {h2h} | {tflops:.2} TFLOP/s; queued x10: {queued:.3} ms/call | max rel err (64 sampled, vs |A||B|) {worst:.1e} |"
         ));
     }
-    be.set_gemm_tile(GemmTile::Auto);
     Ok(rows)
 }
 
