@@ -5,25 +5,27 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The shared parts: every file that is neither a primitive folder's nor the
-/// registry's (nor the crate root, which declares the modules).
+/// The shared parts: every file directly under `src/` but the crate root
+/// (which declares the modules) and the registry, and everything in `cases/`.
 fn shared_files(src: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = [
-        "problem.rs",
-        "suites.rs",
-        "check.rs",
-        "conformance.rs",
-        "verify.rs",
-    ]
-    .iter()
-    .map(|f| src.join(f))
-    .collect();
-    for e in fs::read_dir(src.join("cases")).expect("src/cases") {
-        let p = e.expect("dir entry").path();
-        if p.extension().is_some_and(|x| x == "rs") {
-            v.push(p);
+    let mut v = Vec::new();
+    for dir in [src.to_path_buf(), src.join("cases")] {
+        for e in fs::read_dir(&dir).expect("a source folder") {
+            let p = e.expect("dir entry").path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let top = dir == src;
+            if p.extension().is_some_and(|x| x == "rs")
+                && !(top && (name == "lib.rs" || name == "registry.rs"))
+            {
+                v.push(p);
+            }
         }
     }
+    assert!(
+        v.iter().any(|p| p.ends_with("verify.rs")) && v.iter().any(|p| p.ends_with("catalog.rs")),
+        "the shared files were not found under {}",
+        src.display()
+    );
     v
 }
 
