@@ -31,7 +31,8 @@ pub struct PeerResult {
     pub median_s: f64,
     /// Timed repeats behind the median.
     pub reps: usize,
-    /// The peer's [`crate::Output::check`] number, if it computes one.
+    /// The peer's check number (the bench programs' `Output::check`), if it
+    /// computes one.
     pub check: Option<f64>,
     /// What was timed and how, in a few words.
     pub note: String,
