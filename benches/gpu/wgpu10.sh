@@ -2,7 +2,7 @@
 # The wgpu table of BENCHMARKS.md ("H100 GPU: the wgpu backend"): verify wgpu large (all five),
 # wgpu_bench beside cuda_bench (cuBLAS, cuSPARSE) in one call, the cut against PyMaxflow, and the wgpu
 # crate's tests on the H100 (one test thread).
-# Binaries in $D (git-ignored): trident (features cuda,wgpu), wgpu_bench (trident-wgpu --features bench),
+# Binaries in $D (git-ignored): trident (features cuda,wgpu), wgpu_bench (trident-benches --features wgpu),
 # cuda_bench (trident-benches --features cuda), wgpu_tests (the trident-wgpu lib test binary), whl/ with the
 # PyMaxflow wheel; carry $D and .gl. Usage: bash benches/gpu/wgpu10.sh
 D=${D:-.device-w}

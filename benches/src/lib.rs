@@ -13,7 +13,6 @@
 
 pub mod kiddo_peer;
 pub mod npy;
-pub mod peers;
 pub mod timing;
 
 use trident::{CsrMatrix, Error, GridCut, NetworkFlow, Pair, Primitives, Result, SparseCodes};

@@ -3,19 +3,18 @@
 //! scikit-learn, SPAMS or PyMaxflow run on the same data with `numpy.load`,
 //! shape and dtype included (no side file saying how to reshape raw bytes).
 
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::Path;
-
-use npyz::WriterBuilder;
 
 /// Writes `data` (row-major, `shape.iter().product()` values) as a NumPy
 /// `.npy` file, creating the parent directory if needed.
-pub fn write<T: npyz::AutoSerialize + Copy>(
+pub fn write<T: trident_io::npy::Element>(
     path: impl AsRef<Path>,
     shape: &[usize],
     data: &[T],
 ) -> std::io::Result<()> {
     let path = path.as_ref();
+    // Checked before the file is created, so a wrong shape leaves no file.
     let want: usize = shape.iter().product();
     if want != data.len() {
         return Err(std::io::Error::new(
@@ -31,15 +30,9 @@ pub fn write<T: npyz::AutoSerialize + Copy>(
         std::fs::create_dir_all(dir)?;
     }
     let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
-    let mut file = BufWriter::new(std::fs::File::create(path)?);
-    let mut w = npyz::WriteOptions::new()
-        .default_dtype()
-        .shape(&shape)
-        .writer(&mut file)
-        .begin_nd()?;
-    w.extend(data.iter().copied())?;
-    w.finish()?;
-    file.flush()
+    let file = BufWriter::new(std::fs::File::create(path)?);
+    trident_io::npy::write(file, &shape, data)
+        .map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))
 }
 
 /// Writes a symmetric 2-D grid cut as `benches/examples/cut_pymaxflow.py`

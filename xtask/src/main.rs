@@ -86,7 +86,7 @@ fn device_build(args: &[String]) -> Result<(), String> {
         "-p",
         "trident-benches",
         "--features",
-        "cuda",
+        "cuda,wgpu",
         "--bin",
         "cuda_bench",
         "--bin",
@@ -99,16 +99,6 @@ fn device_build(args: &[String]) -> Result<(), String> {
         "radius_bench",
         "--bin",
         "bench_table",
-    ]);
-    run(c)?;
-    let mut c = cargo();
-    c.current_dir(root()).args([
-        "build",
-        "--release",
-        "-p",
-        "trident-wgpu",
-        "--features",
-        "bench",
         "--bin",
         "wgpu_bench",
     ]);

@@ -39,12 +39,12 @@ use std::time::Instant;
 
 use trident::{Error, Primitives};
 use trident_benches::kiddo_peer;
-use trident_benches::peers::{self, PeerResult};
 use trident_benches::{
     Work, Workload, available_backends, cannot_run, format_secs, reference_stand_in, runner,
     select_cases, si, sig3,
 };
 use trident_testkit::cases::{Case, PairsCase, io};
+use trident_testkit::peers::{self, PeerResult};
 
 const USAGE: &str = "usage: bench_table [--case NAME]... [--backend NAME]... [--reps N] \
                      [--peers FILE] [--no-kiddo] [--write-inputs DIR]";
@@ -308,10 +308,15 @@ fn main() -> ExitCode {
     let mut peer_results: BTreeMap<String, Vec<PeerResult>> = match &args.peers {
         None => BTreeMap::new(),
         Some(path) => match peers::read(path) {
-            Ok(v) => v.into_iter().fold(BTreeMap::new(), |mut m, r| {
-                m.entry(r.case.clone()).or_insert_with(Vec::new).push(r);
-                m
-            }),
+            Ok(f) => {
+                for s in &f.skipped {
+                    eprintln!("bench_table: no peer on {}: {}", s.case, s.note);
+                }
+                f.results.into_iter().fold(BTreeMap::new(), |mut m, r| {
+                    m.entry(r.case.clone()).or_insert_with(Vec::new).push(r);
+                    m
+                })
+            }
             Err(e) => {
                 eprintln!("bench_table: {e}");
                 return ExitCode::FAILURE;

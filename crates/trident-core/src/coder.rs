@@ -235,6 +235,7 @@ pub trait SparseCoder<T: Scalar>: Send + Sync {
     /// let codes = backend.encode(&d, MatRef::dense(&x, 1, 2)?, StopRule::Sparsity(1))?;
     /// assert_eq!(codes.signal(0), (&[1u32][..], &[3.0][..]));
     /// # Ok(()) }
+    /// # demo(&trident_reference::ReferenceBackend::new().unwrap()).unwrap();
     /// ```
     fn encode(
         &self,

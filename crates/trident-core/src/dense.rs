@@ -338,6 +338,7 @@ pub trait DenseGemm<T: Scalar>: Send + Sync {
     /// )?;
     /// assert_eq!(c, a);
     /// # Ok(()) }
+    /// # demo(&trident_reference::ReferenceBackend::new().unwrap()).unwrap();
     /// ```
     fn gemm(
         &self,

@@ -530,6 +530,7 @@ pub trait MaxFlow: Send + Sync {
     /// let cut = backend.grid_cut(&g)?;
     /// assert_eq!((cut.flow, cut.source_side.clone()), (3, vec![true, false]));
     /// # Ok(()) }
+    /// # demo(&trident_reference::ReferenceBackend::new().unwrap()).unwrap();
     /// ```
     fn grid_cut(&self, g: &GridGraph) -> Result<GridCut>;
 
@@ -542,6 +543,7 @@ pub trait MaxFlow: Send + Sync {
     /// let r = backend.network_flow(&g)?;
     /// assert_eq!((r.flow, r.arc_flow.clone()), (1, vec![1, 1]));
     /// # Ok(()) }
+    /// # demo(&trident_reference::ReferenceBackend::new().unwrap()).unwrap();
     /// ```
     fn network_flow(&self, g: &FlowNetwork) -> Result<NetworkFlow>;
 }

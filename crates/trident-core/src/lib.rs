@@ -99,6 +99,15 @@ pub use sparse::{CsrMatrix, MAX_DIM, SparseGemm};
 pub use tol::UNIT_NORM_TOL;
 
 /// What every backend handle says about itself.
+///
+/// ```
+/// use trident_core::Backend;
+/// let b = trident_reference::ReferenceBackend::new()?;
+/// assert_eq!(b.name(), "reference");
+/// assert!(!b.software_device());
+/// println!("{}: {}", b.name(), b.describe());
+/// # Ok::<(), trident_core::Error>(())
+/// ```
 pub trait Backend: Send + Sync {
     /// Short name used by `TRIDENT_BACKEND` and `verify --backend`: `"reference"`,
     /// `"rayon"`, `"cuda"`, `"wgpu"`.
@@ -115,6 +124,20 @@ pub trait Backend: Send + Sync {
 
 /// All five primitives in both precisions: what `verify` and the facade hold as
 /// `Box<dyn Primitives>`.
+///
+/// ```
+/// use trident_core::{NearestPairs, Primitives};
+/// let backends: Vec<Box<dyn Primitives>> =
+///     vec![Box::new(trident_reference::ReferenceBackend::new()?)];
+/// for b in &backends {
+///     // The closest pair between A and B, on every backend held.
+///     let a = [[0.0f32, 0.0, 0.0]];
+///     let bs = [[3.0f32, 0.0, 0.0], [1.0, 0.0, 0.0]];
+///     let pairs = NearestPairs::<f32>::closest_pairs(b.as_ref(), &a, &bs, 1)?;
+///     assert_eq!((pairs[0].a, pairs[0].b), (0, 1));
+/// }
+/// # Ok::<(), trident_core::Error>(())
+/// ```
 pub trait Primitives:
     Backend
     + DenseGemm<f32>

@@ -306,6 +306,7 @@ pub trait NearestPairs<T: Coord = f32>: Send + Sync {
     /// backend.nearest(&a, &b, &mut out)?;
     /// assert_eq!((out[0].index, out[1].index), (1, 0));
     /// # Ok(()) }
+    /// # demo(&trident_reference::ReferenceBackend::new().unwrap()).unwrap();
     /// ```
     fn nearest(&self, a: &[Point<T>], b: &[Point<T>], out: &mut [Neighbor<T>]) -> Result<()>;
 
@@ -326,6 +327,7 @@ pub trait NearestPairs<T: Coord = f32>: Send + Sync {
     /// assert_eq!((out[0].index, out[1].index), (1, 2));
     /// assert_eq!(out[0].d2, 0.5625);
     /// # Ok(()) }
+    /// # demo(&trident_reference::ReferenceBackend::new().unwrap()).unwrap();
     /// ```
     fn knn(&self, a: &[Point<T>], b: &[Point<T>], k: usize, out: &mut [Neighbor<T>]) -> Result<()>;
 
@@ -341,6 +343,7 @@ pub trait NearestPairs<T: Coord = f32>: Send + Sync {
     /// let pairs = backend.closest_pairs(&a, &b, 1)?;
     /// assert_eq!((pairs[0].a, pairs[0].b, pairs[0].d2), (1, 0, 1.0));
     /// # Ok(()) }
+    /// # demo(&trident_reference::ReferenceBackend::new().unwrap()).unwrap();
     /// ```
     fn closest_pairs(&self, a: &[Point<T>], b: &[Point<T>], k: usize) -> Result<Vec<Pair<T>>>;
 
@@ -365,6 +368,7 @@ pub trait NearestPairs<T: Coord = f32>: Send + Sync {
     /// let found = backend.within(&a, &b, 2.0, usize::MAX)?;
     /// assert_eq!(found.row(0), (&[1u32, 2][..], &[1.0f32, 4.0][..]));
     /// # Ok(()) }
+    /// # demo(&trident_reference::ReferenceBackend::new().unwrap()).unwrap();
     /// ```
     fn within(
         &self,
@@ -386,6 +390,7 @@ pub trait NearestPairs<T: Coord = f32>: Send + Sync {
     /// let found = backend.self_pairs(&p, 1.5, usize::MAX)?;
     /// assert_eq!(found.pairs().collect::<Vec<_>>(), vec![(0, 1, 1.0)]);
     /// # Ok(()) }
+    /// # demo(&trident_reference::ReferenceBackend::new().unwrap()).unwrap();
     /// ```
     fn self_pairs(&self, p: &[Point<T>], r: T, max_pairs: usize) -> Result<RadiusNeighbors<T>>;
 }

@@ -493,6 +493,7 @@ pub trait SparseGemm<T: Scalar>: Send + Sync {
     /// let c = backend.spgemm(&a, &a)?; // [[1, 8], [0, 9]]
     /// assert_eq!(c.values(), &[1.0, 8.0, 9.0]);
     /// # Ok(()) }
+    /// # demo(&trident_reference::ReferenceBackend::new().unwrap()).unwrap();
     /// ```
     fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>>;
 }

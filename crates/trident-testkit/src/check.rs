@@ -92,7 +92,6 @@ impl Verdict {
 }
 
 pub use crate::problem::{Expected, Produced};
-pub use crate::sparse_coder::problem::widen_omp;
 
 /// Runs `backend` on `input` (the part worth timing): [`Input::produce`],
 /// which the input's primitive implements ([`crate::problem::Problem`]).
@@ -111,14 +110,10 @@ pub fn compare(input: &Input, exp: &Expected, got: &Produced) -> Verdict {
     input.compare(exp, got)
 }
 
-// The per-primitive checkers live beside their cases and conformance tests
-// (`crate::<primitive>::check`); they are re-exported here under their old
-// paths.
-pub use crate::dense_gemm::check::gemm;
-pub use crate::max_flow::check::{grid_cut, network_flow};
-pub use crate::nearest_pairs::check::{check_knn, check_nearest, check_pairs};
-pub use crate::sparse_coder::check::{omp, omp_residual};
-pub use crate::sparse_gemm::check::{revalidate_csr, spgemm};
+// The per-primitive checkers live beside their cases and conformance tests,
+// in the primitive's folder; the registry gathers them and they are
+// re-exported here under their old paths.
+pub use crate::registry::checkers::*;
 
 /// `true` for [`Error::Unsupported`]: the backend does not do this; reported
 /// as skipped/unsupported, never as a pass.

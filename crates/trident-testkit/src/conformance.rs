@@ -211,71 +211,6 @@ pub(crate) fn proptest_cases() -> u32 {
         .unwrap_or(DEFAULT_PROPTEST_CASES)
 }
 
-/// Stamps the conformance tests for one backend: one `#[test]` per primitive
-/// and one for bad input, in a module named after the backend.
-///
-/// `$ctor` is an expression of type `trident_core::Result<B>` with
-/// `B: Primitives + 'static` (a backend constructor such as
-/// `RayonBackend::new()`); it is evaluated once per test.
-///
-/// ```text
-/// trident_testkit::conformance_tests!(rayon, trident_rayon::RayonBackend::new());
-/// ```
-#[macro_export]
-macro_rules! conformance_tests {
-    ($name:ident, $ctor:expr) => {
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            use $crate::conformance as __c;
-            #[test]
-            fn dense_gemm() {
-                __c::run_test(
-                    stringify!($name),
-                    $crate::dense_gemm::SUITE.conformance,
-                    || $ctor,
-                )
-            }
-            #[test]
-            fn sparse_gemm() {
-                __c::run_test(
-                    stringify!($name),
-                    $crate::sparse_gemm::SUITE.conformance,
-                    || $ctor,
-                )
-            }
-            #[test]
-            fn nearest_pairs() {
-                __c::run_test(
-                    stringify!($name),
-                    $crate::nearest_pairs::SUITE.conformance,
-                    || $ctor,
-                )
-            }
-            #[test]
-            fn sparse_coder() {
-                __c::run_test(
-                    stringify!($name),
-                    $crate::sparse_coder::SUITE.conformance,
-                    || $ctor,
-                )
-            }
-            #[test]
-            fn max_flow() {
-                __c::run_test(
-                    stringify!($name),
-                    $crate::max_flow::SUITE.conformance,
-                    || $ctor,
-                )
-            }
-            #[test]
-            fn bad_input() {
-                __c::run_test(stringify!($name), __c::bad_input, || $ctor)
-            }
-        }
-    };
-}
-
 // ------------------------------------------------------------ shared runner
 
 /// Runs one input on the backend and the reference and compares. `Ok(None)`
@@ -425,14 +360,10 @@ pub(crate) fn known(r: &mut SuiteReport, label: &str, got: Result<bool>) {
 }
 
 // ------------------------------------------------------------- the suites
-// Each primitive's suite and bad-input group live in
-// `crate::<primitive>::conformance`; re-exported here for the stamped tests.
+// Each primitive's suite and bad-input group live in its folder; the
+// registry gathers them and they are re-exported here under their old paths.
 
-pub use crate::dense_gemm::conformance::{bad_input_dense_gemm, dense_gemm};
-pub use crate::max_flow::conformance::{bad_input_max_flow, max_flow};
-pub use crate::nearest_pairs::conformance::{bad_input_nearest_pairs, nearest_pairs};
-pub use crate::sparse_coder::conformance::{bad_input_sparse_coder, sparse_coder};
-pub use crate::sparse_gemm::conformance::{bad_input_sparse_gemm, sparse_gemm};
+pub use crate::registry::groups::*;
 
 // -------------------------------------------------------------- bad input
 
@@ -475,10 +406,10 @@ pub(crate) fn negative(field: &'static str) -> impl Fn(&Error) -> bool {
 }
 
 /// Every primitive's bad-input group in one report (what the stamped
-/// `bad_input` test runs), in [`crate::suites::PRIMITIVE_SUITES`] order.
+/// `bad_input` test runs), in [`crate::registry::PRIMITIVE_SUITES`] order.
 pub fn bad_input(b: &dyn Primitives) -> SuiteReport {
     let mut all = SuiteReport::new("bad_input", b);
-    for s in &crate::suites::PRIMITIVE_SUITES {
+    for s in &crate::registry::PRIMITIVE_SUITES {
         let r = (s.bad_input)(b);
         all.passed += r.passed;
         all.failures
@@ -493,9 +424,9 @@ pub fn bad_input(b: &dyn Primitives) -> SuiteReport {
 pub type Suite = fn(&dyn Primitives) -> SuiteReport;
 
 /// Every suite in [`trident_core::PRIMITIVES`] order (from
-/// [`crate::suites::PRIMITIVE_SUITES`]), then [`bad_input`].
+/// [`crate::registry::PRIMITIVE_SUITES`]), then [`bad_input`].
 pub fn suites() -> Vec<(&'static str, Suite)> {
-    crate::suites::PRIMITIVE_SUITES
+    crate::registry::PRIMITIVE_SUITES
         .iter()
         .map(|s| (s.primitive.name(), s.conformance))
         .chain(std::iter::once(("bad_input", bad_input as Suite)))

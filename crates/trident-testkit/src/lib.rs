@@ -9,11 +9,19 @@
 //! | [`check`] | compares a backend's output with the reference's under the contract's tolerances |
 //! | [`conformance`] | the suite every backend runs, and [`conformance_tests!`] to stamp it into `#[test]`s |
 //! | [`verify`] | runs every case on every backend and prints the table |
+//! | [`timing`] | wall-time medians, the one statistic `trident bench` and the bench programs report |
+//! | [`peers`] | the results file of `benches/peers.py` (the Python peers' timings) |
 //! | [`problem`] | the [`problem::Problem`] trait each primitive implements for its inputs (run, expected answer, compare, certify, write), and [`problem::Input`] holding any of them |
-//! | [`suites`] | the registry of primitives ([`suites::PRIMITIVE_SUITES`]): each one's catalog cases and conformance suites |
-//! | [`dense_gemm`], [`sparse_gemm`], [`nearest_pairs`], [`sparse_coder`], [`max_flow`] | one folder per primitive: its generators, catalog cases, checker, `Problem` implementations and conformance suite (re-exported by the modules above) |
+//! | [`suites`] | what one primitive gives the shared machinery ([`suites::PrimitiveSuite`]): its catalog cases and conformance suites |
+//! | [`registry`] | the one module that names the primitive folders: [`registry::PRIMITIVE_SUITES`], [`conformance_tests!`], and the primitive items re-exported under the shared modules' paths |
+//! | [`dense_gemm`], [`sparse_gemm`], [`nearest_pairs`], [`sparse_coder`], [`max_flow`] | one folder per primitive: its generators, catalog cases, checker, `Problem` implementations and conformance suite (re-exported by the modules above through [`registry`]) |
 //!
-//! It is not a benchmark harness (timings here are for progress lines only),
+//! Dependencies point one way: the folders use the shared modules, the
+//! registry reads the folders, and the shared modules never name a folder
+//! (`tests/shared_parts.rs` keeps it so).
+//!
+//! It is not a benchmark harness (it holds only the timers and peers-file
+//! format that `trident bench` and the bench programs share),
 //! and it never decides what is correct by itself: the reference backend does,
 //! and the reference is checked by its own certificates.
 #![warn(missing_docs)]
@@ -21,8 +29,11 @@
 pub mod cases;
 pub mod check;
 pub mod conformance;
+pub mod peers;
 pub mod problem;
+pub mod registry;
 pub mod suites;
+pub mod timing;
 pub mod verify;
 
 pub mod dense_gemm;

@@ -1,7 +1,8 @@
-//! The registry of primitives: the one list the shared machinery (the
-//! catalog, the verify runner, the conformance driver) reads to find a
-//! primitive's cases and suites. Adding a primitive adds one line here (see
-//! `ARCHITECTURE.md`, "Adding a primitive").
+//! What one primitive gives the shared machinery (the catalog, the verify
+//! runner, the conformance driver): its cases and suites, as a
+//! [`PrimitiveSuite`]. The list of them, [`PRIMITIVE_SUITES`], is built in
+//! [`crate::registry`] (the one module that names the primitive folders) and
+//! re-exported here (see `ARCHITECTURE.md`, "Adding a primitive").
 
 use trident_core::Primitive;
 
@@ -9,7 +10,7 @@ use crate::cases::{Case, Size};
 use crate::conformance::Suite;
 
 /// Everything the shared machinery needs from one primitive's folder; each
-/// folder defines its own as `SUITE` (e.g. [`crate::dense_gemm::SUITE`]).
+/// folder defines its own as `SUITE` (listed in [`PRIMITIVE_SUITES`]).
 /// What runs, checks and certifies one input is the input's
 /// [`crate::problem::Problem`] implementation, in the same folder.
 #[derive(Clone, Copy, Debug)]
@@ -27,17 +28,4 @@ pub struct PrimitiveSuite {
     pub bad_input: Suite,
 }
 
-/// Every primitive's suite, in [`trident_core::PRIMITIVES`] order.
-pub const PRIMITIVE_SUITES: [PrimitiveSuite; 5] = [
-    crate::dense_gemm::SUITE,
-    crate::sparse_gemm::SUITE,
-    crate::nearest_pairs::SUITE,
-    crate::sparse_coder::SUITE,
-    crate::max_flow::SUITE,
-];
-
-/// The suite of the primitive called `name` (one of
-/// [`trident_core::PRIMITIVES`]), if any.
-pub fn suite(name: &str) -> Option<&'static PrimitiveSuite> {
-    PRIMITIVE_SUITES.iter().find(|s| s.primitive.name() == name)
-}
+pub use crate::registry::{PRIMITIVE_SUITES, suite};

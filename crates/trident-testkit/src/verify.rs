@@ -21,7 +21,7 @@
 //! Certificates are naive on purpose, so on the large nearest-neighbour cases
 //! (where brute force over |A| x |B| would take minutes) they check a fixed
 //! sample of queries and skip the closest-pairs certificate; the row's note
-//! says so ([`crate::nearest_pairs::problem`]).
+//! says so ([`CERT_SAMPLE`], [`CERT_FULL_PAIRS`]).
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -32,7 +32,7 @@ use trident_reference::ReferenceBackend;
 use crate::cases::{self, Case, Input, Size};
 use crate::check::{self, Expected};
 
-pub use crate::nearest_pairs::problem::{CERT_FULL_PAIRS, CERT_SAMPLE};
+pub use crate::registry::{CERT_FULL_PAIRS, CERT_SAMPLE};
 
 /// What to run.
 #[derive(Clone, Debug, Default)]

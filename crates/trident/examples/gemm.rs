@@ -26,6 +26,10 @@ fn main() -> trident::Result<()> {
             .sum();
         assert!((c[i * n + j] as f64 - want).abs() <= 1e-3 * (1.0 + want.abs()));
     }
-    println!("gemm {m}x{k}x{n} on {}: C[0][0] = {:.4}", t.primary(), c[0]);
+    println!(
+        "gemm {m}x{k}x{n} on {}: C[0][0] = {:.4}",
+        t.served_last(),
+        c[0]
+    );
     Ok(())
 }

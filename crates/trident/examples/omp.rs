@@ -41,7 +41,7 @@ fn main() -> trident::Result<()> {
     assert!(worst < 1e-2 * 1.65, "residual {worst}");
     println!(
         "omp on {}: {l} signals, {mean:.2} atoms each, worst residual {worst:.2e}",
-        t.primary()
+        t.served_last()
     );
     Ok(())
 }

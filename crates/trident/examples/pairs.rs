@@ -28,7 +28,7 @@ fn main() -> trident::Result<()> {
     assert!(rms < 0.01, "scans should nearly coincide, rms {rms}");
     println!(
         "nearest on {}: rms distance {rms:.5}; closest pair {:?}",
-        t.primary(),
+        t.served_last(),
         closest[0]
     );
     Ok(())

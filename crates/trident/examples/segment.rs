@@ -41,7 +41,7 @@ fn segment(
     let g = GridGraph::new_2d(h, w, source, sink, caps)?;
     let t = Trident::new()?;
     let cut = t.grid_cut(&g)?;
-    Ok((cut.source_side, cut.flow, t.primary()))
+    Ok((cut.source_side, cut.flow, t.served_last()))
 }
 
 /// The two intensity models of an image: 2-means on its grey levels.

@@ -41,7 +41,7 @@ fn main() -> trident::Result<()> {
         "L: {} nnz, L^2: {} nnz on {}",
         l.nnz(),
         l2.nnz(),
-        t.primary()
+        t.served_last()
     );
     Ok(())
 }

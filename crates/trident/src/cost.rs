@@ -1,12 +1,15 @@
-//! Per-call choice between the GPU and the CPU: below a crossover size a
-//! call is faster on rayon (the GPU's launches, synchronisations and bus
-//! transfers cost more than the work), above it on CUDA.
+//! Per-call choice between a GPU backend and the CPU: below a crossover size
+//! a call is faster on rayon (the GPU's launches, synchronisations and bus
+//! transfers cost more than the work), above it on the GPU.
 //!
 //! The model is one crossover size per primitive, in a unit that is cheap to
 //! compute from the call's arguments (no pass over the data): `m*n*k` for
 //! GEMM, `nnz(A) + nnz(B)` for SpGEMM, `|A| + |B|` points for nearest pairs,
-//! `n * atoms * signals` for OMP, nodes for max-flow. A primitive without a
-//! constant keeps the preference order.
+//! `n * atoms * signals` for OMP, nodes for max-flow. Crossovers are keyed by
+//! the GPU backend's [`BackendKind`] and the primitive, so each GPU backend
+//! has its own (a new one gets them with [`CostModel::with_crossover`] or a
+//! row in the built-in table); a backend or primitive without one keeps the
+//! preference order.
 //!
 //! The constants are the crossovers `host_bench` measured on the H100
 //! machine (NVIDIA H100 80GB HBM3, 16 CPU cores for rayon; SpGEMM re-measured
@@ -18,7 +21,7 @@
 
 use std::fmt;
 
-use trident_core::Primitive;
+use trident_core::{BackendKind, Primitive};
 
 /// What a call's size is measured in, per primitive.
 pub const WORK_UNITS: [(Primitive, &str); 5] = [
@@ -41,8 +44,8 @@ fn unit(p: Primitive) -> &'static str {
 /// to rayon first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CostModel {
-    /// `(backend, primitive, crossover work)`.
-    crossovers: Vec<(&'static str, Primitive, f64)>,
+    /// `(GPU backend, primitive, crossover work)`.
+    crossovers: Vec<(BackendKind, Primitive, f64)>,
 }
 
 /// Crossovers measured on the H100 machine (see the module docs), each the
@@ -62,12 +65,18 @@ pub struct CostModel {
 /// always goes to rayon first. Batch-OMP has none either, the other way:
 /// CUDA won every size (1K signals 0.40 against 1.28 ms), so it keeps the
 /// preference order.
-const MEASURED: [(&str, Primitive, f64); 4] = [
-    ("cuda", Primitive::DenseGemm, 1.09e7),
-    ("cuda", Primitive::SparseGemm, 1.4e4),
-    ("cuda", Primitive::NearestPairs, 4.0e3),
-    ("cuda", Primitive::MaxFlow, f64::INFINITY),
+///
+/// The wgpu backend has no row yet: it was not swept against rayon, so it
+/// keeps the preference order until `host_bench` measures it.
+const MEASURED: [(BackendKind, Primitive, f64); 4] = [
+    (BackendKind::Cuda, Primitive::DenseGemm, 1.09e7),
+    (BackendKind::Cuda, Primitive::SparseGemm, 1.4e4),
+    (BackendKind::Cuda, Primitive::NearestPairs, 4.0e3),
+    (BackendKind::Cuda, Primitive::MaxFlow, f64::INFINITY),
 ];
+
+/// The backend a call below a crossover goes to.
+const CPU: BackendKind = BackendKind::Rayon;
 
 impl Default for CostModel {
     /// The built-in crossovers (measured on the H100 machine, see the module docs).
@@ -87,37 +96,31 @@ impl CostModel {
     }
 
     /// The same model with `backend`'s crossover for `primitive` set to `work`.
-    pub fn with_crossover(
-        mut self,
-        backend: &'static str,
-        primitive: Primitive,
-        work: f64,
-    ) -> Self {
+    pub fn with_crossover(mut self, backend: BackendKind, primitive: Primitive, work: f64) -> Self {
         self.crossovers
             .retain(|(b, p, _)| !(*b == backend && *p == primitive));
         self.crossovers.push((backend, primitive, work));
         self
     }
 
-    /// `(backend, crossover)` for `primitive`, if one is set.
-    pub fn crossover(&self, primitive: Primitive) -> Option<(&'static str, f64)> {
+    /// `backend`'s crossover for `primitive`, if one is set.
+    pub fn crossover(&self, backend: BackendKind, primitive: Primitive) -> Option<f64> {
         self.crossovers
             .iter()
-            .find(|(_, p, _)| *p == primitive)
-            .map(|&(b, _, w)| (b, w))
+            .find(|&&(b, p, _)| b == backend && p == primitive)
+            .map(|&(_, _, w)| w)
     }
 
-    /// Index in `chain` (backend names in preference order) of the backend
-    /// to offer a call of `primitive` with `work` to first.
+    /// Index in `chain` (backend names in preference order, as
+    /// [`trident_core::Backend::name`] gives them) of the backend to offer a
+    /// call of `primitive` with `work` to first: rayon when the head of the
+    /// chain has a crossover for `primitive` above `work`, else the head.
     pub fn first(&self, primitive: Primitive, work: f64, chain: &[&str]) -> usize {
-        let Some(&head) = chain.first() else {
+        let Some(head) = chain.first().and_then(|&n| BackendKind::from_name(n)) else {
             return 0;
         };
-        let below = self
-            .crossovers
-            .iter()
-            .any(|&(b, p, w)| b == head && p == primitive && work < w);
-        match chain.iter().position(|&n| n == "rayon") {
+        let below = self.crossover(head, primitive).is_some_and(|w| work < w);
+        match chain.iter().position(|&n| n == CPU.name()) {
             Some(r) if below => r,
             _ => 0,
         }
@@ -139,7 +142,7 @@ impl CostModel {
                 }
             })
             .collect();
-        format!("rayon below the crossover: {}", parts.join(", "))
+        format!("{} below the crossover: {}", CPU.name(), parts.join(", "))
     }
 }
 
@@ -154,7 +157,8 @@ pub struct Choice {
     pub work: f64,
     /// The backend the model offered the call to first.
     pub preferred: &'static str,
-    /// The crossover that applied, if any: `(GPU backend, work)`.
+    /// The crossover of the chain's head for this primitive, if it has one:
+    /// `(GPU backend, work)`.
     pub crossover: Option<(&'static str, f64)>,
     /// `true` when `TRIDENT_BACKEND` chose.
     pub forced: bool,
@@ -170,10 +174,10 @@ impl Choice {
             format!("forced by {}", crate::BACKEND_ENV)
         } else {
             match self.crossover {
-                Some((gpu, c)) if self.preferred == "rayon" && c.is_infinite() => {
+                Some((gpu, c)) if self.preferred == CPU.name() && c.is_infinite() => {
                     format!("{gpu} is never faster for {} (measured)", self.primitive)
                 }
-                Some((gpu, c)) if self.preferred == "rayon" => {
+                Some((gpu, c)) if self.preferred == CPU.name() => {
                     format!("{u} = {:.2e} < {gpu} crossover {c:.2e}", self.work)
                 }
                 Some((gpu, c)) if self.preferred == gpu => {

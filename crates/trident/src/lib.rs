@@ -27,6 +27,8 @@
 //! let a = CsrMatrix::from_triplets(2, 2, &[(0, 0, 1.0f32), (0, 1, 2.0), (1, 1, 3.0)])?;
 //! let c = t.spgemm(&a, &a)?; // [[1, 8], [0, 9]]
 //! assert_eq!(c.values(), &[1.0, 8.0, 9.0]);
+//! // Small calls may go to rayon even with a GPU (the cost model's crossovers).
+//! println!("served by {}", t.served_last());
 //! # Ok::<(), trident::Error>(())
 //! ```
 #![warn(missing_docs)]

@@ -400,7 +400,9 @@ impl Trident {
                         backend: b.name(),
                         work,
                         preferred: names[first],
-                        crossover: self.model.crossover(primitive),
+                        crossover: BackendKind::from_name(names[0]).and_then(|k| {
+                            self.model.crossover(k, primitive).map(|w| (k.name(), w))
+                        }),
                         forced: self.forced,
                         skipped,
                     };

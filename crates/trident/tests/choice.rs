@@ -5,10 +5,10 @@
 //! backends stand in for CUDA, so this runs on any machine.
 
 use trident::{
-    Backend, Coord, CostModel, CsrMatrix, DenseGemm, Dictionary, Error, FlowNetwork, GemmParams,
-    GridCut, GridGraph, MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow, Pair, Point,
-    Primitive, Primitives, RadiusNeighbors, Result, SparseCoder, SparseCodes, SparseGemm, StopRule,
-    Trident,
+    Backend, BackendKind, Coord, CostModel, CsrMatrix, DenseGemm, Dictionary, Error, FlowNetwork,
+    GemmParams, GridCut, GridGraph, MatMut, MatRef, MaxFlow, NearestPairs, Neighbor, NetworkFlow,
+    Pair, Point, Primitive, Primitives, RadiusNeighbors, Result, SparseCoder, SparseCodes,
+    SparseGemm, StopRule, Trident,
 };
 
 /// A backend called `name` that serves SpGEMM and GEMM (doing nothing) unless
@@ -122,7 +122,7 @@ fn diag(n: usize) -> CsrMatrix<f32> {
 
 fn model() -> CostModel {
     // SpGEMM of two diagonals: work = 2n, so n < 50 goes to rayon.
-    CostModel::preference_only().with_crossover("cuda", Primitive::SparseGemm, 100.0)
+    CostModel::preference_only().with_crossover(BackendKind::Cuda, Primitive::SparseGemm, 100.0)
 }
 
 #[test]
@@ -208,9 +208,11 @@ fn the_default_model_has_crossovers_for_the_benchmarked_primitives() {
         Primitive::SparseGemm,
         Primitive::NearestPairs,
     ] {
-        let (gpu, w) = m.crossover(p).unwrap();
-        assert_eq!(gpu, "cuda");
+        let w = m.crossover(BackendKind::Cuda, p).unwrap();
         assert!(w > 0.0);
+        // The crossovers are CUDA's: another GPU backend has none until set.
+        assert_eq!(m.crossover(BackendKind::Wgpu, p), None);
+        assert_eq!(m.first(p, w / 2.0, &["wgpu", "rayon"]), 0);
         assert_eq!(m.first(p, w / 2.0, &["cuda", "rayon"]), 1);
         assert_eq!(m.first(p, w * 2.0, &["cuda", "rayon"]), 0);
         // Without rayon in the chain there is nothing to prefer.
@@ -218,8 +220,10 @@ fn the_default_model_has_crossovers_for_the_benchmarked_primitives() {
     }
     // Max-flow goes to rayon first at any size (CUDA never won its sweep);
     // Batch-OMP keeps the preference order (CUDA won every size).
-    let (gpu, w) = m.crossover(Primitive::MaxFlow).unwrap();
-    assert_eq!((gpu, w), ("cuda", f64::INFINITY));
+    assert_eq!(
+        m.crossover(BackendKind::Cuda, Primitive::MaxFlow),
+        Some(f64::INFINITY)
+    );
     assert_eq!(m.first(Primitive::MaxFlow, 1e12, &["cuda", "rayon"]), 1);
     assert!(
         m.describe()
@@ -235,12 +239,34 @@ fn the_default_model_has_crossovers_for_the_benchmarked_primitives() {
         skipped: Vec::new(),
     };
     assert_eq!(c.reason(), "cuda is never faster for max_flow (measured)");
-    assert_eq!(m.crossover(Primitive::SparseCoder), None);
+    assert_eq!(m.crossover(BackendKind::Cuda, Primitive::SparseCoder), None);
     assert_eq!(m.first(Primitive::SparseCoder, 1.0, &["cuda", "rayon"]), 0);
     assert_eq!(
         CostModel::preference_only().first(Primitive::DenseGemm, 1.0, &["cuda", "rayon"]),
         0
     );
+}
+
+#[test]
+fn a_new_gpu_backend_gets_crossovers_by_its_kind() {
+    let m =
+        CostModel::preference_only().with_crossover(BackendKind::Wgpu, Primitive::DenseGemm, 1e6);
+    assert_eq!(
+        m.crossover(BackendKind::Wgpu, Primitive::DenseGemm),
+        Some(1e6)
+    );
+    assert_eq!(m.crossover(BackendKind::Cuda, Primitive::DenseGemm), None);
+    assert_eq!(m.first(Primitive::DenseGemm, 1e3, &["wgpu", "rayon"]), 1);
+    assert_eq!(m.first(Primitive::DenseGemm, 1e9, &["wgpu", "rayon"]), 0);
+    // Only the head of the chain's crossover counts.
+    assert_eq!(
+        m.first(Primitive::DenseGemm, 1e3, &["cuda", "wgpu", "rayon"]),
+        0
+    );
+    // Setting it again replaces it.
+    let m = m.with_crossover(BackendKind::Wgpu, Primitive::DenseGemm, 10.0);
+    assert_eq!(m.first(Primitive::DenseGemm, 1e3, &["wgpu", "rayon"]), 0);
+    assert!(m.describe().contains("dense_gemm on wgpu from m*n*k"));
 }
 
 #[test]

@@ -18,6 +18,7 @@ use std::time::Instant;
 use serde_json::json;
 use trident_testkit::cases;
 use trident_testkit::check;
+use trident_testkit::timing;
 
 mod files;
 mod plot;
@@ -131,13 +132,12 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
                     }
                 }
             }
-            times.sort_by(f64::total_cmp);
             rows.push(Timing {
                 case: case.clone(),
                 primitive,
                 backend: bname.clone(),
                 kind: "backend",
-                median_s: times.get(times.len() / 2).copied(),
+                median_s: (!times.is_empty()).then(|| timing::median(times)),
                 note,
                 ratio: None,
             });

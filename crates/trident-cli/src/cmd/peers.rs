@@ -20,11 +20,12 @@
 use std::num::NonZeroUsize;
 use std::path::Path;
 use std::process::Command;
-use std::time::Instant;
 
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
 use trident::{CsrMatrix, Op, Scalar};
 use trident_testkit::cases::{GemmCase, Input, PairsCase, SpgemmCase};
+use trident_testkit::peers;
+use trident_testkit::timing::median_secs as median;
 
 /// One peer's time on one case, or why it has none.
 pub struct PeerTiming {
@@ -37,21 +38,6 @@ pub struct PeerTiming {
 }
 
 /// One untimed warm-up, then `reps` timed calls of `call(setup())`; the median.
-fn median<S, R>(reps: usize, mut setup: impl FnMut() -> S, mut call: impl FnMut(S) -> R) -> f64 {
-    std::hint::black_box(call(setup()));
-    let mut times: Vec<f64> = (0..reps.max(1))
-        .map(|_| {
-            let s = setup();
-            let t = Instant::now();
-            std::hint::black_box(call(s));
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
-}
-
-/// The in-process Rust peer of `input`'s primitive, if there is one.
 pub fn rust(input: &Input, reps: usize) -> Option<PeerTiming> {
     if let Some(c) = input.downcast_ref::<GemmCase<f32>>() {
         return Some(gemm(c, reps, "f32"));
@@ -196,28 +182,28 @@ pub fn python(
             .unwrap_or("");
         return Err(format!("{} failed: {last}", script.display()));
     }
-    // The results file of benches/src/peers.rs: case, peer, median_s, reps,
-    // check, note; tab-separated; a skipped case has median_s "skipped".
+    // The results file of benches/peers.py (trident_testkit::peers).
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut rows = Vec::new();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split('\t').collect();
-        if f.len() < 5 || f[0] != case {
-            continue;
-        }
-        let note = f.get(5).unwrap_or(&"").to_string();
-        match f[2].parse::<f64>() {
-            Ok(s) if s.is_finite() && s > 0.0 => rows.push(PeerTiming {
-                peer: f[1].to_string(),
-                median_s: Some(s),
-                note,
-            }),
-            _ => rows.push(PeerTiming {
-                peer: f[1].to_string(),
+    let file = peers::parse(&text).map_err(|e| format!("{}: {e}", script.display()))?;
+    let mut rows: Vec<PeerTiming> = file
+        .results
+        .into_iter()
+        .filter(|r| r.case == case)
+        .map(|r| PeerTiming {
+            peer: r.peer,
+            median_s: Some(r.median_s),
+            note: r.note,
+        })
+        .collect();
+    rows.extend(
+        file.skipped
+            .into_iter()
+            .filter(|s| s.case == case)
+            .map(|s| PeerTiming {
+                peer: "-".into(),
                 median_s: None,
-                note: format!("skipped: {note}"),
+                note: format!("skipped: {}", s.note),
             }),
-        }
-    }
+    );
     Ok(rows)
 }

@@ -70,7 +70,7 @@ pub(crate) fn add(
 /// benchmark-family cases at that size, then the edge cases. An unknown primitive
 /// gives an empty list.
 pub fn cases(primitive: &str, size: Size) -> Vec<Case> {
-    crate::suites::suite(primitive).map_or_else(Vec::new, |s| (s.cases)(size))
+    crate::registry::suite(primitive).map_or_else(Vec::new, |s| (s.cases)(size))
 }
 
 /// Every case of every primitive at `size`, in [`PRIMITIVES`] order.
@@ -91,7 +91,7 @@ pub fn find_case(name: &str) -> Option<Case> {
 /// benches, in [`PRIMITIVES`] order. Far too big for the reference in tests:
 /// `verify` runs the [`Size::Large`] versions instead.
 pub fn spec_cases() -> Vec<Case> {
-    crate::suites::PRIMITIVE_SUITES
+    crate::registry::PRIMITIVE_SUITES
         .iter()
         .flat_map(|s| (s.spec_cases)())
         .collect()

@@ -13,36 +13,16 @@
 //! reference backend and the checks in [`crate::check`].
 
 pub(crate) mod catalog;
-use crate::dense_gemm::generate as dense;
-use crate::max_flow::generate as flow;
-use crate::sparse_coder::generate as coder;
 pub mod io;
-use crate::nearest_pairs::generate as points;
-use crate::sparse_gemm::generate as sparse;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 pub use crate::problem::Input;
 pub use catalog::{Case, all_cases, cases, find_case, spec_cases};
-pub use coder::{
-    OmpCase, dct_dictionary, dense_signals, omp_dct, omp_dct_256, omp_random, random_dictionary,
-    sparse_signals,
-};
-pub use dense::{GemmCase, PAD_MARKER, Shape, gemm, gemm_general, uniform_matrix};
-pub use flow::{
-    SegmentationParams, cut, cut3d, genrmf, path_grid, path_network, random_grid, random_network,
-    segmentation_grid, synthetic_image, synthetic_volume,
-};
-pub use points::{
-    CLUSTER_SIGMA, CLUSTERS, COORD_RANGE, PairsCase, RADIUS_NEIGHBOURS, UTM_ORIGIN,
-    cluster_centers, clustered_points, lattice_points, pairs_clustered, pairs_uniform, pairs_utm,
-    to_f64_case, uniform_points, utm_points,
-};
-pub use sparse::{
-    RMAT_ABC, SpgemmCase, convert, poisoned, poisson2d, power_law_row, random_csr, rmat,
-    uniform_rows,
-};
+// The generators live in the primitives' folders; the registry gathers them
+// and they are re-exported here under their old paths.
+pub use crate::registry::generators::*;
 
 /// Which version of the cases to run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
