@@ -17,6 +17,18 @@ pub trait RankCoord: trident::Coord {}
 #[cfg(not(feature = "dist"))]
 impl<T: trident::Coord> RankCoord for T {}
 
+/// The scalar types a rank can shard (f32, f64): `ShardScalar` with the
+/// `dist` feature, any scalar without it.
+#[cfg(feature = "dist")]
+pub trait RankScalar: trident::dist::ShardScalar {}
+#[cfg(feature = "dist")]
+impl<T: trident::dist::ShardScalar> RankScalar for T {}
+/// The scalar types a rank can shard (any, without the `dist` feature).
+#[cfg(not(feature = "dist"))]
+pub trait RankScalar: trident::Scalar {}
+#[cfg(not(feature = "dist"))]
+impl<T: trident::Scalar> RankScalar for T {}
+
 /// The cluster, when this process is one rank of several; `None` alone.
 #[cfg(feature = "dist")]
 pub fn launched() -> CliResult<Option<trident::dist::Cluster>> {

@@ -48,7 +48,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     }
 }
 
-fn go<T: Scalar + trident_io::npy::Element>(
+fn go<T: Scalar + trident_io::npy::Element + crate::ranks::RankScalar>(
     ctx: &Ctx,
     args: &Args,
     format: Format,
@@ -75,9 +75,52 @@ where
         )));
     }
     let read_s = secs(t0);
-    let engine = ctx.engine()?;
+    #[cfg(feature = "dist")]
+    let cluster = crate::ranks::launched()?;
+    #[cfg(feature = "dist")]
+    let engine = match &cluster {
+        Some(c) => crate::ranks::engine(ctx, c)?,
+        None => ctx.engine()?,
+    };
+    #[cfg(not(feature = "dist"))]
+    let engine = {
+        crate::ranks::refuse_ranks(ctx)?;
+        ctx.engine()?
+    };
     let pb = ctx.progress.spinner("spgemm");
     let t1 = Instant::now();
+    #[cfg(feature = "dist")]
+    if let Some(cluster) = &cluster {
+        // A cut by products per row, B replicated; rank 0 writes C.
+        let s = trident::dist::Sharded::new(cluster, &engine);
+        let c = s
+            .spgemm_balanced(&a, &b)
+            .and_then(|(_, block)| s.gather_csr(&block))
+            .map_err(|e| Fail::from_lib("spgemm", e))?;
+        pb.finish_and_clear();
+        if cluster.rank() != 0 {
+            return Ok(Outcome {
+                text: String::new(),
+                json: json!({"ok": true, "rank": cluster.rank()}),
+                ok: true,
+            });
+        }
+        io::write_sparse(&args.output, &c, format)?;
+        return Ok(Outcome {
+            text: format!(
+                "{} ranks ({}): C : {} x {}, {} nonzeros, {:.3} s -> {}\n",
+                cluster.size(),
+                cluster.comm().transport(),
+                c.rows(),
+                c.cols(),
+                c.nnz(),
+                secs(t1),
+                args.output.display()
+            ),
+            json: json!({"ok": true, "ranks": cluster.size(), "c": {"rows": c.rows(), "cols": c.cols(), "nnz": c.nnz()}}),
+            ok: true,
+        });
+    }
     let c = engine
         .spgemm(&a, &b)
         .map_err(|e| Fail::from_lib("spgemm", e))?;
