@@ -199,7 +199,7 @@ fn dictionary<T: Scalar>(
     .map_err(|e| Fail::from_lib(&dname.to_string(), e))
 }
 
-fn go<T: Scalar + npy::Element>(
+fn go<T: Scalar + npy::Element + crate::ranks::RankScalar>(
     ctx: &Ctx,
     args: &Args,
     rule: StopRule,
@@ -213,9 +213,49 @@ where
     let (n, atoms) = (dict.n(), dict.atoms());
     let x = MatRef::dense(&signals, l, n)
         .map_err(|e| Fail::from_lib(&args.signals.display().to_string(), e))?;
-    let engine = ctx.engine()?;
+    #[cfg(feature = "dist")]
+    let cluster = crate::ranks::launched()?;
+    #[cfg(feature = "dist")]
+    let engine = match &cluster {
+        Some(c) => crate::ranks::engine(ctx, c)?,
+        None => ctx.engine()?,
+    };
+    #[cfg(not(feature = "dist"))]
+    let engine = {
+        crate::ranks::refuse_ranks(ctx)?;
+        ctx.engine()?
+    };
     let pb = ctx.progress.spinner("omp");
     let t1 = Instant::now();
+    #[cfg(feature = "dist")]
+    let codes = match &cluster {
+        // Signals cut evenly by rows, the dictionary replicated; every rank
+        // gathers the codes, rank 0 writes them.
+        Some(cluster) => {
+            let s = trident::dist::Sharded::new(cluster, &engine);
+            let rows = trident::dist::even_split(l, cluster.size(), cluster.rank());
+            let mine = MatRef::dense(&signals[rows.start * n..rows.end * n], rows.len(), n)
+                .map_err(|e| Fail::from_lib("omp", e))?;
+            let codes = s
+                .encode(&dict, mine, rule)
+                .and_then(|c| s.gather_codes(&c))
+                .map_err(|e| Fail::from_lib("omp", e))?;
+            if cluster.rank() != 0 {
+                pb.finish_and_clear();
+                return Ok(Outcome {
+                    text: String::new(),
+                    json: json!({"ok": true, "rank": cluster.rank()}),
+                    ok: true,
+                });
+            }
+            let _ = x;
+            codes
+        }
+        None => engine
+            .encode(&dict, x, rule)
+            .map_err(|e| Fail::from_lib("omp", e))?,
+    };
+    #[cfg(not(feature = "dist"))]
     let codes = engine
         .encode(&dict, x, rule)
         .map_err(|e| Fail::from_lib("omp", e))?;
