@@ -66,7 +66,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     }
 }
 
-fn go<T: Scalar + trident_io::npy::Element>(
+fn go<T: Scalar + trident_io::npy::Element + crate::ranks::RankScalar>(
     ctx: &Ctx,
     args: &Args,
     m: usize,
@@ -89,18 +89,58 @@ where
         ))
     })?;
     c.resize(len, T::ZERO);
-    let engine = ctx.engine()?;
+    #[cfg(feature = "dist")]
+    let cluster = crate::ranks::launched()?;
+    #[cfg(feature = "dist")]
+    let engine = match &cluster {
+        Some(cl) => crate::ranks::engine(ctx, cl)?,
+        None => ctx.engine()?,
+    };
+    #[cfg(not(feature = "dist"))]
+    let engine = {
+        crate::ranks::refuse_ranks(ctx)?;
+        ctx.engine()?
+    };
     let lib = |e| Fail::from_lib("gemm", e);
     let pb = ctx.progress.spinner(format!("gemm {m}x{k}x{n}"));
     let t1 = Instant::now();
-    engine
-        .gemm(
+    #[cfg(feature = "dist")]
+    if let Some(cluster) = &cluster {
+        // Rows of A and C cut evenly, B replicated; rank 0 writes C.
+        let s = trident::dist::Sharded::new(cluster, &engine);
+        let rows = trident::dist::even_split(m, cluster.size(), cluster.rank());
+        let mut mine = vec![T::ZERO; rows.len() * n];
+        s.gemm(
             &GemmParams::default(),
-            MatRef::dense(a, m, k).map_err(lib)?,
+            MatRef::dense(&a[rows.start * k..rows.end * k], rows.len(), k).map_err(lib)?,
             MatRef::dense(b, k, n).map_err(lib)?,
-            MatMut::dense(&mut c, m, n).map_err(lib)?,
+            MatMut::dense(&mut mine, rows.len(), n).map_err(lib)?,
         )
         .map_err(lib)?;
+        c = s.gather_rows(&mine).map_err(lib)?;
+        if cluster.rank() != 0 {
+            pb.finish_and_clear();
+            return Ok(Outcome {
+                text: String::new(),
+                json: json!({"ok": true, "rank": cluster.rank()}),
+                ok: true,
+            });
+        }
+    }
+    #[cfg(feature = "dist")]
+    let alone = cluster.is_none();
+    #[cfg(not(feature = "dist"))]
+    let alone = true;
+    if alone {
+        engine
+            .gemm(
+                &GemmParams::default(),
+                MatRef::dense(a, m, k).map_err(lib)?,
+                MatRef::dense(b, k, n).map_err(lib)?,
+                MatMut::dense(&mut c, m, n).map_err(lib)?,
+            )
+            .map_err(lib)?;
+    }
     let compute_s = secs(t1);
     pb.finish_and_clear();
     let t2 = Instant::now();
