@@ -49,4 +49,4 @@ pub use cluster::{Cluster, ClusterOptions, Transport};
 pub use comm::{CommExt, Communicator, ReduceOp, Solo};
 pub use launch::{Launch, Launcher};
 pub use sharded::{ShardCoord, ShardScalar, Sharded, digest, even_split, split_by_work};
-pub use sparse_gemm::{row_block, row_work};
+pub use sparse_gemm::{column_block, row_block, row_work};

@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use trident_core::{CsrMatrix, Result, Scalar};
 
+use crate::comm::CommExt;
 use crate::sharded::{ShardScalar, Sharded, bits, split_by_work};
 
 /// Products each row of `A B` needs: the lengths of B's rows its entries
@@ -85,5 +86,89 @@ impl<'a> Sharded<'a> {
         let cols = local.cols();
         // A product may overflow to inf or NaN (the contract keeps them).
         CsrMatrix::from_result(offsets.len() - 1, cols, offsets, indices, values)
+    }
+}
+
+/// Columns `cols` of `b` as a matrix of their own (indices shifted to
+/// start at 0): one rank's part of a B cut by columns.
+pub fn column_block<T: Scalar>(b: &CsrMatrix<T>, cols: Range<usize>) -> Result<CsrMatrix<T>> {
+    let mut offsets = Vec::with_capacity(b.rows() + 1);
+    let (mut indices, mut values) = (Vec::new(), Vec::new());
+    offsets.push(0);
+    for i in 0..b.rows() {
+        let (idx, val) = b.row(i);
+        for (&j, &v) in idx.iter().zip(val) {
+            if cols.contains(&(j as usize)) {
+                indices.push(j - cols.start as u32);
+                values.push(v);
+            }
+        }
+        offsets.push(indices.len());
+    }
+    CsrMatrix::new(b.rows(), cols.len(), offsets, indices, values)
+}
+
+impl<'a> Sharded<'a> {
+    /// `C = A B` with B cut by columns too, for a B no rank holds: each
+    /// rank passes its rows of A and its block of B's columns (all of B's
+    /// rows; blocks in rank order make B), the blocks travel round the ring
+    /// of ranks, and this rank gets its rows of C with all columns. Each
+    /// entry of C is summed over A's row as with the whole B.
+    pub fn spgemm_ring<T: ShardScalar>(
+        &self,
+        a: &CsrMatrix<T>,
+        b: &CsrMatrix<T>,
+    ) -> Result<CsrMatrix<T>> {
+        self.agree(&[
+            ("a.cols", a.cols() as u64),
+            ("b.rows", b.rows() as u64),
+            ("scalar type", bits(T::ONE)),
+        ])?;
+        let widths = self.comm().all_gather_u64(b.cols() as u64)?;
+        let n: usize = widths.iter().map(|&w| w as usize).sum();
+        let (p, me) = (self.cluster().size(), self.cluster().rank());
+        let mut blocks: Vec<Option<CsrMatrix<T>>> = vec![None; p];
+        let (mut offs, mut idx, mut val): (Vec<u64>, Vec<u32>, Vec<T>) = (
+            b.offsets().iter().map(|&o| o as u64).collect(),
+            b.indices().to_vec(),
+            b.values().to_vec(),
+        );
+        let mut origin = me;
+        for step in 0..p {
+            let w = widths[origin] as usize;
+            let part = CsrMatrix::new(
+                b.rows(),
+                w,
+                offs.iter().map(|&o| o as usize).collect(),
+                idx.clone(),
+                val.clone(),
+            )
+            .and_then(|bb| T::spgemm(self.backend()).spgemm(a, &bb));
+            blocks[origin] = Some(self.settle(part)?);
+            if step + 1 < p {
+                offs = self.comm().ring_shift(&offs)?;
+                idx = self.comm().ring_shift(&idx)?;
+                val = self.comm().ring_shift(&val)?;
+                origin = (origin + p - 1) % p;
+            }
+        }
+        // Row by row, the column blocks in order.
+        let mut offsets = Vec::with_capacity(a.rows() + 1);
+        let (mut indices, mut values) = (Vec::new(), Vec::new());
+        offsets.push(0);
+        for i in 0..a.rows() {
+            let mut col0 = 0u32;
+            for (r, block) in blocks.iter().enumerate() {
+                if let Some(c) = block {
+                    let (ci, cv) = c.row(i);
+                    indices.extend(ci.iter().map(|&j| j + col0));
+                    values.extend_from_slice(cv);
+                }
+                col0 += widths[r] as u32;
+            }
+            offsets.push(indices.len());
+        }
+        // A product may overflow to inf or NaN (the contract keeps them).
+        CsrMatrix::from_result(a.rows(), n, offsets, indices, values)
     }
 }

@@ -14,7 +14,9 @@ use trident_core::{
     CsrMatrix, DenseGemm, Dictionary, Error, GemmParams, MatMut, MatRef, MaxFlow, NearestPairs,
     Neighbor, Op, Point, SparseCoder, SparseGemm, StopRule,
 };
-use trident_dist::{Cluster, ClusterOptions, Sharded, Transport, even_split, row_block};
+use trident_dist::{
+    Cluster, ClusterOptions, Sharded, Transport, column_block, even_split, row_block,
+};
 use trident_rayon::RayonBackend;
 
 const CHILD: &str = "TRIDENT_DIST_TEST_CHILD";
@@ -306,6 +308,15 @@ fn child_primitives() {
             .unwrap()
     );
     assert_eq!(sharded.gather_csr(&block).unwrap(), one_c);
+    // B cut by columns too, passed round the ring: still one device's C.
+    let my_rows = even_split(nrows, size, rank);
+    let ring = sharded
+        .spgemm_ring(
+            &row_block(&sa, my_rows).unwrap(),
+            &column_block(&sa, even_split(nrows, size, rank)).unwrap(),
+        )
+        .unwrap();
+    assert_eq!(sharded.gather_csr(&ring).unwrap(), one_c);
 
     // SparseCoder: signals partitioned, dictionary from rank 0.
     let (dn, atoms, signals) = (16, 40, 200);
