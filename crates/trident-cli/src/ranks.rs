@@ -61,11 +61,40 @@ pub fn engine(ctx: &Ctx, cluster: &trident::dist::Cluster) -> CliResult<trident:
     }
 }
 
+/// The cluster this process is a rank of (`None` alone) and the engine it
+/// computes on: one rank's own GPU, or the usual choice.
+#[cfg(feature = "dist")]
+pub fn setup(ctx: &Ctx) -> CliResult<(Option<trident::dist::Cluster>, trident::Trident)> {
+    let cluster = launched()?;
+    let engine = match &cluster {
+        Some(c) => engine(ctx, c)?,
+        None => ctx.engine()?,
+    };
+    Ok((cluster, engine))
+}
+
+/// The engine, after refusing a launch as one of several ranks.
+#[cfg(not(feature = "dist"))]
+pub fn setup(ctx: &Ctx) -> CliResult<(Option<std::convert::Infallible>, trident::Trident)> {
+    refuse_ranks(ctx)?;
+    Ok((None, ctx.engine()?))
+}
+
+/// What a rank other than 0 reports: it wrote nothing.
+#[cfg(feature = "dist")]
+pub fn quiet(cluster: &trident::dist::Cluster) -> crate::Outcome {
+    crate::Outcome {
+        text: String::new(),
+        json: serde_json::json!({"ok": true, "rank": cluster.rank()}),
+        ok: true,
+    }
+}
+
 /// Without the `dist` feature, a process started as one of several ranks
 /// would run the whole command and write the same file as every other rank:
 /// refused, saying which build does it.
 #[cfg(not(feature = "dist"))]
-pub fn refuse_ranks(_ctx: &Ctx) -> CliResult<()> {
+fn refuse_ranks(_ctx: &Ctx) -> CliResult<()> {
     for var in [
         "OMPI_COMM_WORLD_SIZE",
         "PMI_SIZE",

@@ -89,18 +89,9 @@ where
         ))
     })?;
     c.resize(len, T::ZERO);
-    #[cfg(feature = "dist")]
-    let cluster = crate::ranks::launched()?;
-    #[cfg(feature = "dist")]
-    let engine = match &cluster {
-        Some(cl) => crate::ranks::engine(ctx, cl)?,
-        None => ctx.engine()?,
-    };
-    #[cfg(not(feature = "dist"))]
-    let engine = {
-        crate::ranks::refuse_ranks(ctx)?;
-        ctx.engine()?
-    };
+    // `cluster` is read only by the `dist` build's sharded path.
+    #[cfg_attr(not(feature = "dist"), allow(unused_variables))]
+    let (cluster, engine) = crate::ranks::setup(ctx)?;
     let lib = |e| Fail::from_lib("gemm", e);
     let pb = ctx.progress.spinner(format!("gemm {m}x{k}x{n}"));
     let t1 = Instant::now();
@@ -120,11 +111,7 @@ where
         c = s.gather_rows(&mine).map_err(lib)?;
         if cluster.rank() != 0 {
             pb.finish_and_clear();
-            return Ok(Outcome {
-                text: String::new(),
-                json: json!({"ok": true, "rank": cluster.rank()}),
-                ok: true,
-            });
+            return Ok(crate::ranks::quiet(cluster));
         }
     }
     #[cfg(feature = "dist")]

@@ -213,18 +213,9 @@ where
     let (n, atoms) = (dict.n(), dict.atoms());
     let x = MatRef::dense(&signals, l, n)
         .map_err(|e| Fail::from_lib(&args.signals.display().to_string(), e))?;
-    #[cfg(feature = "dist")]
-    let cluster = crate::ranks::launched()?;
-    #[cfg(feature = "dist")]
-    let engine = match &cluster {
-        Some(c) => crate::ranks::engine(ctx, c)?,
-        None => ctx.engine()?,
-    };
-    #[cfg(not(feature = "dist"))]
-    let engine = {
-        crate::ranks::refuse_ranks(ctx)?;
-        ctx.engine()?
-    };
+    // `cluster` is read only by the `dist` build's sharded path.
+    #[cfg_attr(not(feature = "dist"), allow(unused_variables))]
+    let (cluster, engine) = crate::ranks::setup(ctx)?;
     let pb = ctx.progress.spinner("omp");
     let t1 = Instant::now();
     #[cfg(feature = "dist")]
@@ -242,11 +233,7 @@ where
                 .map_err(|e| Fail::from_lib("omp", e))?;
             if cluster.rank() != 0 {
                 pb.finish_and_clear();
-                return Ok(Outcome {
-                    text: String::new(),
-                    json: json!({"ok": true, "rank": cluster.rank()}),
-                    ok: true,
-                });
+                return Ok(crate::ranks::quiet(cluster));
             }
             let _ = x;
             codes

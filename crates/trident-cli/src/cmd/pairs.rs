@@ -98,18 +98,9 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
         None => Points::F32(Vec::new()),
     };
     let read_s = secs(t0);
-    #[cfg(feature = "dist")]
-    let cluster = crate::ranks::launched()?;
-    #[cfg(feature = "dist")]
-    let engine = match &cluster {
-        Some(c) => crate::ranks::engine(ctx, c)?,
-        None => ctx.engine()?,
-    };
-    #[cfg(not(feature = "dist"))]
-    let engine = {
-        crate::ranks::refuse_ranks(ctx)?;
-        ctx.engine()?
-    };
+    // `cluster` is read only by the `dist` build's sharded path.
+    #[cfg_attr(not(feature = "dist"), allow(unused_variables))]
+    let (cluster, engine) = crate::ranks::setup(ctx)?;
     let run = Run {
         ctx,
         args: &args,
@@ -194,11 +185,7 @@ impl Run<'_> {
                 .map_err(|e| Fail::from_lib("pairs", e))?;
             let compute_s = secs(t1);
             if cluster.rank() != 0 {
-                return Ok(Outcome {
-                    text: String::new(),
-                    json: json!({"ok": true, "rank": cluster.rank()}),
-                    ok: true,
-                });
+                return Ok(crate::ranks::quiet(cluster));
             }
             let mut out = finish(
                 self.args,

@@ -75,18 +75,9 @@ where
         )));
     }
     let read_s = secs(t0);
-    #[cfg(feature = "dist")]
-    let cluster = crate::ranks::launched()?;
-    #[cfg(feature = "dist")]
-    let engine = match &cluster {
-        Some(c) => crate::ranks::engine(ctx, c)?,
-        None => ctx.engine()?,
-    };
-    #[cfg(not(feature = "dist"))]
-    let engine = {
-        crate::ranks::refuse_ranks(ctx)?;
-        ctx.engine()?
-    };
+    // `cluster` is read only by the `dist` build's sharded path.
+    #[cfg_attr(not(feature = "dist"), allow(unused_variables))]
+    let (cluster, engine) = crate::ranks::setup(ctx)?;
     let pb = ctx.progress.spinner("spgemm");
     let t1 = Instant::now();
     #[cfg(feature = "dist")]
@@ -99,11 +90,7 @@ where
             .map_err(|e| Fail::from_lib("spgemm", e))?;
         pb.finish_and_clear();
         if cluster.rank() != 0 {
-            return Ok(Outcome {
-                text: String::new(),
-                json: json!({"ok": true, "rank": cluster.rank()}),
-                ok: true,
-            });
+            return Ok(crate::ranks::quiet(cluster));
         }
         io::write_sparse(&args.output, &c, format)?;
         return Ok(Outcome {
