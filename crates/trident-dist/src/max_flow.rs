@@ -46,6 +46,12 @@ struct Slab<'g> {
 }
 
 impl Slab<'_> {
+    /// The slab and its ghost layers.
+    fn seen(&self) -> Range<usize> {
+        let own = self.owned();
+        own.start.saturating_sub(self.layer)..(own.end + self.layer).min(self.n)
+    }
+
     fn owned(&self) -> Range<usize> {
         self.layers.start * self.layer..self.layers.end * self.layer
     }
@@ -236,10 +242,12 @@ impl Sharded<'_> {
             // A global relabel: slab searches and boundary swaps until the
             // heights settle (each pass carries them one slab further).
             for _ in 0..=p {
-                let before = s.height.clone();
+                // Only the slab and its ghost layers ever change.
+                let seen = s.seen();
+                let before = s.height[seen.clone()].to_vec();
                 s.relabel_all();
                 self.swap_heights(&mut s)?;
-                let mut changed = [u64::from(s.height != before)];
+                let mut changed = [u64::from(s.height[seen] != before[..])];
                 self.comm().all_reduce_u64(&mut changed, ReduceOp::Max)?;
                 if changed[0] == 0 {
                     break;
