@@ -111,16 +111,74 @@ fn strides(rows: usize, cols: usize, ld: usize) -> Result<(isize, isize)> {
     Ok((rs, 1))
 }
 
-/// `op(x)` as a contiguous row-major copy (`rows x cols` of `op(x)`), or
-/// `None` when the stored view already is one (`Op::N`, no padding).
-fn contiguous<T: Scalar>(x: &MatRef<'_, T>, op: Op, what: &str) -> Result<Option<Vec<T>>> {
-    let (r, c, ld, d) = (x.rows(), x.cols(), x.ld(), x.data());
-    if r == 0 || c == 0 || (!op.is_transposed() && (ld == c || r == 1)) {
-        return Ok(None);
+/// Bytes of layout-copy scratch a calling thread keeps between calls
+/// ([`Scratch`]): enough for the three copies of a 2048 x 2048 f64 call.
+/// Larger copies are allocated per call and freed.
+const SCRATCH_KEEP: usize = 96 << 20;
+
+thread_local! {
+    /// The layout copies' buffers (op(A), op(B), C), kept by the thread that
+    /// calls `gemm`: a fresh multi-megabyte buffer is a fresh `mmap`, and its
+    /// page faults, the serial zero fill and the `munmap`'s TLB shootdowns
+    /// cost more than the copy itself.
+    static SCRATCH: std::cell::RefCell<[Vec<u64>; 3]> = const {
+        std::cell::RefCell::new([Vec::new(), Vec::new(), Vec::new()])
+    };
+}
+
+/// The calling thread's scratch, taken out for one call (so a nested call
+/// finds empty buffers rather than a borrowed cell) and put back by `drop`
+/// unless it grew past [`SCRATCH_KEEP`].
+struct Scratch([Vec<u64>; 3]);
+
+impl Scratch {
+    fn take() -> Self {
+        Self(SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut())))
     }
-    let mut out = trident_core::mem::try_vec(r * c, T::ZERO, || {
-        format!("a contiguous copy of {what} ({r} x {c})")
-    })?;
+
+    /// The three buffers as `lens[i]` elements of `T` each (empty for a zero
+    /// length), grown if needed in parallel, so that their pages are first
+    /// touched by the threads that will fill them. Their contents are
+    /// whatever an earlier call left: callers overwrite them.
+    fn parts<T: Scalar>(&mut self, lens: [usize; 3]) -> Result<[&mut [T]; 3]> {
+        const WHAT: [&str; 3] = ["op(A)", "op(B)", "C"];
+        let mut out: [&mut [T]; 3] = [&mut [], &mut [], &mut []];
+        for (i, (v, slot)) in self.0.iter_mut().zip(out.iter_mut()).enumerate() {
+            let words = (lens[i] * size_of::<T>()).div_ceil(size_of::<u64>());
+            if v.len() < words {
+                let extra = words - v.len();
+                trident_core::mem::reserve(v, extra, || {
+                    format!("a contiguous copy of {} ({} elements)", WHAT[i], lens[i])
+                })?;
+                v.par_extend(rayon::iter::repeat_n(0u64, extra));
+            }
+            *slot = &mut bytemuck::cast_slice_mut::<u64, T>(&mut v[..words])[..lens[i]];
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let bytes: usize = self.0.iter().map(|v| v.capacity() * size_of::<u64>()).sum();
+        if bytes <= SCRATCH_KEEP {
+            let bufs = std::mem::take(&mut self.0);
+            SCRATCH.with(|s| *s.borrow_mut() = bufs);
+        }
+    }
+}
+
+/// `true` when the stored view of `x` already is `op(x)` as a contiguous
+/// row-major matrix (`Op::N`, no padding), so no copy is needed.
+fn is_contiguous<T: Copy>(x: &MatRef<'_, T>, op: Op) -> bool {
+    let (r, c, ld) = (x.rows(), x.cols(), x.ld());
+    r == 0 || c == 0 || (!op.is_transposed() && (ld == c || r == 1))
+}
+
+/// Writes `op(x)` into `out` as a contiguous row-major matrix (`out.len()
+/// == x.rows() * x.cols()`), in parallel.
+fn copy_contiguous<T: Scalar>(x: &MatRef<'_, T>, op: Op, out: &mut [T]) {
+    let (r, c, ld, d) = (x.rows(), x.cols(), x.ld(), x.data());
     if !op.is_transposed() {
         out.par_chunks_mut(c)
             .enumerate()
@@ -145,7 +203,6 @@ fn contiguous<T: Scalar>(x: &MatRef<'_, T>, op: Op, what: &str) -> Result<Option
                 }
             });
     }
-    Ok(Some(out))
 }
 
 /// `(row, col)` strides of `op(X)` in elements.
@@ -180,33 +237,49 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
         let read_dst = p.beta != T::ZERO;
         let work = m.saturating_mul(n).saturating_mul(k);
         let threads = self.threads();
-        // Non-contiguous layouts on one layout, for calls worth the copies.
+        // Non-contiguous layouts on one layout, for calls worth the copies,
+        // into the calling thread's kept scratch.
         let copies = work >= PARALLEL_MIN_WORK;
-        let (a_copy, b_copy, mut c_copy) = if copies {
-            self.install(|| -> Result<_> {
-                let c_copy = if c.ld() != n && m > 1 {
-                    let mut t = trident_core::mem::try_vec(m * n, T::ZERO, || {
-                        format!("a contiguous copy of C ({m} x {n})")
-                    })?;
-                    if read_dst {
-                        let (ld, src) = (c.ld(), c.data());
-                        t.par_chunks_mut(n)
-                            .enumerate()
-                            .for_each(|(i, row)| row.copy_from_slice(&src[i * ld..i * ld + n]));
-                    }
-                    Some(t)
-                } else {
-                    None
-                };
-                Ok((
-                    contiguous(&a, p.op_a, "op(A)")?,
-                    contiguous(&b, p.op_b, "op(B)")?,
-                    c_copy,
-                ))
-            })?
-        } else {
-            (None, None, None)
-        };
+        let lens = [
+            if copies && !is_contiguous(&a, p.op_a) {
+                m * k
+            } else {
+                0
+            },
+            if copies && !is_contiguous(&b, p.op_b) {
+                k * n
+            } else {
+                0
+            },
+            if copies && c.ld() != n && m > 1 {
+                m * n
+            } else {
+                0
+            },
+        ];
+        let mut scratch = Scratch::take();
+        let [a_buf, b_buf, c_buf] = self.install(|| -> Result<_> {
+            let [a_buf, b_buf, c_buf] = scratch.parts::<T>(lens)?;
+            if !a_buf.is_empty() {
+                copy_contiguous(&a, p.op_a, a_buf);
+            }
+            if !b_buf.is_empty() {
+                copy_contiguous(&b, p.op_b, b_buf);
+            }
+            if !c_buf.is_empty() && read_dst {
+                let (ld, src) = (c.ld(), c.data());
+                c_buf
+                    .par_chunks_mut(n)
+                    .enumerate()
+                    .for_each(|(i, row)| row.copy_from_slice(&src[i * ld..i * ld + n]));
+            }
+            Ok([a_buf, b_buf, c_buf])
+        })?;
+        let (a_copy, b_copy, mut c_copy) = (
+            Some(a_buf).filter(|v| !v.is_empty()),
+            Some(b_buf).filter(|v| !v.is_empty()),
+            Some(c_buf).filter(|v| !v.is_empty()),
+        );
         let (lhs, (a_rs, a_cs)) = match &a_copy {
             Some(v) => (v.as_ptr(), (k as isize, 1)),
             None => (a.data().as_ptr(), op_strides(&a, p.op_a)?),
@@ -269,14 +342,6 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
             tile(0, m, 0, n);
             return Ok(());
         }
-        // The copy of a padded C goes back row by row, padding untouched.
-        let copy_back = |c: &mut MatMut<'_, T>, t: &[T]| {
-            let ld = c.ld();
-            let d = c.data_mut();
-            for (i, row) in t.chunks(n).enumerate() {
-                d[i * ld..i * ld + n].copy_from_slice(row);
-            }
-        };
         // The tile grid depends on m and n only, never on the thread count, so
         // every element of C is computed by the same call shape whatever the
         // pool: the output stays bit-identical across thread counts.
@@ -296,7 +361,14 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
             });
         }
         if let Some(t) = &c_copy {
-            copy_back(&mut c, t);
+            // The copy of a padded C goes back row by row, padding untouched.
+            let ld = c.ld();
+            self.install(|| {
+                c.data_mut()
+                    .par_chunks_mut(ld)
+                    .zip(t.par_chunks(n))
+                    .for_each(|(dst, row)| dst[..n].copy_from_slice(row))
+            });
         }
         Ok(())
     }

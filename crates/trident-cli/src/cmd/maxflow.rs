@@ -44,7 +44,18 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     pb.finish_and_clear();
     let read_s = secs(t0);
     probe_memory(&name, g.nodes())?;
-    let engine = ctx.engine()?;
+    // General networks are not sharded: under a launcher rank 0 solves and
+    // writes, the other ranks return at once.
+    #[cfg_attr(not(feature = "dist"), allow(unused_variables))]
+    let (cluster, engine) = crate::ranks::setup(ctx)?;
+    #[cfg(feature = "dist")]
+    let ranks = match &cluster {
+        Some(c) if c.rank() != 0 => return Ok(crate::ranks::quiet(c)),
+        Some(c) => format!("rank 0 of {} (networks are not sharded): ", c.size()),
+        None => String::new(),
+    };
+    #[cfg(not(feature = "dist"))]
+    let ranks = "";
     let pb = ctx.progress.spinner("max flow");
     let t1 = Instant::now();
     let r = engine
@@ -67,7 +78,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     }
     Ok(Outcome {
         text: format!(
-            "flow {}  (source side {side} of {} nodes, {:.3} s on {})\n",
+            "{ranks}flow {}  (source side {side} of {} nodes, {:.3} s on {})\n",
             r.flow,
             g.nodes(),
             compute_s,

@@ -324,25 +324,57 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     };
     let what = args.image.display().to_string();
     let (graph, hard) = energy::build(f, &terms).map_err(|e| Fail::from_lib(&what, e))?;
-    let engine = ctx.engine()?;
+    // `cluster` is read only by the `dist` build's sharded path.
+    #[cfg_attr(not(feature = "dist"), allow(unused_variables))]
+    let (cluster, engine) = crate::ranks::setup(ctx)?;
     let pb = ctx
         .progress
         .spinner(format!("graph cut {}", field.describe()));
     let t1 = Instant::now();
-    let (flow, mut side) = match &graph {
-        Graph::Grid(g) => {
-            let c = engine
-                .grid_cut(g)
-                .map_err(|e| Fail::from_lib("segment", e))?;
-            (c.flow, c.source_side)
-        }
-        Graph::Network(g) => {
-            let c = engine
-                .network_flow(g)
-                .map_err(|e| Fail::from_lib("segment", e))?;
-            (c.flow, c.source_side)
-        }
+    // Under a launcher, grids are cut into one slab of layers per rank
+    // (every rank built the same graph from the same files) and every rank
+    // gets one device's exact cut; general networks are not sharded, so
+    // rank 0 solves them alone. Rank 0 writes.
+    let one_device = || match &graph {
+        Graph::Grid(g) => engine.grid_cut(g).map(|c| (c.flow, c.source_side)),
+        Graph::Network(g) => engine.network_flow(g).map(|c| (c.flow, c.source_side)),
     };
+    // What the text output says about the ranks (nothing for one process).
+    #[cfg_attr(not(feature = "dist"), allow(unused_mut))]
+    let mut ranks = String::new();
+    #[cfg(feature = "dist")]
+    let cut = match &cluster {
+        Some(cluster) => {
+            let cut = match &graph {
+                Graph::Grid(g) => trident::dist::Sharded::new(cluster, &engine)
+                    .grid_cut(g, None)
+                    .map(|c| (c.flow, c.source_side)),
+                Graph::Network(_) if cluster.rank() == 0 => one_device(),
+                Graph::Network(_) => Ok((0, Vec::new())),
+            };
+            if cut.is_ok() && cluster.rank() != 0 {
+                pb.finish_and_clear();
+                return Ok(crate::ranks::quiet(cluster));
+            }
+            ranks = match &graph {
+                Graph::Grid(_) => {
+                    format!(
+                        "{} ranks ({}): ",
+                        cluster.size(),
+                        cluster.comm().transport()
+                    )
+                }
+                Graph::Network(_) => {
+                    format!("rank 0 of {} (networks are not sharded): ", cluster.size())
+                }
+            };
+            cut
+        }
+        None => one_device(),
+    };
+    #[cfg(not(feature = "dist"))]
+    let cut = one_device();
+    let (flow, mut side) = cut.map_err(|e| Fail::from_lib("segment", e))?;
     side.truncate(n);
     let compute_s = secs(t1);
     pb.finish_and_clear();
@@ -381,7 +413,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
     };
     Ok(Outcome {
         text: format!(
-            "segment: {} ({features}, {family}, {connectivity}-connected), {fg_pixels} foreground {} ({:.1}%), cut {flow}, {compute_s:.3} s on {} -> {}\n",
+            "{ranks}segment: {} ({features}, {family}, {connectivity}-connected), {fg_pixels} foreground {} ({:.1}%), cut {flow}, {compute_s:.3} s on {} -> {}\n",
             field.describe(),
             if three_d { "voxels" } else { "pixels" },
             100.0 * fg_pixels as f64 / (n as f64).max(1.0),

@@ -266,3 +266,50 @@ fn bit_identical_across_thread_counts_f32() {
 fn bit_identical_across_thread_counts_f64() {
     same_across_threads::<f64>();
 }
+
+/// The layout copies reuse the calling thread's scratch: a smaller call of
+/// the other scalar type after a larger one finds stale contents there and
+/// must still be exact (and a padded C with beta reads its own values).
+#[test]
+fn scratch_reused_across_shapes_and_types() {
+    let be = RayonBackend::with_threads(2).unwrap();
+    let check = |shape, ops: (Op, Op), beta: f64, tol: f64, is_f64: bool| {
+        let p64 = GemmParams::<f64> {
+            alpha: 1.25,
+            beta,
+            op_a: ops.0,
+            op_b: ops.1,
+            ..GemmParams::default()
+        };
+        if is_f64 {
+            let mut cs = case::<f64>(shape, ops, 5, 0.5, 11);
+            let got = cs.run(&be, &p64);
+            for i in 0..cs.m {
+                for j in 0..cs.n {
+                    let e = cs.expected(&p64, i, j);
+                    assert!((got[i * cs.ldc + j] - e).abs() <= tol * (1.0 + e.abs()));
+                }
+            }
+        } else {
+            let p32 = GemmParams::<f32> {
+                alpha: 1.25,
+                beta: beta as f32,
+                op_a: ops.0,
+                op_b: ops.1,
+                ..GemmParams::default()
+            };
+            let mut cs = case::<f32>(shape, ops, 5, 0.5, 12);
+            let got = cs.run(&be, &p32);
+            for i in 0..cs.m {
+                for j in 0..cs.n {
+                    let e = cs.expected(&p32, i, j);
+                    assert!((got[i * cs.ldc + j] as f64 - e).abs() <= tol * (1.0 + e.abs()));
+                }
+            }
+        }
+    };
+    check((300, 280, 310), (Op::T, Op::T), 0.0, 1e-12, true);
+    check((150, 170, 160), (Op::T, Op::N), -0.5, 1e-4, false);
+    check((310, 300, 290), (Op::N, Op::T), 2.0, 1e-12, true);
+    check((120, 130, 140), (Op::N, Op::N), 0.0, 1e-4, false);
+}
