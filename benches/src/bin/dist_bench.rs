@@ -17,6 +17,14 @@
 //! `cut-2048`, `cut3d-256` (grid layers cut into slabs, region discharge,
 //! the exact finisher on every rank). Inputs are host
 //! arrays, so every time includes each rank's uploads and downloads.
+//!
+//! `--resident` (CUDA): the strong-scaling cases at their full sizes, each
+//! rank's shard uploaded once and the `*_resident` calls timed, so only the
+//! ranks' exchanges travel: `omp-16M` (the omp-64x256-k16 signals, 1M
+//! distinct ones repeated), `pairs-100M-40M` (closest 100 pairs, uniform,
+//! generated in 1M-point chunks so a rank builds only its own), `gemm-32768`
+//! (rows of A and C, B replicated), `spgemm-uniform-16M-8` and
+//! `spgemm-rmat-20-8` (A's rows cut by products, B replicated).
 
 use std::time::Instant;
 
@@ -34,6 +42,7 @@ struct Args {
     transport: Transport,
     reps: usize,
     json: Option<String>,
+    resident: bool,
     cases: Vec<String>,
 }
 
@@ -43,6 +52,7 @@ fn args() -> std::result::Result<Args, String> {
         transport: Transport::Auto,
         reps: 5,
         json: None,
+        resident: false,
         cases: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -60,6 +70,7 @@ fn args() -> std::result::Result<Args, String> {
             }
             "--reps" => a.reps = val("--reps")?.parse().map_err(|e| format!("--reps: {e}"))?,
             "--json" => a.json = Some(val("--json")?),
+            "--resident" => a.resident = true,
             c if !c.starts_with('-') => a.cases.push(c.to_string()),
             f => return Err(format!("unknown flag {f}")),
         }
@@ -169,6 +180,143 @@ fn run_case(s: &Sharded<'_>, input: &Input, reps: usize) -> Result<Vec<(String, 
     Ok(out)
 }
 
+#[cfg(not(feature = "cuda"))]
+fn resident_case(_: &Sharded<'_>, _: usize, _: &str, _: usize) -> Result<Vec<(String, f64)>> {
+    Err(trident::Error::Unsupported(
+        "--resident needs a build with the `cuda` feature".into(),
+    ))
+}
+
+/// `--resident`: the case `name` with each rank's shard in its GPU's memory.
+#[cfg(feature = "cuda")]
+fn resident_case(
+    s: &Sharded<'_>,
+    device: usize,
+    name: &str,
+    reps: usize,
+) -> Result<Vec<(String, f64)>> {
+    use rayon::prelude::*;
+    use trident_core::{DeviceMat, DeviceMemory, GemmParams, SparseGemmDevice};
+    use trident_testkit::nearest_pairs::generate::uniform_points;
+    let dev = trident_cuda::CudaBackend::new(device)?;
+    let (rank, size) = (s.cluster().rank(), s.cluster().size());
+    let seed = trident_testkit::DEFAULT_SEED;
+    // Values in [-1, 1) from a hash of the index: the same matrix on any
+    // number of ranks, filled in parallel.
+    let fill = |start: usize, len: usize, salt: u64| -> Vec<f32> {
+        (start..start + len)
+            .into_par_iter()
+            .map(|i| {
+                let mut x = (i as u64 ^ salt).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                x ^= x >> 31;
+                x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                x ^= x >> 29;
+                (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            })
+            .collect()
+    };
+    // Each timed call ends with the device idle (the calls queue their work
+    // on the backend's stream).
+    let mut out = Vec::new();
+    match name {
+        "omp-16M" => {
+            const DISTINCT: usize = 1 << 20;
+            let base = trident_testkit::sparse_coder::generate::omp_dct::<f32>(DISTINCT, seed);
+            let n = base.dict.n();
+            let rows = even_split(16 << 20, size, rank);
+            let mut x = Vec::with_capacity(rows.len() * n);
+            for i in rows.clone() {
+                x.extend_from_slice(base.signal(i % DISTINCT));
+            }
+            let signals = DeviceMat {
+                buf: dev.upload(&x)?,
+                rows: rows.len(),
+                cols: n,
+                ld: n,
+            };
+            drop(x);
+            out.push((
+                "encode_resident f32".into(),
+                time(s, reps, || {
+                    s.encode_resident(&dev, &base.dict, &signals, base.rule)?;
+                    dev.synchronize()
+                })?,
+            ));
+        }
+        "pairs-100M-40M" => {
+            const CHUNK: usize = 1 << 20;
+            let chunks = |range: std::ops::Range<usize>, salt: u64| -> Vec<trident::Point> {
+                range
+                    .into_par_iter()
+                    .flat_map_iter(|c| uniform_points(CHUNK, seed ^ salt ^ (c as u64) << 8))
+                    .collect()
+            };
+            let a = dev.upload(&chunks(even_split(100, size, rank), 0xA))?;
+            let b = dev.upload(&chunks(0..40, 0xB))?;
+            out.push((
+                "closest_pairs_resident 100".into(),
+                time(s, reps, || {
+                    s.closest_pairs_resident(&dev, &a, &b, 100).map(drop)
+                })?,
+            ));
+        }
+        "gemm-32768" => {
+            const N: usize = 32768;
+            let rows = even_split(N, size, rank);
+            let mat = |host: Vec<f32>, rows: usize| -> Result<DeviceMat<_>> {
+                Ok(DeviceMat {
+                    buf: dev.upload(&host)?,
+                    rows,
+                    cols: N,
+                    ld: N,
+                })
+            };
+            let a = mat(fill(rows.start * N, rows.len() * N, 1), rows.len())?;
+            let b = mat(fill(0, N * N, 2), N)?;
+            let mut c = DeviceMat {
+                buf: dev.alloc_zeroed::<f32>(rows.len() * N)?,
+                rows: rows.len(),
+                cols: N,
+                ld: N,
+            };
+            let p = GemmParams::<f32>::default();
+            out.push((
+                "gemm_resident f32".into(),
+                time(s, reps, || {
+                    s.gemm_resident(&dev, &p, &a, &b, &mut c)?;
+                    dev.synchronize()
+                })?,
+            ));
+        }
+        "spgemm-uniform-16M-8" | "spgemm-rmat-20-8" => {
+            use trident_testkit::sparse_gemm::generate::{rmat, uniform_rows};
+            let m = if name == "spgemm-rmat-20-8" {
+                rmat::<f32>(20, 8, seed)
+            } else {
+                uniform_rows::<f32>(16 << 20, 16 << 20, 8, seed)
+            };
+            let cuts = trident::dist::split_by_work(&trident::dist::row_work(&m, &m), size);
+            let mine = trident::dist::row_block(&m, cuts[rank].clone())?;
+            let (da, db) = (dev.upload_csr(&mine)?, dev.upload_csr(&m)?);
+            drop((mine, m));
+            out.push((
+                "spgemm_resident f32".into(),
+                time(s, reps, || {
+                    s.spgemm_resident(&dev, &da, &db)?;
+                    dev.synchronize()
+                })?,
+            ));
+        }
+        _ => {
+            return Err(trident::Error::Unsupported(format!(
+                "{name}: no resident case (omp-16M, pairs-100M-40M, gemm-32768, spgemm-uniform-16M-8, spgemm-rmat-20-8)"
+            )));
+        }
+    }
+    dev.synchronize()?;
+    Ok(out)
+}
+
 fn main() {
     trident_benches::log_from_env();
     let args = match args() {
@@ -220,12 +368,17 @@ fn main() {
     let mut json = Vec::new();
     let mut failed = false;
     for name in &args.cases {
-        let Some(case) = cases::find_case(name) else {
-            eprintln!("dist_bench: no case {name:?}");
-            std::process::exit(2);
+        let result = if args.resident {
+            resident_case(&sharded, device, name, args.reps)
+        } else {
+            let Some(case) = cases::find_case(name) else {
+                eprintln!("dist_bench: no case {name:?}");
+                std::process::exit(2);
+            };
+            let input = case.input(trident_testkit::DEFAULT_SEED);
+            run_case(&sharded, &input, args.reps)
         };
-        let input = case.input(trident_testkit::DEFAULT_SEED);
-        match run_case(&sharded, &input, args.reps) {
+        match result {
             Ok(rows) => {
                 for (label, secs) in rows {
                     if lead {

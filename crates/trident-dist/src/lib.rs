@@ -41,6 +41,7 @@ pub mod nccl;
 mod nearest_pairs;
 #[cfg(feature = "nccl")]
 mod rendezvous;
+mod resident;
 mod sharded;
 mod sparse_coder;
 mod sparse_gemm;

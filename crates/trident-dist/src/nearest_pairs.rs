@@ -76,6 +76,18 @@ impl<'a> Sharded<'a> {
         self.points_agree(b, &[("k", k as u64)])?;
         let (first, _) = self.offsets(a.len())?;
         let local = self.settle(T::pairs(self.backend()).closest_pairs(a, b, k))?;
+        self.merge_closest(first, &local, k)
+    }
+
+    /// The `k` closest pairs over all ranks from each rank's own `k`
+    /// closest (`first`: this rank's first row of A), under one device's
+    /// tie rule (distance, then the global row of A).
+    pub(crate) fn merge_closest<T: ShardCoord>(
+        &self,
+        first: usize,
+        local: &[Pair<T>],
+        k: usize,
+    ) -> Result<Vec<Pair<T>>> {
         let ia: Vec<u64> = local
             .iter()
             .map(|p| (first + p.a as usize) as u64)

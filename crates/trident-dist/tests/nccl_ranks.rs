@@ -186,3 +186,90 @@ fn child_peer_dies() {
         start.elapsed()
     );
 }
+
+#[test]
+fn resident_calls_equal_host_calls_on_two_gpus() {
+    if !two_gpus_or_skip() {
+        return;
+    }
+    for (ok, text) in launch("child_resident", 29_631, Duration::from_secs(240)) {
+        assert!(ok && text.contains("child_resident: ok"), "{text}");
+    }
+}
+
+#[test]
+#[ignore = "a rank of resident_calls_equal_host_calls_on_two_gpus"]
+fn child_resident() {
+    use trident_core::{
+        DeviceMat, DeviceMemory, GemmParams, MatMut, MatRef, SparseCoderDevice, SparseGemmDevice,
+    };
+    use trident_dist::{Sharded, even_split};
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let cluster = join(Duration::from_secs(60));
+    let (rank, size) = (cluster.rank(), cluster.size());
+    let dev = trident_cuda::CudaBackend::new(rank).unwrap();
+    let s = Sharded::new(&cluster, &dev);
+    let seed = trident_testkit::DEFAULT_SEED;
+
+    // Closest pairs: A's rows cut, B replicated.
+    let c = trident_testkit::nearest_pairs::generate::pairs_uniform(60_001, 30_000, seed);
+    let a = &c.a[even_split(c.a.len(), size, rank)];
+    let host = s.closest_pairs(a, &c.b, 100).unwrap();
+    let (da, db) = (dev.upload(a).unwrap(), dev.upload(&c.b).unwrap());
+    assert_eq!(s.closest_pairs_resident(&dev, &da, &db, 100).unwrap(), host);
+
+    // GEMM: rows of A and C cut, B replicated; the same kernels, so the same bits.
+    let g = trident_testkit::cases::gemm::<f32>(300, seed);
+    let rows = even_split(g.m, size, rank);
+    let a_rows = &g.a[rows.start * g.k..rows.end * g.k];
+    let p = GemmParams::<f32>::default();
+    let mut host = vec![0f32; rows.len() * g.n];
+    s.gemm(
+        &p,
+        MatRef::dense(a_rows, rows.len(), g.k).unwrap(),
+        MatRef::dense(&g.b, g.k, g.n).unwrap(),
+        MatMut::dense(&mut host, rows.len(), g.n).unwrap(),
+    )
+    .unwrap();
+    let mat = |v: &[f32], r, c| DeviceMat {
+        buf: dev.upload(v).unwrap(),
+        rows: r,
+        cols: c,
+        ld: c,
+    };
+    let (ga, gb) = (mat(a_rows, rows.len(), g.k), mat(&g.b, g.k, g.n));
+    let mut gc = mat(&vec![0f32; rows.len() * g.n], rows.len(), g.n);
+    s.gemm_resident(&dev, &p, &ga, &gb, &mut gc).unwrap();
+    let mut got = vec![0f32; rows.len() * g.n];
+    dev.download(&gc.buf, &mut got).unwrap();
+    assert!(got == host, "gemm_resident differs from gemm");
+
+    // Batch-OMP: signals cut, codes stay with them.
+    let o = trident_testkit::sparse_coder::generate::omp_dct::<f32>(5_001, seed);
+    let n = o.dict.n();
+    let rows = even_split(o.count, size, rank);
+    let x = &o.signals[rows.start * n..rows.end * n];
+    let host = s
+        .encode(&o.dict, MatRef::dense(x, rows.len(), n).unwrap(), o.rule)
+        .unwrap();
+    let dx = mat(x, rows.len(), n);
+    let codes = s.encode_resident(&dev, &o.dict, &dx, o.rule).unwrap();
+    assert!(
+        dev.download_codes(&codes).unwrap() == host,
+        "encode_resident differs"
+    );
+
+    // SpGEMM: A's rows cut, B replicated.
+    let m = trident_testkit::sparse_gemm::generate::uniform_rows::<f32>(4_000, 4_000, 8, seed);
+    let mine = trident_dist::row_block(&m, even_split(m.rows(), size, rank)).unwrap();
+    let host = s.spgemm(&mine, &m).unwrap();
+    let (ca, cb) = (dev.upload_csr(&mine).unwrap(), dev.upload_csr(&m).unwrap());
+    let got = dev
+        .download_csr(&s.spgemm_resident(&dev, &ca, &cb).unwrap())
+        .unwrap();
+    assert!(got == host, "spgemm_resident differs from spgemm");
+    cluster.comm().barrier().unwrap();
+    println!("child_resident: ok");
+}
