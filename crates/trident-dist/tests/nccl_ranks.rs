@@ -1,15 +1,16 @@
-//! NCCL on real GPUs: two processes started the way torchrun starts them
-//! (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT`), each
-//! on its own GPU, the id handed over by the TCP rendezvous. Skipped (with
-//! a message) on a machine with fewer than two GPUs or no NCCL, unless
-//! `TRIDENT_REQUIRE_BACKENDS` names `nccl`, where that is a failure.
+//! NCCL on real GPUs: two (or four) processes started the way torchrun
+//! starts them (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`,
+//! `MASTER_PORT`), each on its own GPU, the id handed over by the TCP
+//! rendezvous. Skipped (with a message) on a machine with fewer GPUs than
+//! the test's ranks or no NCCL, unless `TRIDENT_REQUIRE_BACKENDS` names
+//! `nccl`, where that is a failure.
 #![cfg(feature = "nccl")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use trident_dist::{Cluster, ClusterOptions, CommExt, ReduceOp, Transport};
+use trident_dist::{Cluster, ClusterOptions, CommExt, Grid2d, ReduceOp, Transport};
 
 const CHILD: &str = "TRIDENT_DIST_TEST_CHILD";
 
@@ -21,12 +22,13 @@ fn gpus() -> usize {
     cudarc::driver::CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
 }
 
-/// `true` when the test can run; `false` (after saying why) when it skips.
-fn two_gpus_or_skip() -> bool {
+/// `true` when the test can run on `n` GPUs; `false` (after saying why)
+/// when it skips.
+fn gpus_or_skip(n: usize) -> bool {
     let required = std::env::var("TRIDENT_REQUIRE_BACKENDS")
         .is_ok_and(|v| v.split(',').any(|b| b.trim() == "nccl"));
-    let why = if gpus() < 2 {
-        Some(format!("{} GPU(s) here, two needed", gpus()))
+    let why = if gpus() < n {
+        Some(format!("{} GPU(s) here, {n} needed", gpus()))
     } else {
         trident_dist::nccl::nccl_version()
             .err()
@@ -42,10 +44,10 @@ fn two_gpus_or_skip() -> bool {
     }
 }
 
-/// Starts child test `name` as ranks 0 and 1; their exit statuses and output.
-fn launch(name: &str, port: u16, limit: Duration) -> Vec<(bool, String)> {
+/// Starts child test `name` as ranks `0..n`; their exit statuses and output.
+fn launch(name: &str, n: usize, port: u16, limit: Duration) -> Vec<(bool, String)> {
     let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..2)
+    let children: Vec<_> = (0..n)
         .map(|rank| {
             Command::new(&exe)
                 .args([
@@ -58,8 +60,8 @@ fn launch(name: &str, port: u16, limit: Duration) -> Vec<(bool, String)> {
                 .env(CHILD, "1")
                 .env("RANK", rank.to_string())
                 .env("LOCAL_RANK", rank.to_string())
-                .env("WORLD_SIZE", "2")
-                .env("LOCAL_WORLD_SIZE", "2")
+                .env("WORLD_SIZE", n.to_string())
+                .env("LOCAL_WORLD_SIZE", n.to_string())
                 .env("MASTER_ADDR", "127.0.0.1")
                 .env("MASTER_PORT", port.to_string())
                 .stdout(Stdio::piped())
@@ -100,10 +102,10 @@ fn join(timeout: Duration) -> Cluster {
 
 #[test]
 fn nccl_collectives_on_two_gpus() {
-    if !two_gpus_or_skip() {
+    if !gpus_or_skip(2) {
         return;
     }
-    for (ok, text) in launch("child_collectives", 29_611, Duration::from_secs(180)) {
+    for (ok, text) in launch("child_collectives", 2, 29_611, Duration::from_secs(180)) {
         assert!(ok && text.contains("child_collectives: ok"), "{text}");
     }
 }
@@ -152,10 +154,10 @@ fn child_collectives() {
 
 #[test]
 fn a_dead_peer_is_an_error_within_the_timeout() {
-    if !two_gpus_or_skip() {
+    if !gpus_or_skip(2) {
         return;
     }
-    let out = launch("child_peer_dies", 29_621, Duration::from_secs(120));
+    let out = launch("child_peer_dies", 2, 29_621, Duration::from_secs(120));
     let (ok0, text0) = &out[0];
     assert!(
         *ok0 && text0.contains("child_peer_dies: rank 0 got an error"),
@@ -185,4 +187,55 @@ fn child_peer_dies() {
         "child_peer_dies: rank 0 got an error after {:?}: {e}",
         start.elapsed()
     );
+}
+
+#[test]
+fn nccl_split_communicators_on_four_gpus() {
+    if !gpus_or_skip(4) {
+        return;
+    }
+    for (ok, text) in launch("child_split", 4, 29_631, Duration::from_secs(240)) {
+        assert!(ok && text.contains("child_split: ok"), "{text}");
+    }
+}
+
+#[test]
+#[ignore = "a rank of nccl_split_communicators_on_four_gpus"]
+fn child_split() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let cluster = join(Duration::from_secs(60));
+    let (rank, comm) = (cluster.rank(), cluster.comm());
+    assert_eq!((comm.transport(), comm.size()), ("nccl", 4));
+    // Two rows of two; in row 1 the keys reverse the parent order.
+    let key = if rank < 2 { rank } else { 10 - rank };
+    let row = comm.split(rank / 2, key).unwrap();
+    assert_eq!((row.transport(), row.size()), ("nccl", 2));
+    assert_eq!(row.rank(), if rank < 2 { rank } else { 3 - rank });
+    // A broadcast inside each group stays inside it (more than one staging
+    // piece), and the parent is still usable between.
+    let big: Vec<u32> = (0..20_000_017u32).map(|i| i ^ rank as u32).collect();
+    let got = row
+        .broadcast_vec(0, (row.rank() == 0).then_some(&big[..]))
+        .unwrap();
+    let root = if rank < 2 { 0u32 } else { 3 };
+    assert!(got.iter().enumerate().all(|(i, &x)| x == i as u32 ^ root));
+    comm.barrier().unwrap();
+    let mut sum = [rank as u64];
+    row.all_reduce_u64(&mut sum, ReduceOp::Sum).unwrap();
+    assert_eq!(sum, [if rank < 2 { 1 } else { 5 }]);
+    let from = row.ring_shift(&vec![rank as u8; rank + 1]).unwrap();
+    let other = [1, 0, 3, 2][rank];
+    assert_eq!(from, vec![other as u8; other + 1]);
+    let g = Grid2d::square(comm).unwrap();
+    assert_eq!((g.shape(), g.pos()), ((2, 2), (rank / 2, rank % 2)));
+    let top = g
+        .col_comm()
+        .broadcast_vec(0, (rank < 2).then_some(&[rank as u32][..]))
+        .unwrap();
+    assert_eq!(top, [(rank % 2) as u32]);
+    drop(row);
+    comm.barrier().unwrap();
+    println!("child_split: ok");
 }

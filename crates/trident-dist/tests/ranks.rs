@@ -15,7 +15,8 @@ use trident_core::{
     Neighbor, Op, Point, SparseCoder, SparseGemm, StopRule,
 };
 use trident_dist::{
-    Cluster, ClusterOptions, Sharded, Transport, column_block, even_split, row_block,
+    Cluster, ClusterOptions, CommExt, Grid2d, ReduceOp, Sharded, Transport, column_block,
+    even_split, row_block,
 };
 use trident_rayon::RayonBackend;
 
@@ -364,6 +365,104 @@ fn child_primitives() {
 
     cluster.comm().barrier().unwrap();
     println!("child_primitives: ok (rank {rank} of {size})");
+}
+
+#[test]
+fn split_communicators_and_grids_on_four_ranks() {
+    let (ok, text, _) = mpirun(4, "child_split", Duration::from_secs(120));
+    assert!(ok, "{text}");
+    assert_eq!(text.matches("child_split: ok").count(), 4, "{text}");
+}
+
+#[test]
+#[ignore = "runs under mpirun, started by split_communicators_and_grids_on_four_ranks"]
+fn child_split() {
+    if !is_child() {
+        return;
+    }
+    let cluster = mpi_cluster();
+    let (rank, comm) = (cluster.rank(), cluster.comm());
+    assert_eq!(cluster.size(), 4, "{}", cluster.describe());
+
+    // Two rows of two; in row 1 the keys reverse the parent order.
+    let key = if rank < 2 { rank } else { 10 - rank };
+    let row = comm.split(rank / 2, key).unwrap();
+    assert_eq!((row.size(), row.transport()), (2, "mpi"));
+    assert_eq!(row.rank(), if rank < 2 { rank } else { 3 - rank });
+    // A broadcast inside each group stays inside it: each gets its own
+    // group's first rank (parent rank 0 and 3).
+    let got = row
+        .broadcast_vec(0, (row.rank() == 0).then_some(&[rank as u64][..]))
+        .unwrap();
+    assert_eq!(got, [if rank < 2 { 0 } else { 3 }]);
+    let mut sum = [rank as u64];
+    row.all_reduce_u64(&mut sum, ReduceOp::Sum).unwrap();
+    assert_eq!(sum, [if rank < 2 { 1 } else { 5 }]);
+    let mut max = [rank as f64];
+    row.all_reduce_f64(&mut max, ReduceOp::Max).unwrap();
+    assert_eq!(max, [if rank < 2 { 1.0 } else { 3.0 }]);
+    let from = row.ring_shift(&vec![rank as u8; rank + 1]).unwrap();
+    let other = [1, 0, 3, 2][rank];
+    assert_eq!(from, vec![other as u8; other + 1]);
+    // Groups of unequal size, and the parent still in use between.
+    let odd = comm.split(usize::from(rank == 3), 0).unwrap();
+    assert_eq!(
+        (odd.rank(), odd.size()),
+        if rank == 3 { (0, 1) } else { (rank, 3) }
+    );
+    comm.barrier().unwrap();
+    odd.barrier().unwrap();
+    // A split of a split.
+    let single = row.split(row.rank(), 0).unwrap();
+    assert_eq!((single.rank(), single.size()), (0, 1));
+
+    // Grids: 2 x 2 (the square one), 1 x 4, and shapes that cannot be.
+    let g = Grid2d::square(comm).unwrap();
+    assert_eq!((g.shape(), g.pos()), ((2, 2), (rank / 2, rank % 2)));
+    assert_eq!(g.rank(), rank);
+    assert_eq!((g.row_comm().rank(), g.row_comm().size()), (rank % 2, 2));
+    assert_eq!((g.col_comm().rank(), g.col_comm().size()), (rank / 2, 2));
+    let top = g
+        .col_comm()
+        .broadcast_vec(0, (rank < 2).then_some(&[rank as u32][..]))
+        .unwrap();
+    assert_eq!(top, [(rank % 2) as u32], "the process column's top rank");
+    assert_eq!(
+        g.block(5, 3),
+        (even_split(5, 2, rank / 2), even_split(3, 2, rank % 2))
+    );
+    let flat = Grid2d::new(comm, 1, 4).unwrap();
+    assert_eq!((flat.row_comm().size(), flat.col_comm().size()), (4, 1));
+    assert_eq!(flat.row_comm().rank(), rank);
+    match Grid2d::new(comm, 3, 1) {
+        Err(Error::InvalidArgument {
+            field: "pr x pc", ..
+        }) => {}
+        other => panic!("rank {rank}: {other:?}"),
+    }
+    match Grid2d::new(
+        comm,
+        if rank == 2 { 4 } else { 2 },
+        if rank == 2 { 1 } else { 2 },
+    ) {
+        Err(Error::InvalidArgument {
+            field: "pr",
+            detail,
+        }) => {
+            assert!(detail.contains("rank 2"), "{detail}")
+        }
+        other => panic!("rank {rank}: {other:?}"),
+    }
+    // A color no transport takes, on one rank: the same error everywhere.
+    match comm.split(if rank == 1 { 1 << 40 } else { 0 }, 0) {
+        Err(Error::InvalidArgument {
+            field: "color",
+            detail,
+        }) => assert!(detail.contains("rank 1"), "{detail}"),
+        other => panic!("rank {rank}: {:?}", other.map(|c| c.size())),
+    }
+    comm.barrier().unwrap();
+    println!("child_split: ok (rank {rank})");
 }
 
 #[test]
