@@ -1,6 +1,6 @@
 //! [`Grid2d`]: the ranks laid out as a `pr x pc` process grid, with the
 //! communicators of this rank's process row and process column, for the
-//! 2-D (SUMMA) calls.
+//! 2-D (SUMMA) calls; and the k-panels those calls step through.
 
 use std::fmt;
 use std::ops::Range;
@@ -143,6 +143,96 @@ impl Grid2d {
     }
 }
 
+impl Grid2d {
+    /// `InvalidArgument` unless this grid was made over the ranks of
+    /// `comm` (its size, and this rank at its place).
+    pub(crate) fn check_on(&self, comm: &dyn Communicator) -> Result<()> {
+        if (self.size(), self.rank()) == (comm.size(), comm.rank()) {
+            Ok(())
+        } else {
+            Err(Error::arg(
+                "grid",
+                format!(
+                    "a {} x {} grid with this rank at {:?} (rank {}), but the cluster is rank {} of {}",
+                    self.pr,
+                    self.pc,
+                    self.pos(),
+                    self.rank(),
+                    comm.rank(),
+                    comm.size()
+                ),
+            ))
+        }
+    }
+}
+
+/// `DimensionMismatch` naming `field` unless this rank's block is
+/// `want` (rows, columns): the grid's cut of the whole matrix.
+pub(crate) fn check_block(
+    field: &'static str,
+    got: (usize, usize),
+    want: (usize, usize),
+    whole: (usize, usize),
+    grid: &Grid2d,
+) -> Result<()> {
+    if got == want {
+        return Ok(());
+    }
+    let (pr, pc) = grid.shape();
+    Err(Error::dim(
+        field,
+        format!(
+            "this rank's block is {} x {}; block {:?} of the {} x {} matrix cut by the {pr} x {pc} grid is {} x {}",
+            got.0,
+            got.1,
+            grid.pos(),
+            whole.0,
+            whole.1,
+            want.0,
+            want.1
+        ),
+    ))
+}
+
+/// One step of a 2-D product: a range of the inner dimension k over which
+/// A's columns all sit in one process column and B's rows in one process
+/// row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Panel {
+    /// The range of k.
+    pub k: Range<usize>,
+    /// The process column holding A's columns `k`.
+    pub a_col: usize,
+    /// The process row holding B's rows `k`.
+    pub b_row: usize,
+}
+
+/// The k-panels of a `pr x pc` grid, in increasing k: A's columns are cut
+/// into `pc` parts and B's rows into `pr`, so the panels are the common
+/// refinement of the two cuts (the sorted union of their boundaries). When
+/// `pr == pc` they are the blocks themselves.
+pub(crate) fn panels(k: usize, pr: usize, pc: usize) -> Vec<Panel> {
+    let mut cuts: Vec<usize> = (0..pc)
+        .map(|t| even_split(k, pc, t).start)
+        .chain((0..pr).map(|t| even_split(k, pr, t).start))
+        .chain([k])
+        .collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    let owner = |parts: usize, at: usize| {
+        (0..parts)
+            .find(|&t| even_split(k, parts, t).contains(&at))
+            .unwrap_or(0)
+    };
+    cuts.windows(2)
+        .map(|w| Panel {
+            k: w[0]..w[1],
+            a_col: owner(pc, w[0]),
+            b_row: owner(pr, w[0]),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,5 +260,22 @@ mod tests {
         assert_eq!(g.block(5, 3), (0..5, 0..3));
         let err = Grid2d::new(&Solo, 1, 2).unwrap_err();
         assert!(err.to_string().contains("pr x pc"), "{err}");
+    }
+
+    #[test]
+    fn panels_refine_both_cuts_of_k() {
+        // k = 10: A's columns in 3 parts (0, 4, 7), B's rows in 2 (0, 5).
+        let p = panels(10, 2, 3);
+        let ks: Vec<_> = p.iter().map(|p| p.k.clone()).collect();
+        assert_eq!(ks, vec![0..4, 4..5, 5..7, 7..10]);
+        let owners: Vec<_> = p.iter().map(|p| (p.a_col, p.b_row)).collect();
+        assert_eq!(owners, vec![(0, 0), (1, 0), (1, 1), (2, 1)]);
+        // Square grids: the blocks themselves; k = 0: no panel; k < parts:
+        // empty parts add no panel.
+        assert_eq!(panels(7, 2, 2).len(), 2);
+        assert!(panels(0, 2, 3).is_empty());
+        let tiny = panels(2, 1, 3);
+        assert_eq!(tiny.len(), 2);
+        assert!(tiny.iter().all(|p| !p.k.is_empty()));
     }
 }

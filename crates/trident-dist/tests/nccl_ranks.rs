@@ -10,7 +10,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use trident_dist::{Cluster, ClusterOptions, CommExt, Grid2d, ReduceOp, Transport};
+use trident_core::{DenseGemm, GemmParams, MatMut, MatRef};
+use trident_dist::{Cluster, ClusterOptions, CommExt, Grid2d, ReduceOp, Sharded, Transport};
 
 const CHILD: &str = "TRIDENT_DIST_TEST_CHILD";
 
@@ -189,8 +190,62 @@ fn child_peer_dies() {
     );
 }
 
+/// `gemm_summa` over the grid's NCCL row and column communicators (rayon
+/// computes each rank's blocks): within the GEMM tolerance of one device.
+fn summa_over_nccl(cluster: &Cluster, grid: &Grid2d) {
+    let (m, n, k) = (45, 38, 51);
+    let val = |i: usize, s: usize| ((i * 7919 + s) % 1000) as f64 / 1000.0 - 0.5;
+    let a: Vec<f64> = (0..m * k).map(|i| val(i, 1)).collect();
+    let b: Vec<f64> = (0..k * n).map(|i| val(i, 2)).collect();
+    let c0: Vec<f64> = (0..m * n).map(|i| val(i, 3)).collect();
+    let params = GemmParams {
+        alpha: 1.25,
+        beta: -0.5,
+        ..GemmParams::default()
+    };
+    let backend = trident_rayon::RayonBackend::new().unwrap();
+    let mut one = c0.clone();
+    backend
+        .gemm(
+            &params,
+            MatRef::dense(&a, m, k).unwrap(),
+            MatRef::dense(&b, k, n).unwrap(),
+            MatMut::dense(&mut one, m, n).unwrap(),
+        )
+        .unwrap();
+    let cut =
+        |x: &[f64], ld: usize, rows: std::ops::Range<usize>, cols: &std::ops::Range<usize>| {
+            rows.flat_map(|r| x[r * ld + cols.start..r * ld + cols.end].to_vec())
+                .collect::<Vec<f64>>()
+        };
+    let ((rows, kc), (kr, cols)) = (grid.block(m, k), grid.block(k, n));
+    let (a_blk, b_blk) = (cut(&a, k, rows.clone(), &kc), cut(&b, n, kr.clone(), &cols));
+    let mut c_blk = cut(&c0, n, rows.clone(), &cols);
+    Sharded::new(cluster, &backend)
+        .gemm_summa(
+            grid,
+            &params,
+            (m, n, k),
+            MatRef::dense(&a_blk, rows.len(), kc.len()).unwrap(),
+            MatRef::dense(&b_blk, kr.len(), cols.len()).unwrap(),
+            MatMut::dense(&mut c_blk, rows.len(), cols.len()).unwrap(),
+        )
+        .unwrap();
+    let want = cut(&one, n, rows.clone(), &cols);
+    let err: Vec<f64> = c_blk.iter().zip(&want).map(|(x, y)| x - y).collect();
+    let tol = trident_testkit::check::gemm_tol::<f64>(trident_core::Precision::Strict);
+    let (e, r) = (
+        trident_core::tol::norm2(&err),
+        trident_core::tol::norm2(&want),
+    );
+    assert!(
+        e <= tol.bound(r),
+        "gemm_summa block off by {e:e} (norm {r:e})"
+    );
+}
+
 #[test]
-fn nccl_split_communicators_on_four_gpus() {
+fn nccl_split_communicators_and_summa_on_four_gpus() {
     if !gpus_or_skip(4) {
         return;
     }
@@ -200,7 +255,7 @@ fn nccl_split_communicators_on_four_gpus() {
 }
 
 #[test]
-#[ignore = "a rank of nccl_split_communicators_on_four_gpus"]
+#[ignore = "a rank of nccl_split_communicators_and_summa_on_four_gpus"]
 fn child_split() {
     if std::env::var_os(CHILD).is_none() {
         return;
@@ -235,6 +290,7 @@ fn child_split() {
         .broadcast_vec(0, (rank < 2).then_some(&[rank as u32][..]))
         .unwrap();
     assert_eq!(top, [(rank % 2) as u32]);
+    summa_over_nccl(&cluster, &g);
     drop(row);
     comm.barrier().unwrap();
     println!("child_split: ok");
