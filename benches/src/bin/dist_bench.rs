@@ -11,7 +11,8 @@
 //! Cases: `pairs-1M-400K`, `pairs-clustered` (A cut by rows, B replicated:
 //! `nearest` and `closest_pairs(100)`; `nearest` also with B cut and passed
 //! round the ring), `gemm-4096`, `gemm-8192` (rows of A and C cut, B
-//! replicated; and B cut by columns, passed round the ring), `spgemm-poisson2d-2048`, `spgemm-rmat-16-8`,
+//! replicated; B cut by columns, passed round the ring; and A, B and C cut
+//! into blocks over the squarest process grid, SUMMA), `spgemm-poisson2d-2048`, `spgemm-rmat-16-8`,
 //! `spgemm-uniform-1M-8` (A cut by products per row, B replicated),
 //! `omp-64x256-k16`, `omp-256x1024-k32` (signals cut), `cut-512`,
 //! `cut-2048`, `cut3d-256` (grid layers cut into slabs, region discharge,
@@ -28,8 +29,10 @@
 
 use std::time::Instant;
 
-use trident::dist::{Cluster, ClusterOptions, CommExt, ReduceOp, Sharded, Transport, even_split};
-use trident::{MatMut, MatRef, Neighbor, Primitives, Result};
+use trident::dist::{
+    Cluster, ClusterOptions, CommExt, Grid2d, ReduceOp, Sharded, Transport, even_split,
+};
+use trident::{MatMut, MatRef, Neighbor, Op, Primitives, Result};
 use trident_benches::timing::median;
 use trident_testkit::cases::{self, Input};
 use trident_testkit::dense_gemm::generate::GemmCase;
@@ -153,6 +156,38 @@ fn run_case(s: &Sharded<'_>, input: &Input, reps: usize) -> Result<Vec<(String, 
                 )
             })?,
         ));
+        // SUMMA: A, B and C cut into blocks over the squarest grid (it
+        // takes the matrices as stored).
+        if (c.params.op_a, c.params.op_b) == (Op::N, Op::N) {
+            let grid = Grid2d::square(s.cluster().comm())?;
+            let ((rows, kc), (kr, cols)) = (grid.block(c.m, c.k), grid.block(c.k, c.n));
+            let cut = |x: &[f32],
+                       ld: usize,
+                       rows: std::ops::Range<usize>,
+                       cols: &std::ops::Range<usize>| {
+                rows.flat_map(|r| x[r * ld + cols.start..r * ld + cols.end].to_vec())
+                    .collect::<Vec<f32>>()
+            };
+            let a_blk = cut(&c.a, lda, rows.clone(), &kc);
+            let b_blk = cut(&c.b, ldb, kr.clone(), &cols);
+            let mut c_blk = cut(&c.c, ldc, rows.clone(), &cols);
+            let a_ref = MatRef::dense(&a_blk, rows.len(), kc.len())?;
+            let b_ref = MatRef::dense(&b_blk, kr.len(), cols.len())?;
+            let (pr, pc) = grid.shape();
+            out.push((
+                format!("gemm f32, SUMMA {pr}x{pc}"),
+                time(s, reps, || {
+                    s.gemm_summa(
+                        &grid,
+                        &c.params,
+                        (c.m, c.n, c.k),
+                        a_ref,
+                        b_ref,
+                        MatMut::dense(&mut c_blk, rows.len(), cols.len())?,
+                    )
+                })?,
+            ));
+        }
     } else if let Some(c) = input.downcast_ref::<SpgemmCase<f32>>() {
         out.push((
             "spgemm f32".into(),

@@ -2,7 +2,8 @@
 //! collectives they need, on host buffers, with an MPI and an NCCL
 //! implementation behind it (and [`Solo`], one rank). Everything richer
 //! (typed arrays, variable-length gathers) is built here once, on top of the
-//! five byte-level operations, so each transport implements only those.
+//! five byte-level operations, so each transport implements only those (and
+//! [`Communicator::split`], which only the transport can do).
 
 use bytemuck::Pod;
 use trident_core::{Error, Result};
@@ -46,6 +47,14 @@ pub trait Communicator: Send + Sync {
     /// Sends `send` to rank `to` while receiving `recv` from rank `from`: one
     /// step of a ring, deadlock-free whatever the order ranks arrive in.
     fn shift(&self, send: &[u8], to: usize, recv: &mut [u8], from: usize) -> Result<()>;
+    /// Cuts the group into sub-groups, as `MPI_Comm_split` does: the ranks
+    /// that pass the same `color` form one group, ranked by `key`, then by
+    /// their rank here. Collective over this group; each rank gets the
+    /// communicator of its own sub-group, independent of this one (either
+    /// may be used, or dropped, without the other). `color` and `key` must
+    /// fit an `i32` (the transports' type): a larger one on any rank is the
+    /// same `InvalidArgument` on every rank.
+    fn split(&self, color: usize, key: usize) -> Result<Box<dyn Communicator>>;
 }
 
 /// One rank, no transport: what a process launched without `mpirun`,
@@ -86,6 +95,66 @@ impl Communicator for Solo {
         }
         recv.copy_from_slice(send);
         Ok(())
+    }
+    fn split(&self, color: usize, key: usize) -> Result<Box<dyn Communicator>> {
+        split_place(self, color, key)?;
+        Ok(Box::new(Solo))
+    }
+}
+
+/// This rank's place after [`Communicator::split`]: its rank in its
+/// sub-group and the sub-group's size. Every rank's color and key are
+/// gathered first, so a value no transport can take is the same error on
+/// every rank, and the transports' own answer can be checked against it.
+pub(crate) fn split_place<C: Communicator + ?Sized>(
+    parent: &C,
+    color: usize,
+    key: usize,
+) -> Result<(usize, usize)> {
+    let all = parent.all_gather_fixed(&[color as u64, key as u64])?;
+    let limit = i32::MAX as u64;
+    for (r, pair) in all.chunks_exact(2).enumerate() {
+        for (field, v) in [("color", pair[0]), ("key", pair[1])] {
+            if v > limit {
+                return Err(Error::arg(
+                    field,
+                    format!("rank {r} passed {v}; a split takes at most {limit} (an int)"),
+                ));
+            }
+        }
+    }
+    Ok(place_in(&all, parent.rank()))
+}
+
+/// Rank `me`'s rank and group size among `(color, key)` pairs in parent
+/// rank order: same color, ordered by key, then parent rank.
+fn place_in(all: &[u64], me: usize) -> (usize, usize) {
+    let color = all[2 * me];
+    let mut group: Vec<(u64, usize)> = all
+        .chunks_exact(2)
+        .enumerate()
+        .filter(|(_, pair)| pair[0] == color)
+        .map(|(r, pair)| (pair[1], r))
+        .collect();
+    group.sort_unstable();
+    let rank = group.iter().position(|&(_, r)| r == me).unwrap_or(0);
+    (rank, group.len())
+}
+
+/// `Backend` unless a transport's sub-communicator has the rank and size
+/// [`split_place`] worked out (a transport that ordered the group some other
+/// way would number the ranks wrongly, silently).
+pub(crate) fn check_place(got: (usize, usize), want: (usize, usize)) -> Result<()> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(Error::Backend(
+            format!(
+                "the split communicator is rank {} of {}, but the colors and keys place this rank {} of {}",
+                got.0, got.1, want.0, want.1
+            )
+            .into(),
+        ))
     }
 }
 
@@ -206,6 +275,21 @@ mod tests {
         let mut x = [3u64, 4];
         c.all_reduce_u64(&mut x, ReduceOp::Max).unwrap();
         assert_eq!(x, [3, 4]);
+    }
+
+    #[test]
+    fn split_places_by_color_then_key_then_rank() {
+        // Ranks 0..5 with (color, key): two groups, keys reversing one.
+        let all = [0, 9, 1, 0, 0, 3, 1, 0, 0, 3];
+        assert_eq!(place_in(&all, 0), (2, 3));
+        assert_eq!(place_in(&all, 2), (0, 3)); // key 3 ties: parent rank 2 first
+        assert_eq!(place_in(&all, 4), (1, 3));
+        assert_eq!(place_in(&all, 1), (0, 2));
+        assert_eq!(place_in(&all, 3), (1, 2));
+        let solo = Solo.split(7, 2).unwrap();
+        assert_eq!((solo.rank(), solo.size()), (0, 1));
+        let err = Solo.split(1 << 31, 0).err().unwrap();
+        assert!(err.to_string().contains("color"), "{err}");
     }
 
     #[test]

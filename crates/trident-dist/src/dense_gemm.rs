@@ -2,11 +2,14 @@
 //! partitioned (each rank passes its block of rows), B is replicated. Each
 //! element of C is the same dot product as on one device; whether its bits
 //! are the same depends on the backend keeping its summation order when m
-//! changes (docs/semantics.md says which do).
+//! changes (docs/semantics.md says which do). And 2-D ([`Sharded::gemm_summa`]):
+//! A, B and C all cut into blocks over a process grid, the dot products
+//! split into k-panels.
 
-use trident_core::{Error, GemmParams, MatMut, MatRef, Op, Precision, Result};
+use trident_core::{Error, GemmParams, MatMut, MatRef, Op, Precision, Result, Scalar, validate};
 
 use crate::comm::CommExt;
+use crate::grid::{Grid2d, check_block, panels};
 use crate::sharded::{ShardScalar, Sharded, bits};
 
 fn op_code(op: Op) -> u64 {
@@ -127,4 +130,190 @@ impl<'a> Sharded<'a> {
         }
         Ok(())
     }
+}
+impl<'a> Sharded<'a> {
+    /// `C = alpha A B + beta C` over a 2-D process grid (SUMMA): every
+    /// matrix is cut into `pr x pc` blocks by [`even_split`](crate::even_split), rows into `pr`
+    /// parts and columns into `pc` ([`Grid2d::block`]), and the rank at
+    /// `(i, j)` passes block `(i, j)` of A (`m x k`), of B (`k x n`) and of
+    /// C (`m x n`), whose block it updates in place. `(m, n, k)` is the
+    /// global shape, the same on every rank; the blocks are as stored
+    /// (`Op::N` only: cut the transpose instead).
+    ///
+    /// The inner dimension is stepped through in panels, the common
+    /// refinement of A's cut of k (by `pc`) and B's (by `pr`), in
+    /// increasing k: the owner of a panel's columns of A broadcasts them
+    /// along its process row, the owner of its rows of B along its process
+    /// column, and every rank adds `alpha A_panel B_panel` to its block of C
+    /// (the first panel also scales C by `beta`) with the local backend. No
+    /// rank ever holds more than a panel of another's A or B. The sum over k
+    /// is thus split at the panel boundaries: the answer is within the GEMM
+    /// tolerance of one device's, not bit-identical, and the same bits on
+    /// every run.
+    pub fn gemm_summa<T: ShardScalar>(
+        &self,
+        grid: &Grid2d,
+        params: &GemmParams<T>,
+        (m, n, k): (usize, usize, usize),
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        mut c: MatMut<'_, T>,
+    ) -> Result<()> {
+        let (pr, pc) = grid.shape();
+        self.agree(&[
+            ("m", m as u64),
+            ("n", n as u64),
+            ("k", k as u64),
+            ("op_a", op_code(params.op_a)),
+            ("op_b", op_code(params.op_b)),
+            ("alpha", bits(params.alpha)),
+            ("beta", bits(params.beta)),
+            ("precision", precision_code(params.precision)),
+            ("scalar type", bits(T::ONE)),
+            ("grid (process rows)", pr as u64),
+            ("grid (process columns)", pc as u64),
+        ])?;
+        for (field, op) in [("op_a", params.op_a), ("op_b", params.op_b)] {
+            if op != Op::N {
+                return Err(Error::arg(
+                    field,
+                    "gemm_summa takes the blocks as stored (Op::N); pass the blocks of the transpose instead",
+                ));
+            }
+        }
+        let (i, j) = grid.pos();
+        let ((rows, kcols), (krows, cols)) = (grid.block(m, k), grid.block(k, n));
+        let checked = grid
+            .check_on(self.comm())
+            .and_then(|()| {
+                check_block(
+                    "a",
+                    (a.rows(), a.cols()),
+                    (rows.len(), kcols.len()),
+                    (m, k),
+                    grid,
+                )
+            })
+            .and_then(|()| {
+                check_block(
+                    "b",
+                    (b.rows(), b.cols()),
+                    (krows.len(), cols.len()),
+                    (k, n),
+                    grid,
+                )
+            })
+            .and_then(|()| {
+                check_block(
+                    "c",
+                    (c.rows(), c.cols()),
+                    (rows.len(), cols.len()),
+                    (m, n),
+                    grid,
+                )
+            })
+            .and_then(|()| finite_scalars(params))
+            .and_then(|()| validate::gemm_finite(params, &a, &b, &c.as_ref()));
+        self.settle(checked)?;
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        let (mi, nj) = (rows.len(), cols.len());
+        // This rank's C, dense: the panels accumulate here and C is written
+        // once at the end, so a failure part-way leaves it untouched.
+        let mut acc: Vec<T> = (0..mi).flat_map(|r| c.as_ref().row(r).to_vec()).collect();
+        let gemm = T::gemm(self.backend());
+        let panels = if params.alpha == T::ZERO {
+            Vec::new()
+        } else {
+            panels(k, pr, pc)
+        };
+        let mut local = if panels.is_empty() && mi * nj > 0 {
+            // Nothing to multiply (k == 0, or alpha == 0): C = beta C, as the
+            // backend does it.
+            MatRef::dense(&[], mi, 0).and_then(|ea| {
+                gemm.gemm(
+                    params,
+                    ea,
+                    MatRef::dense(&[], 0, nj)?,
+                    MatMut::dense(&mut acc, mi, nj)?,
+                )
+            })
+        } else {
+            Ok(())
+        };
+        let mut scratch = Vec::new();
+        for (step, panel) in panels.iter().enumerate() {
+            let w = panel.k.len();
+            // The panel's columns of A, from their process column, along
+            // this process row; its rows of B, from their process row, along
+            // this process column.
+            let mut ap = if j == panel.a_col {
+                let c0 = panel.k.start - kcols.start;
+                (0..mi)
+                    .flat_map(|r| a.row(r)[c0..c0 + w].to_vec())
+                    .collect()
+            } else {
+                vec![T::ZERO; mi * w]
+            };
+            if pc > 1 {
+                grid.row_comm()
+                    .broadcast(panel.a_col, bytemuck::cast_slice_mut(&mut ap))?;
+            }
+            let mut bp = if i == panel.b_row {
+                let r0 = panel.k.start - krows.start;
+                (r0..r0 + w).flat_map(|r| b.row(r).to_vec()).collect()
+            } else {
+                vec![T::ZERO; w * nj]
+            };
+            if pr > 1 {
+                grid.col_comm()
+                    .broadcast(panel.b_row, bytemuck::cast_slice_mut(&mut bp))?;
+            }
+            if local.is_err() || mi * nj == 0 {
+                // Keep taking part in the broadcasts; the outcome is settled
+                // once, after the last panel.
+                continue;
+            }
+            local = (|| {
+                let (ap, bp) = (MatRef::dense(&ap, mi, w)?, MatRef::dense(&bp, w, nj)?);
+                if step == 0 {
+                    return gemm.gemm(params, ap, bp, MatMut::dense(&mut acc, mi, nj)?);
+                }
+                // Later panels add to C: the product goes to a scratch block
+                // first, since the backend would check C (beta 1) for
+                // finiteness, and an entry that overflowed is a result.
+                scratch.resize(mi * nj, T::ZERO);
+                let panel_params = GemmParams {
+                    beta: T::ZERO,
+                    ..*params
+                };
+                gemm.gemm(&panel_params, ap, bp, MatMut::dense(&mut scratch, mi, nj)?)?;
+                for (x, &y) in acc.iter_mut().zip(&scratch) {
+                    *x += y;
+                }
+                Ok(())
+            })();
+        }
+        self.settle(local)?;
+        for r in 0..mi {
+            c.row_mut(r).copy_from_slice(&acc[r * nj..(r + 1) * nj]);
+        }
+        Ok(())
+    }
+}
+
+/// `NonFinite` for a non-finite `alpha` or `beta` (what the backend's own
+/// check says, made before the first panel moves).
+fn finite_scalars<T: Scalar>(params: &GemmParams<T>) -> Result<()> {
+    for (field, v) in [("alpha", params.alpha), ("beta", params.beta)] {
+        if !v.is_finite() {
+            return Err(Error::NonFinite {
+                field,
+                index: 0,
+                value: v.to_f64(),
+            });
+        }
+    }
+    Ok(())
 }

@@ -32,6 +32,7 @@
 mod cluster;
 pub mod comm;
 mod dense_gemm;
+mod grid;
 pub mod launch;
 mod max_flow;
 #[cfg(feature = "mpi")]
@@ -48,6 +49,7 @@ mod sparse_gemm;
 
 pub use cluster::{Cluster, ClusterOptions, Transport};
 pub use comm::{CommExt, Communicator, ReduceOp, Solo};
+pub use grid::Grid2d;
 pub use launch::{Launch, Launcher};
 pub use sharded::{ShardCoord, ShardScalar, Sharded, digest, even_split, split_by_work};
 pub use sparse_gemm::{column_block, row_block, row_work};

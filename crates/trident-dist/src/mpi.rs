@@ -8,53 +8,68 @@
 //! wait for the ranks that wait for it).
 
 use std::mem::ManuallyDrop;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use mpi::collective::SystemOperation;
 use mpi::environment::Universe;
-use mpi::topology::SimpleCommunicator;
+use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::{Communicator as _, CommunicatorCollectives, Destination, Root, Source};
 use trident_core::{Error, Result};
 
-use crate::comm::{Communicator, ReduceOp, check_rank};
+use crate::comm::{Communicator, ReduceOp, check_place, check_rank, split_place};
 
 /// MPI counts are `int`: messages go in pieces of at most this many bytes.
 const PIECE: usize = 1 << 30;
 
-/// The MPI world of this process.
+/// An MPI communicator of this process: the world, or a group split from
+/// it ([`Communicator::split`]).
 pub struct MpiComm {
-    inner: Mutex<Inner>,
+    // Used only while `env.lock` is held; dropped before `env`, so a split
+    // communicator is freed before MPI is finalised.
+    comm: ManuallyDrop<SimpleCommunicator>,
+    env: Arc<Env>,
     rank: usize,
     size: usize,
 }
 
-struct Inner {
-    world: SimpleCommunicator,
-    // Finalises MPI when the communicator goes, unless this rank is
-    // unwinding from a panic: `MPI_Finalize` would then wait for ranks that
-    // wait for this one, so the job is aborted instead (see `Drop`).
-    universe: ManuallyDrop<Universe>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.world.abort(70);
-        }
-        // SAFETY: dropped once, here.
-        unsafe { ManuallyDrop::drop(&mut self.universe) };
-    }
+/// MPI itself, shared by the world and every communicator split from it:
+/// one lock, so that no two threads are ever inside MPI at once whichever
+/// communicator they use, and the universe, which finalises MPI when the
+/// last communicator goes.
+struct Env {
+    lock: Mutex<()>,
+    _universe: Universe,
 }
 
 // SAFETY: MPI is initialised with at least `Threading::Serialized` (checked
-// in `MpiComm::init`), and every call goes through `inner`'s mutex, so no two
-// threads are ever inside MPI at once. The handles are plain values MPI lets
-// any thread use under that level.
-unsafe impl Send for Inner {}
+// in `MpiComm::init`), and every call into MPI, the communicators' and the
+// finalisation (run by the last owner alone), happens under `Env::lock` or
+// with no other owner left, so no two threads are ever inside MPI at once.
+// The handles are plain values MPI lets any thread use under that level.
+unsafe impl Send for Env {}
+unsafe impl Sync for Env {}
+unsafe impl Send for MpiComm {}
+unsafe impl Sync for MpiComm {}
+
+impl Drop for MpiComm {
+    fn drop(&mut self) {
+        let _serial = self.env.lock.lock().unwrap_or_else(|p| p.into_inner());
+        // A rank unwinding from a panic aborts the job: freeing a split
+        // communicator or finalising would wait for ranks that wait for
+        // this one.
+        if std::thread::panicking() {
+            self.comm.abort(70);
+        }
+        // SAFETY: dropped once, here (frees a split communicator; the
+        // world's handle needs no freeing).
+        unsafe { ManuallyDrop::drop(&mut self.comm) };
+    }
+}
 
 impl MpiComm {
     /// Initialises MPI (once per process: MPI cannot be started again after
-    /// it is finalised, which happens when this value is dropped).
+    /// it is finalised, which happens when this value and every
+    /// communicator split from it are dropped).
     pub fn init() -> Result<Self> {
         let (universe, level) = mpi::initialize_with_threading(mpi::Threading::Serialized)
             .ok_or_else(|| {
@@ -70,9 +85,10 @@ impl MpiComm {
         let world = universe.world();
         let (rank, size) = (world.rank() as usize, world.size() as usize);
         Ok(MpiComm {
-            inner: Mutex::new(Inner {
-                world,
-                universe: ManuallyDrop::new(universe),
+            comm: ManuallyDrop::new(world),
+            env: Arc::new(Env {
+                lock: Mutex::new(()),
+                _universe: universe,
             }),
             rank,
             size,
@@ -80,11 +96,11 @@ impl MpiComm {
     }
 
     fn with<R>(&self, f: impl FnOnce(&SimpleCommunicator) -> R) -> Result<R> {
-        let inner = self
-            .inner
-            .lock()
-            .map_err(|_| Error::Backend("an MPI call panicked earlier in this process".into()))?;
-        Ok(f(&inner.world))
+        let _serial =
+            self.env.lock.lock().map_err(|_| {
+                Error::Backend("an MPI call panicked earlier in this process".into())
+            })?;
+        Ok(f(&self.comm))
     }
 }
 
@@ -154,5 +170,28 @@ impl Communicator for MpiComm {
                 }
             });
         })
+    }
+    fn split(&self, color: usize, key: usize) -> Result<Box<dyn Communicator>> {
+        let want = split_place(self, color, key)?;
+        // Both fit an int: `split_place` checked every rank's.
+        let (color, key) = (color as i32, key as i32);
+        let comm = self
+            .with(|w| {
+                w.split_by_color_with_key(Color::with_value(color), key)
+                    .map(|c| {
+                        let place = (c.rank() as usize, c.size() as usize);
+                        (c, place)
+                    })
+            })?
+            .ok_or_else(|| Error::Backend("MPI_Comm_split gave no communicator".into()))?;
+        let (comm, got) = comm;
+        let child = MpiComm {
+            comm: ManuallyDrop::new(comm),
+            env: self.env.clone(),
+            rank: got.0,
+            size: got.1,
+        };
+        check_place(got, want)?;
+        Ok(Box::new(child))
     }
 }

@@ -16,6 +16,11 @@
 //! died or a network error thus ends in `ncclCommAbort` and an
 //! [`Error::Backend`] on this rank after at most the timeout, never a hang;
 //! the aborted communicator fails every later call at once.
+//!
+//! A communicator split from another ([`Communicator::split`]:
+//! `ncclCommSplit`, NCCL 2.18 and later) is a communicator like the first,
+//! with a stream and a watchdog of its own under the same timeout; the
+//! split itself is a call on the parent, under the parent's watchdog.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, mpsc};
@@ -24,7 +29,8 @@ use std::time::{Duration, Instant};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use trident_core::{Error, Result};
 
-use crate::comm::{Communicator, ReduceOp, check_rank};
+use crate::comm::{Communicator, ReduceOp, check_place, check_rank, split_place};
+use crate::sharded::settle;
 
 /// The 128-byte id rank 0 creates and every rank needs to join: the only
 /// thing that travels outside NCCL (by MPI or the TCP rendezvous).
@@ -74,6 +80,10 @@ struct Lib {
     recv: unsafe extern "C" fn(*mut c_void, usize, c_int, c_int, Comm, *mut c_void) -> Res,
     group_start: unsafe extern "C" fn() -> Res,
     group_end: unsafe extern "C" fn() -> Res,
+    count: unsafe extern "C" fn(Comm, *mut c_int) -> Res,
+    user_rank: unsafe extern "C" fn(Comm, *mut c_int) -> Res,
+    /// `ncclCommSplit` (NCCL 2.18 and later; absent before).
+    split: Option<unsafe extern "C" fn(Comm, c_int, c_int, *mut Comm, *mut c_void) -> Res>,
 }
 
 fn lib() -> std::result::Result<&'static Lib, String> {
@@ -118,6 +128,9 @@ fn bind(lib: libloading::Library) -> std::result::Result<Lib, String> {
             recv: sym!(b"ncclRecv"),
             group_start: sym!(b"ncclGroupStart"),
             group_end: sym!(b"ncclGroupEnd"),
+            count: sym!(b"ncclCommCount"),
+            user_rank: sym!(b"ncclCommUserRank"),
+            split: lib.get(b"ncclCommSplit").ok().map(|f| *f),
             _lib: lib,
         })
     }
@@ -290,14 +303,27 @@ impl NcclComm {
                 ));
             }
         };
+        Self::watched(lib, comm, stream, rank, size, timeout, ordinal)
+    }
+
+    /// A joined communicator handle with its own watchdog: what every
+    /// communicator, joined or split, runs its calls through.
+    fn watched(
+        lib: &'static Lib,
+        comm: Comm,
+        stream: Arc<CudaStream>,
+        rank: usize,
+        size: usize,
+        timeout: Duration,
+        ordinal: usize,
+    ) -> Result<Self> {
         let watch = Arc::new(Watch::default());
         watch.lock().comm = comm as usize;
         let dog = watch.clone();
-        std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name(format!("nccl-watchdog-{rank}"))
-            .spawn(move || dog.run(lib))
-            .map_err(Error::Io)?;
-        Ok(NcclComm {
+            .spawn(move || dog.run(lib));
+        let this = NcclComm {
             inner: Mutex::new(Inner {
                 comm,
                 stream,
@@ -308,6 +334,24 @@ impl NcclComm {
             size,
             timeout,
             ordinal,
+        };
+        // Without its watchdog the handle is released at once (by `Drop`).
+        spawned.map_err(Error::Io)?;
+        Ok(this)
+    }
+
+    /// The rank and size NCCL gives this communicator.
+    fn place(&self) -> Result<(usize, usize)> {
+        self.with(|lib, comm, _| {
+            let (mut rank, mut count): (c_int, c_int) = (0, 0);
+            // SAFETY: each writes one int about a live handle.
+            check(lib, "ncclCommUserRank", unsafe {
+                (lib.user_rank)(comm, &mut rank)
+            })?;
+            check(lib, "ncclCommCount", unsafe {
+                (lib.count)(comm, &mut count)
+            })?;
+            Ok((rank as usize, count as usize))
         })
     }
 
@@ -512,6 +556,59 @@ impl Communicator for NcclComm {
     }
     fn all_reduce_f64(&self, buf: &mut [f64], op: ReduceOp) -> Result<()> {
         self.reduce(bytemuck::cast_slice_mut(buf), FLOAT64, 8, op)
+    }
+    fn split(&self, color: usize, key: usize) -> Result<Box<dyn Communicator>> {
+        let want = split_place(self, color, key)?;
+        let lib = lib().map_err(Error::BackendUnavailable)?;
+        // Every rank must have the entry point, or those that do would
+        // wait in it for those that do not.
+        let split = settle(
+            self,
+            lib.split.ok_or_else(|| {
+                let v = nccl_version().map_or_else(|e| e.to_string(), |v| v.to_string());
+                Error::Unsupported(format!(
+                    "splitting an NCCL communicator needs NCCL >= 2.18 (ncclCommSplit); \
+                     this rank loaded NCCL {v}"
+                ))
+            }),
+        )?;
+        // The child gets a stream of its own on the same GPU, made before
+        // the split so that no failure leaves a split handle behind.
+        let ctx = self
+            .inner
+            .lock()
+            .map_err(|_| Error::Backend("an NCCL call panicked earlier in this process".into()))?
+            .stream
+            .context()
+            .clone();
+        let stream = ctx.new_stream().map_err(driver)?;
+        // Both fit an int: `split_place` checked every rank's.
+        let (c, k) = (color as c_int, key as c_int);
+        // Collective over this communicator, so under its deadline and
+        // watchdog like any other call; a NULL config inherits this one's.
+        let child = self.with(|lib, comm, _| {
+            let mut child: Comm = std::ptr::null_mut();
+            let code = self.blocking("ncclCommSplit", || {
+                // SAFETY: writes one communicator handle; `comm` is live.
+                unsafe { split(comm, c, k, &mut child, std::ptr::null_mut()) }
+            })?;
+            check(lib, "ncclCommSplit", code)?;
+            if child.is_null() {
+                return Err(Error::Backend("ncclCommSplit gave no communicator".into()));
+            }
+            Ok(child)
+        })?;
+        let child = Self::watched(
+            lib,
+            child,
+            stream,
+            want.0,
+            want.1,
+            self.timeout,
+            self.ordinal,
+        )?;
+        check_place(child.place()?, want)?;
+        Ok(Box::new(child))
     }
     fn shift(&self, send: &[u8], to: usize, recv: &mut [u8], from: usize) -> Result<()> {
         check_rank("to", to, self.size)?;

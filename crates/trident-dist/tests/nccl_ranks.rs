@@ -1,15 +1,17 @@
-//! NCCL on real GPUs: two processes started the way torchrun starts them
-//! (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT`), each
-//! on its own GPU, the id handed over by the TCP rendezvous. Skipped (with
-//! a message) on a machine with fewer than two GPUs or no NCCL, unless
-//! `TRIDENT_REQUIRE_BACKENDS` names `nccl`, where that is a failure.
+//! NCCL on real GPUs: two (or four) processes started the way torchrun
+//! starts them (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`,
+//! `MASTER_PORT`), each on its own GPU, the id handed over by the TCP
+//! rendezvous. Skipped (with a message) on a machine with fewer GPUs than
+//! the test's ranks or no NCCL, unless `TRIDENT_REQUIRE_BACKENDS` names
+//! `nccl`, where that is a failure.
 #![cfg(feature = "nccl")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use trident_dist::{Cluster, ClusterOptions, CommExt, ReduceOp, Transport};
+use trident_core::{DenseGemm, GemmParams, MatMut, MatRef};
+use trident_dist::{Cluster, ClusterOptions, CommExt, Grid2d, ReduceOp, Sharded, Transport};
 
 const CHILD: &str = "TRIDENT_DIST_TEST_CHILD";
 
@@ -21,12 +23,13 @@ fn gpus() -> usize {
     cudarc::driver::CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
 }
 
-/// `true` when the test can run; `false` (after saying why) when it skips.
-fn two_gpus_or_skip() -> bool {
+/// `true` when the test can run on `n` GPUs; `false` (after saying why)
+/// when it skips.
+fn gpus_or_skip(n: usize) -> bool {
     let required = std::env::var("TRIDENT_REQUIRE_BACKENDS")
         .is_ok_and(|v| v.split(',').any(|b| b.trim() == "nccl"));
-    let why = if gpus() < 2 {
-        Some(format!("{} GPU(s) here, two needed", gpus()))
+    let why = if gpus() < n {
+        Some(format!("{} GPU(s) here, {n} needed", gpus()))
     } else {
         trident_dist::nccl::nccl_version()
             .err()
@@ -42,10 +45,10 @@ fn two_gpus_or_skip() -> bool {
     }
 }
 
-/// Starts child test `name` as ranks 0 and 1; their exit statuses and output.
-fn launch(name: &str, port: u16, limit: Duration) -> Vec<(bool, String)> {
+/// Starts child test `name` as ranks `0..n`; their exit statuses and output.
+fn launch(name: &str, n: usize, port: u16, limit: Duration) -> Vec<(bool, String)> {
     let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..2)
+    let children: Vec<_> = (0..n)
         .map(|rank| {
             Command::new(&exe)
                 .args([
@@ -58,8 +61,8 @@ fn launch(name: &str, port: u16, limit: Duration) -> Vec<(bool, String)> {
                 .env(CHILD, "1")
                 .env("RANK", rank.to_string())
                 .env("LOCAL_RANK", rank.to_string())
-                .env("WORLD_SIZE", "2")
-                .env("LOCAL_WORLD_SIZE", "2")
+                .env("WORLD_SIZE", n.to_string())
+                .env("LOCAL_WORLD_SIZE", n.to_string())
                 .env("MASTER_ADDR", "127.0.0.1")
                 .env("MASTER_PORT", port.to_string())
                 .stdout(Stdio::piped())
@@ -100,10 +103,10 @@ fn join(timeout: Duration) -> Cluster {
 
 #[test]
 fn nccl_collectives_on_two_gpus() {
-    if !two_gpus_or_skip() {
+    if !gpus_or_skip(2) {
         return;
     }
-    for (ok, text) in launch("child_collectives", 29_611, Duration::from_secs(180)) {
+    for (ok, text) in launch("child_collectives", 2, 29_611, Duration::from_secs(180)) {
         assert!(ok && text.contains("child_collectives: ok"), "{text}");
     }
 }
@@ -152,10 +155,10 @@ fn child_collectives() {
 
 #[test]
 fn a_dead_peer_is_an_error_within_the_timeout() {
-    if !two_gpus_or_skip() {
+    if !gpus_or_skip(2) {
         return;
     }
-    let out = launch("child_peer_dies", 29_621, Duration::from_secs(120));
+    let out = launch("child_peer_dies", 2, 29_621, Duration::from_secs(120));
     let (ok0, text0) = &out[0];
     assert!(
         *ok0 && text0.contains("child_peer_dies: rank 0 got an error"),
@@ -187,12 +190,118 @@ fn child_peer_dies() {
     );
 }
 
+/// `gemm_summa` over the grid's NCCL row and column communicators (rayon
+/// computes each rank's blocks): within the GEMM tolerance of one device.
+fn summa_over_nccl(cluster: &Cluster, grid: &Grid2d) {
+    let (m, n, k) = (45, 38, 51);
+    let val = |i: usize, s: usize| ((i * 7919 + s) % 1000) as f64 / 1000.0 - 0.5;
+    let a: Vec<f64> = (0..m * k).map(|i| val(i, 1)).collect();
+    let b: Vec<f64> = (0..k * n).map(|i| val(i, 2)).collect();
+    let c0: Vec<f64> = (0..m * n).map(|i| val(i, 3)).collect();
+    let params = GemmParams {
+        alpha: 1.25,
+        beta: -0.5,
+        ..GemmParams::default()
+    };
+    let backend = trident_rayon::RayonBackend::new().unwrap();
+    let mut one = c0.clone();
+    backend
+        .gemm(
+            &params,
+            MatRef::dense(&a, m, k).unwrap(),
+            MatRef::dense(&b, k, n).unwrap(),
+            MatMut::dense(&mut one, m, n).unwrap(),
+        )
+        .unwrap();
+    let cut =
+        |x: &[f64], ld: usize, rows: std::ops::Range<usize>, cols: &std::ops::Range<usize>| {
+            rows.flat_map(|r| x[r * ld + cols.start..r * ld + cols.end].to_vec())
+                .collect::<Vec<f64>>()
+        };
+    let ((rows, kc), (kr, cols)) = (grid.block(m, k), grid.block(k, n));
+    let (a_blk, b_blk) = (cut(&a, k, rows.clone(), &kc), cut(&b, n, kr.clone(), &cols));
+    let mut c_blk = cut(&c0, n, rows.clone(), &cols);
+    Sharded::new(cluster, &backend)
+        .gemm_summa(
+            grid,
+            &params,
+            (m, n, k),
+            MatRef::dense(&a_blk, rows.len(), kc.len()).unwrap(),
+            MatRef::dense(&b_blk, kr.len(), cols.len()).unwrap(),
+            MatMut::dense(&mut c_blk, rows.len(), cols.len()).unwrap(),
+        )
+        .unwrap();
+    let want = cut(&one, n, rows.clone(), &cols);
+    let err: Vec<f64> = c_blk.iter().zip(&want).map(|(x, y)| x - y).collect();
+    let tol = trident_testkit::check::gemm_tol::<f64>(trident_core::Precision::Strict);
+    let (e, r) = (
+        trident_core::tol::norm2(&err),
+        trident_core::tol::norm2(&want),
+    );
+    assert!(
+        e <= tol.bound(r),
+        "gemm_summa block off by {e:e} (norm {r:e})"
+    );
+}
+
 #[test]
-fn resident_calls_equal_host_calls_on_two_gpus() {
-    if !two_gpus_or_skip() {
+fn nccl_split_communicators_and_summa_on_four_gpus() {
+    if !gpus_or_skip(4) {
         return;
     }
-    for (ok, text) in launch("child_resident", 29_631, Duration::from_secs(240)) {
+    for (ok, text) in launch("child_split", 4, 29_631, Duration::from_secs(240)) {
+        assert!(ok && text.contains("child_split: ok"), "{text}");
+    }
+}
+
+#[test]
+#[ignore = "a rank of nccl_split_communicators_and_summa_on_four_gpus"]
+fn child_split() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let cluster = join(Duration::from_secs(60));
+    let (rank, comm) = (cluster.rank(), cluster.comm());
+    assert_eq!((comm.transport(), comm.size()), ("nccl", 4));
+    // Two rows of two; in row 1 the keys reverse the parent order.
+    let key = if rank < 2 { rank } else { 10 - rank };
+    let row = comm.split(rank / 2, key).unwrap();
+    assert_eq!((row.transport(), row.size()), ("nccl", 2));
+    assert_eq!(row.rank(), if rank < 2 { rank } else { 3 - rank });
+    // A broadcast inside each group stays inside it (more than one staging
+    // piece), and the parent is still usable between.
+    let big: Vec<u32> = (0..20_000_017u32).map(|i| i ^ rank as u32).collect();
+    let got = row
+        .broadcast_vec(0, (row.rank() == 0).then_some(&big[..]))
+        .unwrap();
+    let root = if rank < 2 { 0u32 } else { 3 };
+    assert!(got.iter().enumerate().all(|(i, &x)| x == i as u32 ^ root));
+    comm.barrier().unwrap();
+    let mut sum = [rank as u64];
+    row.all_reduce_u64(&mut sum, ReduceOp::Sum).unwrap();
+    assert_eq!(sum, [if rank < 2 { 1 } else { 5 }]);
+    let from = row.ring_shift(&vec![rank as u8; rank + 1]).unwrap();
+    let other = [1, 0, 3, 2][rank];
+    assert_eq!(from, vec![other as u8; other + 1]);
+    let g = Grid2d::square(comm).unwrap();
+    assert_eq!((g.shape(), g.pos()), ((2, 2), (rank / 2, rank % 2)));
+    let top = g
+        .col_comm()
+        .broadcast_vec(0, (rank < 2).then_some(&[rank as u32][..]))
+        .unwrap();
+    assert_eq!(top, [(rank % 2) as u32]);
+    summa_over_nccl(&cluster, &g);
+    drop(row);
+    comm.barrier().unwrap();
+    println!("child_split: ok");
+}
+
+#[test]
+fn resident_calls_equal_host_calls_on_two_gpus() {
+    if !gpus_or_skip(2) {
+        return;
+    }
+    for (ok, text) in launch("child_resident", 2, 29_641, Duration::from_secs(240)) {
         assert!(ok && text.contains("child_resident: ok"), "{text}");
     }
 }

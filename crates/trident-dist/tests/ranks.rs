@@ -7,15 +7,17 @@
 #![cfg(feature = "mpi")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::ops::Range;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use trident_core::{
     CsrMatrix, DenseGemm, Dictionary, Error, GemmParams, MatMut, MatRef, MaxFlow, NearestPairs,
-    Neighbor, Op, Point, SparseCoder, SparseGemm, StopRule,
+    Neighbor, Op, Point, Precision, Scalar, SparseCoder, SparseGemm, StopRule,
 };
 use trident_dist::{
-    Cluster, ClusterOptions, Sharded, Transport, column_block, even_split, row_block,
+    Cluster, ClusterOptions, CommExt, Grid2d, ReduceOp, ShardScalar, Sharded, Transport,
+    column_block, even_split, row_block,
 };
 use trident_rayon::RayonBackend;
 
@@ -364,6 +366,322 @@ fn child_primitives() {
 
     cluster.comm().barrier().unwrap();
     println!("child_primitives: ok (rank {rank} of {size})");
+}
+
+#[test]
+fn split_communicators_and_grids_on_four_ranks() {
+    let (ok, text, _) = mpirun(4, "child_split", Duration::from_secs(120));
+    assert!(ok, "{text}");
+    assert_eq!(text.matches("child_split: ok").count(), 4, "{text}");
+}
+
+#[test]
+#[ignore = "runs under mpirun, started by split_communicators_and_grids_on_four_ranks"]
+fn child_split() {
+    if !is_child() {
+        return;
+    }
+    let cluster = mpi_cluster();
+    let (rank, comm) = (cluster.rank(), cluster.comm());
+    assert_eq!(cluster.size(), 4, "{}", cluster.describe());
+
+    // Two rows of two; in row 1 the keys reverse the parent order.
+    let key = if rank < 2 { rank } else { 10 - rank };
+    let row = comm.split(rank / 2, key).unwrap();
+    assert_eq!((row.size(), row.transport()), (2, "mpi"));
+    assert_eq!(row.rank(), if rank < 2 { rank } else { 3 - rank });
+    // A broadcast inside each group stays inside it: each gets its own
+    // group's first rank (parent rank 0 and 3).
+    let got = row
+        .broadcast_vec(0, (row.rank() == 0).then_some(&[rank as u64][..]))
+        .unwrap();
+    assert_eq!(got, [if rank < 2 { 0 } else { 3 }]);
+    let mut sum = [rank as u64];
+    row.all_reduce_u64(&mut sum, ReduceOp::Sum).unwrap();
+    assert_eq!(sum, [if rank < 2 { 1 } else { 5 }]);
+    let mut max = [rank as f64];
+    row.all_reduce_f64(&mut max, ReduceOp::Max).unwrap();
+    assert_eq!(max, [if rank < 2 { 1.0 } else { 3.0 }]);
+    let from = row.ring_shift(&vec![rank as u8; rank + 1]).unwrap();
+    let other = [1, 0, 3, 2][rank];
+    assert_eq!(from, vec![other as u8; other + 1]);
+    // Groups of unequal size, and the parent still in use between.
+    let odd = comm.split(usize::from(rank == 3), 0).unwrap();
+    assert_eq!(
+        (odd.rank(), odd.size()),
+        if rank == 3 { (0, 1) } else { (rank, 3) }
+    );
+    comm.barrier().unwrap();
+    odd.barrier().unwrap();
+    // A split of a split.
+    let single = row.split(row.rank(), 0).unwrap();
+    assert_eq!((single.rank(), single.size()), (0, 1));
+
+    // Grids: 2 x 2 (the square one), 1 x 4, and shapes that cannot be.
+    let g = Grid2d::square(comm).unwrap();
+    assert_eq!((g.shape(), g.pos()), ((2, 2), (rank / 2, rank % 2)));
+    assert_eq!(g.rank(), rank);
+    assert_eq!((g.row_comm().rank(), g.row_comm().size()), (rank % 2, 2));
+    assert_eq!((g.col_comm().rank(), g.col_comm().size()), (rank / 2, 2));
+    let top = g
+        .col_comm()
+        .broadcast_vec(0, (rank < 2).then_some(&[rank as u32][..]))
+        .unwrap();
+    assert_eq!(top, [(rank % 2) as u32], "the process column's top rank");
+    assert_eq!(
+        g.block(5, 3),
+        (even_split(5, 2, rank / 2), even_split(3, 2, rank % 2))
+    );
+    let flat = Grid2d::new(comm, 1, 4).unwrap();
+    assert_eq!((flat.row_comm().size(), flat.col_comm().size()), (4, 1));
+    assert_eq!(flat.row_comm().rank(), rank);
+    match Grid2d::new(comm, 3, 1) {
+        Err(Error::InvalidArgument {
+            field: "pr x pc", ..
+        }) => {}
+        other => panic!("rank {rank}: {other:?}"),
+    }
+    match Grid2d::new(
+        comm,
+        if rank == 2 { 4 } else { 2 },
+        if rank == 2 { 1 } else { 2 },
+    ) {
+        Err(Error::InvalidArgument {
+            field: "pr",
+            detail,
+        }) => {
+            assert!(detail.contains("rank 2"), "{detail}")
+        }
+        other => panic!("rank {rank}: {other:?}"),
+    }
+    // A color no transport takes, on one rank: the same error everywhere.
+    match comm.split(if rank == 1 { 1 << 40 } else { 0 }, 0) {
+        Err(Error::InvalidArgument {
+            field: "color",
+            detail,
+        }) => assert!(detail.contains("rank 1"), "{detail}"),
+        other => panic!("rank {rank}: {:?}", other.map(|c| c.size())),
+    }
+    comm.barrier().unwrap();
+    println!("child_split: ok (rank {rank})");
+}
+
+/// Rows `rows` and columns `cols` of a row-major matrix with `ld` columns.
+fn cut<T: Copy>(whole: &[T], ld: usize, rows: Range<usize>, cols: Range<usize>) -> Vec<T> {
+    rows.flat_map(|r| whole[r * ld + cols.start..r * ld + cols.end].to_vec())
+        .collect()
+}
+
+/// Every rank's dense block of an `m x n` matrix, put back together.
+fn assemble<T: Scalar>(cluster: &Cluster, grid: &Grid2d, mine: &[T], m: usize, n: usize) -> Vec<T> {
+    let mut whole = vec![T::ZERO; m * n];
+    for (r, block) in cluster
+        .comm()
+        .all_gather_vec(mine)
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let (rows, cols) = grid.block_of(r, m, n);
+        for (t, row) in rows.enumerate() {
+            whole[row * n + cols.start..row * n + cols.end]
+                .copy_from_slice(&block[t * cols.len()..(t + 1) * cols.len()]);
+        }
+    }
+    whole
+}
+
+/// `gemm_summa` on `grid` against one device's GEMM of the whole matrices:
+/// within the GEMM tolerance, the same bits on a second run, and C's
+/// padding untouched.
+fn summa_dense<T: ShardScalar>(
+    cluster: &Cluster,
+    sharded: &Sharded<'_>,
+    grid: &Grid2d,
+    (m, n, k): (usize, usize, usize),
+    (alpha, beta): (f64, f64),
+    seed: u64,
+) {
+    let mut rng = Rng(seed);
+    let mut mat =
+        |len: usize| -> Vec<T> { (0..len).map(|_| T::from_f64(rng.next() - 0.5)).collect() };
+    let (a, b, c0) = (mat(m * k), mat(k * n), mat(m * n));
+    let params = GemmParams {
+        alpha: T::from_f64(alpha),
+        beta: T::from_f64(beta),
+        ..GemmParams::default()
+    };
+    let backend = sharded.backend();
+    let mut one = c0.clone();
+    T::gemm(backend)
+        .gemm(
+            &params,
+            MatRef::dense(&a, m, k).unwrap(),
+            MatRef::dense(&b, k, n).unwrap(),
+            MatMut::dense(&mut one, m, n).unwrap(),
+        )
+        .unwrap();
+    let ((rows, kc), (kr, cols)) = (grid.block(m, k), grid.block(k, n));
+    let a_blk = cut(&a, k, rows.clone(), kc.clone());
+    let b_blk = cut(&b, n, kr.clone(), cols.clone());
+    // C with two padding elements per row, which must keep their bits.
+    let (mi, nj, ld) = (rows.len(), cols.len(), cols.len() + 2);
+    let pad = T::from_f64(-7.25);
+    let mut c_pad = vec![pad; mi * ld];
+    for t in 0..mi {
+        let r = rows.start + t;
+        c_pad[t * ld..t * ld + nj].copy_from_slice(&c0[r * n + cols.start..r * n + cols.end]);
+    }
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let mut c_blk = c_pad.clone();
+        sharded
+            .gemm_summa(
+                grid,
+                &params,
+                (m, n, k),
+                MatRef::dense(&a_blk, mi, kc.len()).unwrap(),
+                MatRef::dense(&b_blk, kr.len(), nj).unwrap(),
+                MatMut::new(&mut c_blk, mi, nj, ld).unwrap(),
+            )
+            .unwrap();
+        runs.push(c_blk);
+    }
+    let what = format!(
+        "{} gemm_summa {m} x {n} x {k} on a {:?} grid, alpha {alpha} beta {beta}",
+        T::NAME,
+        grid.shape()
+    );
+    assert!(
+        runs[0]
+            .iter()
+            .zip(&runs[1])
+            .all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits()),
+        "{what}: two runs differ"
+    );
+    let c_blk = &runs[0];
+    assert!(
+        (0..mi).all(|t| c_blk[t * ld + nj..(t + 1) * ld].iter().all(|&x| x == pad)),
+        "{what}: padding written"
+    );
+    let dense: Vec<T> = (0..mi)
+        .flat_map(|t| c_blk[t * ld..t * ld + nj].to_vec())
+        .collect();
+    let got = assemble(cluster, grid, &dense, m, n);
+    let err: Vec<f64> = got
+        .iter()
+        .zip(&one)
+        .map(|(x, y)| x.to_f64() - y.to_f64())
+        .collect();
+    let norm: Vec<f64> = one.iter().map(|x| x.to_f64()).collect();
+    let tol = trident_testkit::check::gemm_tol::<T>(Precision::Strict);
+    let (e, r) = (
+        trident_core::tol::norm2(&err),
+        trident_core::tol::norm2(&norm),
+    );
+    assert!(
+        e <= tol.bound(r),
+        "{what}: ||C - C_one||_F = {e:e}, ||C_one||_F = {r:e}"
+    );
+}
+
+/// The grids to try on `size` ranks: the square one, and flat ones.
+fn grids(cluster: &Cluster) -> Vec<Grid2d> {
+    let comm = cluster.comm();
+    let size = comm.size();
+    let mut out = vec![Grid2d::square(comm).unwrap()];
+    let (pr, pc) = out[0].shape();
+    if pr != pc {
+        out.push(Grid2d::new(comm, pc, pr).unwrap());
+    }
+    if pr != 1 {
+        out.push(Grid2d::new(comm, 1, size).unwrap());
+    }
+    out
+}
+
+#[test]
+fn summa_on_three_four_and_six_ranks_is_one_device_within_tolerance() {
+    for n in [3, 4, 6] {
+        let (ok, text, _) = mpirun(n, "child_summa", Duration::from_secs(300));
+        assert!(ok, "{n} ranks:\n{text}");
+        assert_eq!(text.matches("child_summa: ok").count(), n, "{text}");
+    }
+}
+
+#[test]
+#[ignore = "runs under mpirun, started by summa_on_three_four_and_six_ranks_is_one_device_within_tolerance"]
+fn child_summa() {
+    if !is_child() {
+        return;
+    }
+    let cluster = mpi_cluster();
+    let rank = cluster.rank();
+    let backend = RayonBackend::new().unwrap();
+    let sharded = Sharded::new(&cluster, &backend);
+    for grid in grids(&cluster) {
+        for (shape, scalars) in [
+            ((37, 23, 29), (1.5, 0.5)),
+            ((41, 19, 53), (-0.75, 0.0)),
+            ((5, 7, 2), (1.0, 1.0)),    // fewer k than process columns
+            ((3, 2, 0), (2.0, -0.5)),   // k = 0: C = beta C
+            ((17, 13, 11), (0.0, 2.0)), // alpha = 0: C = beta C
+            ((0, 9, 8), (1.0, 0.5)),
+        ] {
+            summa_dense::<f32>(&cluster, &sharded, &grid, shape, scalars, 7);
+            summa_dense::<f64>(&cluster, &sharded, &grid, shape, scalars, 8);
+        }
+    }
+
+    // Errors: the same on every rank where the ranks disagree, the failing
+    // rank's own and RankFailed elsewhere where one rank's block is wrong;
+    // C untouched either way.
+    let grid = Grid2d::square(cluster.comm()).unwrap();
+    let (m, n, k) = (9, 8, 7);
+    let ((rows, kc), (kr, cols)) = (grid.block(m, k), grid.block(k, n));
+    let a = vec![1.0f64; rows.len() * kc.len()];
+    let b = vec![1.0f64; kr.len() * cols.len()];
+    let c0 = vec![3.0f64; rows.len() * cols.len()];
+    let mut c = c0.clone();
+    let params = GemmParams::<f64>::default();
+    let call = |c: &mut [f64], params: &GemmParams<f64>, k: usize, a_cols: usize| {
+        sharded.gemm_summa(
+            &grid,
+            params,
+            (m, n, k),
+            MatRef::dense(&a[..rows.len() * a_cols], rows.len(), a_cols).unwrap(),
+            MatRef::dense(&b, kr.len(), cols.len()).unwrap(),
+            MatMut::dense(c, rows.len(), cols.len()).unwrap(),
+        )
+    };
+    match call(&mut c, &params, if rank == 1 { k + 1 } else { k }, kc.len()) {
+        Err(Error::InvalidArgument { field: "k", detail }) => {
+            assert!(detail.contains("rank 1"), "{detail}")
+        }
+        other => panic!("rank {rank}: {other:?}"),
+    }
+    let short = if rank == 2 { kc.len() - 1 } else { kc.len() };
+    match (rank, call(&mut c, &params, k, short)) {
+        (2, Err(Error::DimensionMismatch { field: "a", .. })) => {}
+        (r, Err(Error::RankFailed { rank: 2, detail })) if r != 2 => {
+            assert!(detail.contains("block"), "{detail}")
+        }
+        (r, other) => panic!("rank {r}: {other:?}"),
+    }
+    let transposed = GemmParams {
+        op_b: Op::T,
+        ..params
+    };
+    match call(&mut c, &transposed, k, kc.len()) {
+        Err(Error::InvalidArgument { field: "op_b", .. }) => {}
+        other => panic!("rank {rank}: {other:?}"),
+    }
+    assert_eq!(c, c0, "C written by a failed call");
+    call(&mut c, &params, k, kc.len()).unwrap();
+    assert!(c.iter().all(|&x| x == k as f64), "{c:?}");
+
+    cluster.comm().barrier().unwrap();
+    println!("child_summa: ok (rank {rank})");
 }
 
 #[test]
