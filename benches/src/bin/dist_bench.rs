@@ -5,7 +5,8 @@
 //! the ratios of the medians are the speed-ups.
 //!
 //! ```text
-//! mpirun -n 2 dist_bench [--backend cuda|rayon] [--transport auto|mpi|nccl] [--reps N] [--json FILE] CASE...
+//! mpirun -n 2 dist_bench [--backend cuda|rayon] [--transport auto|mpi|nccl] [--reps N] [--json FILE] [--resident] CASE...
+//! dist_bench --local-gpus 2 [...] CASE...     # one process, a thread per GPU
 //! ```
 //!
 //! Cases: `pairs-1M-400K`, `pairs-clustered` (A cut by rows, B replicated:
@@ -46,6 +47,7 @@ struct Args {
     reps: usize,
     json: Option<String>,
     resident: bool,
+    local_gpus: Option<usize>,
     cases: Vec<String>,
 }
 
@@ -56,6 +58,7 @@ fn args() -> std::result::Result<Args, String> {
         reps: 5,
         json: None,
         resident: false,
+        local_gpus: None,
         cases: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -74,6 +77,13 @@ fn args() -> std::result::Result<Args, String> {
             "--reps" => a.reps = val("--reps")?.parse().map_err(|e| format!("--reps: {e}"))?,
             "--json" => a.json = Some(val("--json")?),
             "--resident" => a.resident = true,
+            "--local-gpus" => {
+                a.local_gpus = Some(
+                    val("--local-gpus")?
+                        .parse()
+                        .map_err(|e| format!("--local-gpus: {e}"))?,
+                )
+            }
             c if !c.starts_with('-') => a.cases.push(c.to_string()),
             f => return Err(format!("unknown flag {f}")),
         }
@@ -361,6 +371,16 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(n) = args.local_gpus {
+        // One process, a thread per GPU (ncclCommInitAll).
+        match local_gpus(n, &args) {
+            Ok(failed) => std::process::exit(i32::from(failed)),
+            Err(e) => {
+                eprintln!("dist_bench: --local-gpus: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
     let cluster = match Cluster::new(ClusterOptions {
         transport: args.transport,
         ..ClusterOptions::default()
@@ -371,6 +391,30 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let failed = rank_main(&cluster, &args);
+    // Keep every rank alive until all are done (MPI finalises collectively).
+    let _ = cluster.comm().all_gather_u64(u64::from(failed));
+    drop(cluster);
+    std::process::exit(i32::from(failed));
+}
+
+#[cfg(feature = "nccl")]
+fn local_gpus(n: usize, args: &Args) -> Result<bool> {
+    let failed = Cluster::run_local(Some(n), std::time::Duration::from_secs(300), |c| {
+        rank_main(c, args)
+    })?;
+    Ok(failed.into_iter().any(|f| f))
+}
+
+#[cfg(not(feature = "nccl"))]
+fn local_gpus(_: usize, _: &Args) -> Result<bool> {
+    Err(trident::Error::Unsupported(
+        "--local-gpus needs a build with the `nccl` feature".into(),
+    ))
+}
+
+/// One rank's cases; `true` if any failed. Rank 0 prints and writes the JSON.
+fn rank_main(cluster: &Cluster, args: &Args) -> bool {
     let device = cluster.gpu().unwrap_or(cluster.local_rank());
     let backend: Box<dyn Primitives> = match &args.backend {
         Some(name) => {
@@ -380,11 +424,11 @@ fn main() {
                 Some(Ok(b)) => b,
                 Some(Err(e)) => {
                     eprintln!("dist_bench: backend {name}: {e}");
-                    std::process::exit(1);
+                    return true;
                 }
                 None => {
                     eprintln!("dist_bench: unknown backend {name:?}");
-                    std::process::exit(2);
+                    return true;
                 }
             }
         }
@@ -399,7 +443,7 @@ fn main() {
             backend.describe()
         );
     }
-    let sharded = Sharded::new(&cluster, backend.as_ref());
+    let sharded = Sharded::new(cluster, backend.as_ref());
     let mut json = Vec::new();
     let mut failed = false;
     for name in &args.cases {
@@ -408,7 +452,7 @@ fn main() {
         } else {
             let Some(case) = cases::find_case(name) else {
                 eprintln!("dist_bench: no case {name:?}");
-                std::process::exit(2);
+                return true;
             };
             let input = case.input(trident_testkit::DEFAULT_SEED);
             run_case(&sharded, &input, args.reps)
@@ -445,9 +489,5 @@ fn main() {
             failed = true;
         }
     }
-    // Keep every rank alive until all are done (MPI finalises collectively).
-    let _ = cluster.comm().all_gather_u64(u64::from(failed));
-
-    drop(cluster);
-    std::process::exit(i32::from(failed));
+    failed
 }

@@ -44,7 +44,8 @@ impl Default for ClusterOptions {
 }
 
 /// This process's rank in a job of several, and the communicator to the
-/// others. One per process (MPI can be started only once).
+/// others. One per process under a launcher (MPI can be started only once);
+/// one per thread in the single-process mode ([`Cluster::local_gpus`]).
 pub struct Cluster {
     comm: Box<dyn Communicator>,
     launch: Launch,
@@ -122,6 +123,83 @@ impl Cluster {
             launch,
             gpu,
             _bootstrap: None,
+        })
+    }
+
+    /// The single-process mode: one cluster per GPU of this machine
+    /// (`gpus` of them, `None`: all), joined by one `ncclCommInitAll`, rank
+    /// `i` on GPU `i`. Each is meant for its own thread, which calls the
+    /// sharded primitives exactly as a launched rank would;
+    /// [`Cluster::run_local`] starts the threads. No launcher, no MPI, no
+    /// rendezvous; the ranks share one process's CUDA driver.
+    #[cfg(feature = "nccl")]
+    pub fn local_gpus(gpus: Option<usize>, timeout: Duration) -> Result<Vec<Cluster>> {
+        let count = gpu_for(0).and_then(|_| {
+            cudarc::driver::CudaContext::device_count()
+                .map(|n| n.max(0) as usize)
+                .map_err(|e| {
+                    Error::BackendUnavailable(format!("CUDA devices cannot be counted: {e}"))
+                })
+        })?;
+        let n = gpus.unwrap_or(count);
+        if n == 0 || n > count {
+            return Err(Error::arg(
+                "gpus",
+                format!("{n} GPUs asked for, this machine has {count}"),
+            ));
+        }
+        let ordinals: Vec<usize> = (0..n).collect();
+        let comms = crate::nccl::NcclComm::local(&ordinals, timeout)?;
+        Ok(comms
+            .into_iter()
+            .enumerate()
+            .map(|(rank, comm)| Cluster {
+                comm: Box::new(comm),
+                launch: Launch {
+                    launcher: Launcher::Threads,
+                    rank,
+                    size: n,
+                    local_rank: rank,
+                    local_size: Some(n),
+                    master: None,
+                },
+                gpu: Some(rank),
+                _bootstrap: None,
+            })
+            .collect())
+    }
+
+    /// Runs `f` once per GPU of [`Cluster::local_gpus`], each on its own
+    /// thread with its rank's cluster, and returns the results in rank
+    /// order. A rank that panics is reported as `RankFailed`; the others
+    /// then see their collectives fail within `timeout`.
+    #[cfg(feature = "nccl")]
+    pub fn run_local<R: Send>(
+        gpus: Option<usize>,
+        timeout: Duration,
+        f: impl Fn(&Cluster) -> R + Sync,
+    ) -> Result<Vec<R>> {
+        let clusters = Self::local_gpus(gpus, timeout)?;
+        std::thread::scope(|scope| {
+            let f = &f;
+            let handles: Vec<_> = clusters
+                .iter()
+                .map(|c| {
+                    std::thread::Builder::new()
+                        .name(format!("trident-rank-{}", c.rank()))
+                        .spawn_scoped(scope, move || f(c))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .enumerate()
+                .map(|(rank, h)| {
+                    h.map_err(Error::Io)?.join().map_err(|_| Error::RankFailed {
+                        rank,
+                        detail: "its thread panicked".into(),
+                    })
+                })
+                .collect()
         })
     }
 

@@ -144,6 +144,7 @@ fn place_in(all: &[u64], me: usize) -> (usize, usize) {
 /// `Backend` unless a transport's sub-communicator has the rank and size
 /// [`split_place`] worked out (a transport that ordered the group some other
 /// way would number the ranks wrongly, silently).
+#[cfg(any(feature = "mpi", feature = "nccl"))]
 pub(crate) fn check_place(got: (usize, usize), want: (usize, usize)) -> Result<()> {
     if got == want {
         Ok(())

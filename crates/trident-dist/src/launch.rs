@@ -23,6 +23,9 @@ pub enum Launcher {
     Torchrun,
     /// Slurm's `srun`.
     Slurm,
+    /// No launcher: one process drives every local GPU, one thread per rank
+    /// ([`crate::Cluster::local_gpus`]).
+    Threads,
 }
 
 impl fmt::Display for Launcher {
@@ -31,6 +34,7 @@ impl fmt::Display for Launcher {
             Launcher::Solo => "none (one process)",
             Launcher::Mpi => "mpirun",
             Launcher::Torchrun => "torchrun",
+            Launcher::Threads => "one process, a thread per GPU",
             Launcher::Slurm => "srun",
         })
     }

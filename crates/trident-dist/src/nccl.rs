@@ -53,6 +53,7 @@ struct Lib {
     _lib: libloading::Library,
     version: unsafe extern "C" fn(*mut c_int) -> Res,
     get_unique_id: unsafe extern "C" fn(*mut NcclId) -> Res,
+    init_all: unsafe extern "C" fn(*mut Comm, c_int, *const c_int) -> Res,
     init_rank: unsafe extern "C" fn(*mut Comm, c_int, NcclId, c_int) -> Res,
     abort: unsafe extern "C" fn(Comm) -> Res,
     destroy: unsafe extern "C" fn(Comm) -> Res,
@@ -117,6 +118,7 @@ fn bind(lib: libloading::Library) -> std::result::Result<Lib, String> {
         Ok(Lib {
             version: sym!(b"ncclGetVersion"),
             get_unique_id: sym!(b"ncclGetUniqueId"),
+            init_all: sym!(b"ncclCommInitAll"),
             init_rank: sym!(b"ncclCommInitRank"),
             abort: sym!(b"ncclCommAbort"),
             destroy: sym!(b"ncclCommDestroy"),
@@ -304,6 +306,56 @@ impl NcclComm {
             }
         };
         Self::watched(lib, comm, stream, rank, size, timeout, ordinal)
+    }
+
+    /// One communicator per GPU of `ordinals`, all in this process
+    /// (`ncclCommInitAll`): rank `i` runs on `ordinals[i]`. Each is used from
+    /// its own thread, as the ranks of a launched job are from their
+    /// processes.
+    pub fn local(ordinals: &[usize], timeout: Duration) -> Result<Vec<Self>> {
+        if ordinals.is_empty() {
+            return Err(Error::arg("ordinals", "no GPU named"));
+        }
+        let lib = lib().map_err(Error::BackendUnavailable)?;
+        // SAFETY: only asks whether libcuda can be opened.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(Error::BackendUnavailable(
+                "no CUDA driver (libcuda) on this machine".into(),
+            ));
+        }
+        let mut streams = Vec::with_capacity(ordinals.len());
+        for &o in ordinals {
+            let ctx = CudaContext::new(o).map_err(|e| {
+                Error::BackendUnavailable(format!("GPU {o} cannot be opened for NCCL: {e}"))
+            })?;
+            streams.push(ctx.new_stream().map_err(driver)?);
+        }
+        let devs: Vec<c_int> = ordinals.iter().map(|&o| o as c_int).collect();
+        let mut comms: Vec<Comm> = vec![std::ptr::null_mut(); devs.len()];
+        // SAFETY: writes one handle per listed device into `comms`, which
+        // has room for exactly that many.
+        let code =
+            unsafe { (lib.init_all)(comms.as_mut_ptr(), devs.len() as c_int, devs.as_ptr()) };
+        check(lib, "ncclCommInitAll", code)?;
+        let n = ordinals.len();
+        let mut out = Vec::with_capacity(n);
+        let mut pending = comms.into_iter();
+        for (rank, (stream, &o)) in streams.into_iter().zip(ordinals).enumerate() {
+            let Some(comm) = pending.next() else { break };
+            match Self::watched(lib, comm, stream, rank, n, timeout, o) {
+                Ok(c) => out.push(c),
+                Err(e) => {
+                    // The handles not yet wrapped are released here; those
+                    // wrapped go with `out`.
+                    for rest in pending {
+                        // SAFETY: a live handle from ncclCommInitAll, used by nothing else.
+                        unsafe { (lib.destroy)(rest) };
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// A joined communicator handle with its own watchdog: what every

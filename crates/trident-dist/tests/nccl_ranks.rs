@@ -382,3 +382,39 @@ fn child_resident() {
     cluster.comm().barrier().unwrap();
     println!("child_resident: ok");
 }
+
+/// The single-process mode: one process, a thread per GPU, one
+/// `ncclCommInitAll`; the sharded calls answer as launched ranks do.
+#[test]
+fn one_process_drives_every_gpu() {
+    use trident_core::NearestPairs;
+    use trident_dist::even_split;
+    if !gpus_or_skip(2) {
+        return;
+    }
+    let c = trident_testkit::nearest_pairs::generate::pairs_uniform(40_001, 20_000, 7);
+    let one = trident_cuda::CudaBackend::new(0)
+        .unwrap()
+        .closest_pairs(&c.a, &c.b, 50)
+        .unwrap();
+    let got = Cluster::run_local(Some(2), Duration::from_secs(60), |cluster| {
+        assert_eq!((cluster.size(), cluster.gpu()), (2, Some(cluster.rank())));
+        assert_eq!(cluster.comm().transport(), "nccl");
+        let dev = trident_cuda::CudaBackend::new(cluster.rank()).unwrap();
+        let a = &c.a[even_split(c.a.len(), 2, cluster.rank())];
+        let pairs = Sharded::new(cluster, &dev)
+            .closest_pairs(a, &c.b, 50)
+            .unwrap();
+        let mut sum = vec![cluster.rank() as u64 + 1];
+        cluster
+            .comm()
+            .all_reduce_u64(&mut sum, ReduceOp::Sum)
+            .unwrap();
+        (pairs, sum[0])
+    })
+    .unwrap();
+    for (pairs, sum) in got {
+        assert_eq!(sum, 3);
+        assert_eq!(pairs, one);
+    }
+}
