@@ -14,7 +14,8 @@
 //! round the ring), `gemm-4096`, `gemm-8192` (rows of A and C cut, B
 //! replicated; B cut by columns, passed round the ring; and A, B and C cut
 //! into blocks over the squarest process grid, SUMMA), `spgemm-poisson2d-2048`, `spgemm-rmat-16-8`,
-//! `spgemm-uniform-1M-8` (A cut by products per row, B replicated),
+//! `spgemm-uniform-1M-8` (A cut by products per row, B replicated; and B
+//! cut by columns, passed round the ring),
 //! `omp-64x256-k16`, `omp-256x1024-k32` (signals cut), `cut-512`,
 //! `cut-2048`, `cut3d-256` (grid layers cut into slabs, region discharge,
 //! the exact finisher on every rank). Inputs are host
@@ -202,6 +203,13 @@ fn run_case(s: &Sharded<'_>, input: &Input, reps: usize) -> Result<Vec<(String, 
         out.push((
             "spgemm f32".into(),
             time(s, reps, || s.spgemm_balanced(&c.a, &c.b).map(drop))?,
+        ));
+        // B cut by columns too and passed round the ring; A's rows even.
+        let a_rows = trident::dist::row_block(&c.a, even_split(c.a.rows(), size, rank))?;
+        let b_cols = trident::dist::column_block(&c.b, even_split(c.b.cols(), size, rank))?;
+        out.push((
+            "spgemm f32, B ring".into(),
+            time(s, reps, || s.spgemm_ring(&a_rows, &b_cols).map(drop))?,
         ));
     } else if let Some(c) = input.downcast_ref::<OmpCase<f32>>() {
         let n = c.dict.n();
