@@ -10,8 +10,10 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use trident_core::{DenseGemm, GemmParams, MatMut, MatRef};
-use trident_dist::{Cluster, ClusterOptions, CommExt, Grid2d, ReduceOp, Sharded, Transport};
+use trident_core::{CsrMatrix, DenseGemm, GemmParams, MatMut, MatRef, SparseGemm};
+use trident_dist::{
+    Cluster, ClusterOptions, CommExt, Grid2d, ReduceOp, Sharded, Transport, column_block, row_block,
+};
 
 const CHILD: &str = "TRIDENT_DIST_TEST_CHILD";
 
@@ -242,6 +244,35 @@ fn summa_over_nccl(cluster: &Cluster, grid: &Grid2d) {
         e <= tol.bound(r),
         "gemm_summa block off by {e:e} (norm {r:e})"
     );
+
+    // Sparse: banded A and B, so that every block and panel has entries.
+    let band = |rows: usize, cols: usize, s: usize| {
+        let trip: Vec<(u32, u32, f64)> = (0..rows)
+            .flat_map(|i| {
+                (0..cols)
+                    .filter(move |&j| j.abs_diff(i) % 5 == 0)
+                    .map(move |j| (i, j))
+            })
+            .map(|(i, j)| (i as u32, j as u32, val(i * cols + j, s)))
+            .collect();
+        CsrMatrix::from_triplets(rows, cols, &trip).unwrap()
+    };
+    let (sa, sb) = (band(m, k, 4), band(k, n, 5));
+    let one = backend.spgemm(&sa, &sb).unwrap();
+    let ((rows, kc), (kr, cols)) = (grid.block(m, k), grid.block(k, n));
+    let a_blk = column_block(&row_block(&sa, rows.clone()).unwrap(), kc).unwrap();
+    let b_blk = column_block(&row_block(&sb, kr).unwrap(), cols.clone()).unwrap();
+    let got = Sharded::new(cluster, &backend)
+        .spgemm_summa(grid, (m, n, k), &a_blk, &b_blk)
+        .unwrap();
+    let want = column_block(&row_block(&one, rows).unwrap(), cols).unwrap();
+    assert_eq!(
+        (got.offsets(), got.indices()),
+        (want.offsets(), want.indices())
+    );
+    for (x, y) in got.values().iter().zip(want.values()) {
+        assert!((x - y).abs() <= 1e-12 * k as f64, "spgemm_summa {x} vs {y}");
+    }
 }
 
 #[test]

@@ -585,6 +585,109 @@ fn summa_dense<T: ShardScalar>(
     );
 }
 
+/// A random `rows x cols` sparse matrix: about `per_row` entries a row,
+/// some rows empty, one stored zero.
+fn sparse<T: Scalar>(rng: &mut Rng, rows: usize, cols: usize, per_row: f64) -> CsrMatrix<T> {
+    let mut trip = Vec::new();
+    for i in 0..rows {
+        if rng.next() < 0.15 || cols == 0 {
+            continue;
+        }
+        for _ in 0..(rng.next() * 2.0 * per_row) as usize {
+            let j = ((rng.next() * cols as f64) as usize).min(cols.saturating_sub(1));
+            trip.push((i as u32, j as u32, T::from_f64(rng.next() - 0.5)));
+        }
+    }
+    if let Some(t) = trip.first_mut() {
+        t.2 = T::ZERO;
+    }
+    trip.sort_by_key(|&(i, j, _)| (i, j));
+    trip.dedup_by_key(|t| (t.0, t.1));
+    CsrMatrix::from_triplets(rows, cols, &trip).unwrap()
+}
+
+/// `spgemm_summa` on `grid` against one device's SpGEMM of the whole
+/// matrices: the same structure, every value within the SpGEMM tolerance,
+/// the same bits on a second run.
+fn summa_sparse<T: ShardScalar>(
+    cluster: &Cluster,
+    sharded: &Sharded<'_>,
+    grid: &Grid2d,
+    (m, n, k): (usize, usize, usize),
+    seed: u64,
+) {
+    let mut rng = Rng(seed);
+    let a = sparse::<T>(&mut rng, m, k, 4.0);
+    let b = sparse::<T>(&mut rng, k, n, 3.0);
+    let backend = sharded.backend();
+    let one = T::spgemm(backend).spgemm(&a, &b).unwrap();
+    let abs = |x: &CsrMatrix<T>| {
+        let v = x.values().iter().map(|v| v.to_f64().abs()).collect();
+        CsrMatrix::<f64>::new(
+            x.rows(),
+            x.cols(),
+            x.offsets().to_vec(),
+            x.indices().to_vec(),
+            v,
+        )
+        .unwrap()
+    };
+    let bound = backend.spgemm(&abs(&a), &abs(&b)).unwrap();
+    let ((rows, kc), (kr, cols)) = (grid.block(m, k), grid.block(k, n));
+    let a_blk = column_block(&row_block(&a, rows.clone()).unwrap(), kc).unwrap();
+    let b_blk = column_block(&row_block(&b, kr).unwrap(), cols.clone()).unwrap();
+    let c = sharded
+        .spgemm_summa(grid, (m, n, k), &a_blk, &b_blk)
+        .unwrap();
+    let again = sharded
+        .spgemm_summa(grid, (m, n, k), &a_blk, &b_blk)
+        .unwrap();
+    let what = format!(
+        "{} spgemm_summa {m} x {n} x {k} on a {:?} grid",
+        T::NAME,
+        grid.shape()
+    );
+    assert_eq!((c.rows(), c.cols()), (rows.len(), cols.len()), "{what}");
+    assert!(
+        c == again
+            && c.values()
+                .iter()
+                .zip(again.values())
+                .all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits()),
+        "{what}: two runs differ"
+    );
+    // Every rank's block, put back together at its rows and columns.
+    let comm = cluster.comm();
+    let offs: Vec<u64> = c.offsets().iter().map(|&o| o as u64).collect();
+    let (offs, idx, val) = (
+        comm.all_gather_vec(&offs).unwrap(),
+        comm.all_gather_vec(c.indices()).unwrap(),
+        comm.all_gather_vec(c.values()).unwrap(),
+    );
+    let mut trip = Vec::new();
+    for r in 0..comm.size() {
+        let (br, bc) = grid.block_of(r, m, n);
+        for (t, row) in br.enumerate() {
+            for p in offs[r][t] as usize..offs[r][t + 1] as usize {
+                trip.push((row as u32, idx[r][p] + bc.start as u32, val[r][p]));
+            }
+        }
+    }
+    trip.sort_by_key(|&(i, j, _)| (i, j));
+    let got = CsrMatrix::from_triplets(m, n, &trip).unwrap();
+    assert_eq!(got.offsets(), one.offsets(), "{what}: structure");
+    assert_eq!(got.indices(), one.indices(), "{what}: structure");
+    let tol = trident_core::tol::spgemm::<T>();
+    for p in 0..got.nnz() {
+        let (x, y) = (got.values()[p].to_f64(), one.values()[p].to_f64());
+        assert!(
+            (x - y).abs() <= tol * bound.values()[p],
+            "{what}: entry {p} is {x}, one device {y}, bound {}",
+            bound.values()[p]
+        );
+    }
+}
+
 /// The grids to try on `size` ranks: the square one, and flat ones.
 fn grids(cluster: &Cluster) -> Vec<Grid2d> {
     let comm = cluster.comm();
@@ -630,6 +733,19 @@ fn child_summa() {
         ] {
             summa_dense::<f32>(&cluster, &sharded, &grid, shape, scalars, 7);
             summa_dense::<f64>(&cluster, &sharded, &grid, shape, scalars, 8);
+        }
+    }
+    for grid in grids(&cluster) {
+        for shape in [
+            (37, 23, 29),
+            (41, 19, 53),
+            (60, 45, 70),
+            (5, 7, 2),
+            (3, 2, 0),
+            (0, 9, 8),
+        ] {
+            summa_sparse::<f32>(&cluster, &sharded, &grid, shape, 9);
+            summa_sparse::<f64>(&cluster, &sharded, &grid, shape, 10);
         }
     }
 
@@ -679,6 +795,29 @@ fn child_summa() {
     assert_eq!(c, c0, "C written by a failed call");
     call(&mut c, &params, k, kc.len()).unwrap();
     assert!(c.iter().all(|&x| x == k as f64), "{c:?}");
+    // The same for the sparse call.
+    let sa = CsrMatrix::<f64>::zeros(rows.len(), kc.len()).unwrap();
+    let sb = CsrMatrix::<f64>::zeros(kr.len(), cols.len()).unwrap();
+    match sharded.spgemm_summa(&grid, (m, n, if rank == 1 { k + 1 } else { k }), &sa, &sb) {
+        Err(Error::InvalidArgument { field: "k", detail }) => {
+            assert!(detail.contains("rank 1"), "{detail}")
+        }
+        other => panic!("rank {rank}: {other:?}"),
+    }
+    let sb_wrong = CsrMatrix::<f64>::zeros(kr.len() + 1, cols.len()).unwrap();
+    match (
+        rank,
+        sharded.spgemm_summa(
+            &grid,
+            (m, n, k),
+            &sa,
+            if rank == 1 { &sb_wrong } else { &sb },
+        ),
+    ) {
+        (1, Err(Error::DimensionMismatch { field: "b", .. })) => {}
+        (r, Err(Error::RankFailed { rank: 1, .. })) if r != 1 => {}
+        (r, other) => panic!("rank {r}: {other:?}"),
+    }
 
     cluster.comm().barrier().unwrap();
     println!("child_summa: ok (rank {rank})");
