@@ -15,7 +15,7 @@
 //! replicated; B cut by columns, passed round the ring; and A, B and C cut
 //! into blocks over the squarest process grid, SUMMA), `spgemm-poisson2d-2048`, `spgemm-rmat-16-8`,
 //! `spgemm-uniform-1M-8` (A cut by products per row, B replicated; and B
-//! cut by columns, passed round the ring),
+//! cut by columns, passed round the ring; and sparse SUMMA over a grid),
 //! `omp-64x256-k16`, `omp-256x1024-k32` (signals cut), `cut-512`,
 //! `cut-2048`, `cut3d-256` (grid layers cut into slabs, region discharge,
 //! the exact finisher on every rank). Inputs are host
@@ -210,6 +210,21 @@ fn run_case(s: &Sharded<'_>, input: &Input, reps: usize) -> Result<Vec<(String, 
         out.push((
             "spgemm f32, B ring".into(),
             time(s, reps, || s.spgemm_ring(&a_rows, &b_cols).map(drop))?,
+        ));
+        // Sparse SUMMA: A and B cut into blocks over the squarest grid.
+        let grid = Grid2d::square(s.cluster().comm())?;
+        let (m, k, n) = (c.a.rows(), c.a.cols(), c.b.cols());
+        let ((rows, kc), (kr, cols)) = (grid.block(m, k), grid.block(k, n));
+        let block = |x: &trident::CsrMatrix<f32>, r, cl| {
+            trident::dist::row_block(x, r).and_then(|x| trident::dist::column_block(&x, cl))
+        };
+        let (a_blk, b_blk) = (block(&c.a, rows, kc)?, block(&c.b, kr, cols)?);
+        let (pr, pc) = grid.shape();
+        out.push((
+            format!("spgemm f32, SUMMA {pr}x{pc}"),
+            time(s, reps, || {
+                s.spgemm_summa(&grid, (m, n, k), &a_blk, &b_blk).map(drop)
+            })?,
         ));
     } else if let Some(c) = input.downcast_ref::<OmpCase<f32>>() {
         let n = c.dict.n();
