@@ -221,7 +221,10 @@ impl<'a> Sharded<'a> {
         let (mi, nj) = (rows.len(), cols.len());
         // This rank's C, dense: the panels accumulate here and C is written
         // once at the end, so a failure part-way leaves it untouched.
-        let mut acc: Vec<T> = (0..mi).flat_map(|r| c.as_ref().row(r).to_vec()).collect();
+        let mut acc: Vec<T> = Vec::with_capacity(mi * nj);
+        for r in 0..mi {
+            acc.extend_from_slice(c.as_ref().row(r));
+        }
         let gemm = T::gemm(self.backend());
         let panels = if params.alpha == T::ZERO {
             Vec::new()
@@ -250,9 +253,11 @@ impl<'a> Sharded<'a> {
             // this process column.
             let mut ap = if j == panel.a_col {
                 let c0 = panel.k.start - kcols.start;
-                (0..mi)
-                    .flat_map(|r| a.row(r)[c0..c0 + w].to_vec())
-                    .collect()
+                let mut v = Vec::with_capacity(mi * w);
+                for r in 0..mi {
+                    v.extend_from_slice(&a.row(r)[c0..c0 + w]);
+                }
+                v
             } else {
                 vec![T::ZERO; mi * w]
             };
@@ -262,7 +267,11 @@ impl<'a> Sharded<'a> {
             }
             let mut bp = if i == panel.b_row {
                 let r0 = panel.k.start - krows.start;
-                (r0..r0 + w).flat_map(|r| b.row(r).to_vec()).collect()
+                let mut v = Vec::with_capacity(w * nj);
+                for r in r0..r0 + w {
+                    v.extend_from_slice(b.row(r));
+                }
+                v
             } else {
                 vec![T::ZERO; w * nj]
             };
@@ -289,9 +298,7 @@ impl<'a> Sharded<'a> {
                     ..*params
                 };
                 gemm.gemm(&panel_params, ap, bp, MatMut::dense(&mut scratch, mi, nj)?)?;
-                for (x, &y) in acc.iter_mut().zip(&scratch) {
-                    *x += y;
-                }
+                add_into(&mut acc, &scratch);
                 Ok(())
             })();
         }
@@ -316,4 +323,23 @@ fn finite_scalars<T: Scalar>(params: &GemmParams<T>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `acc += x` element by element, in parallel over blocks of rows: each
+/// element is one addition, so the order cannot change a bit.
+fn add_into<T: ShardScalar>(acc: &mut [T], x: &[T]) {
+    const PIECE: usize = 1 << 16;
+    std::thread::scope(|s| {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8);
+        let per = acc.len().div_ceil(threads.max(1)).max(PIECE);
+        for (a, b) in acc.chunks_mut(per).zip(x.chunks(per)) {
+            s.spawn(move || {
+                for (x, &y) in a.iter_mut().zip(b) {
+                    *x += y;
+                }
+            });
+        }
+    });
 }
