@@ -17,7 +17,8 @@
 //!
 //! What it is not: a CUDA toolkit wrapper. It needs only the driver
 //! (`libcuda`) and NVRTC (`libnvrtc`) at run time and nothing at build time, so
-//! it builds everywhere; where either library or a device is missing,
+//! it builds everywhere; where either library or a device is missing, or the
+//! driver, NVRTC or GPU is older than the kernels need ([`requirements`]),
 //! [`CudaBackend::new`] answers [`Error::BackendUnavailable`] and never panics.
 //!
 //! ## Primitives
@@ -44,6 +45,7 @@ pub mod kcache;
 mod kernel_text;
 mod max_flow;
 mod nearest_pairs;
+pub mod requirements;
 mod sparse_coder;
 mod sparse_gemm;
 pub mod staging;
@@ -62,6 +64,7 @@ pub use max_flow::{
     DEFAULT_FLOW_BUDGET, DEFAULT_NETWORK_RELABEL_PERIOD, DEFAULT_RELABEL_PERIOD, GridOnDevice,
 };
 pub use nearest_pairs::DEFAULT_CELL_TARGET;
+pub use requirements::{MIN_COMPUTE_CAPABILITY, check_versions};
 pub use tuning::Tuning;
 
 /// Every kernel source this crate embeds, with its entry points (the tidy
@@ -72,6 +75,7 @@ pub const KERNELS: &[(&KernelSource, &[&str])] = &[
     (&sparse_coder::KERNEL, sparse_coder::ENTRY_POINTS),
     (&sparse_gemm::KERNEL, sparse_gemm::ENTRY_POINTS),
     (&max_flow::KERNEL, max_flow::ENTRY_POINTS),
+    (&requirements::PROBE, &[requirements::PROBE_ENTRY]),
 ];
 
 /// The CUDA backend: one device, one stream, a kernel cache.
@@ -108,9 +112,15 @@ impl CudaBackend {
     /// Opens device `ordinal`.
     ///
     /// Probes, in order and without panicking: the driver library (`libcuda`),
-    /// the device count, NVRTC (`libnvrtc`); each failure is
-    /// [`Error::BackendUnavailable`] saying which. Kernels are compiled later,
-    /// on first use.
+    /// the device count, NVRTC (`libnvrtc`), then what the kernels need
+    /// ([`requirements`]): the driver's CUDA version against NVRTC's, the
+    /// device's compute capability against [`MIN_COMPUTE_CAPABILITY`]
+    /// ([`check_versions`]), and one tiny kernel compiled and loaded (kept in
+    /// the module and disk caches like any other). Each failure is
+    /// [`Error::BackendUnavailable`] saying what was found and what is
+    /// needed, so the facade serves the call on the next backend instead of
+    /// failing at the first kernel. The other kernels are compiled later, on
+    /// first use.
     ///
     /// A broken install (a `libcuda.so` that lacks the driver API, e.g. a stub
     /// or a mismatched library) passes the `dlopen` check but makes cudarc's
@@ -123,7 +133,7 @@ impl CudaBackend {
     pub fn new(ordinal: usize) -> Result<Self> {
         std::panic::catch_unwind(|| Self::open(ordinal)).unwrap_or_else(|payload| {
             Err(unavailable(format!(
-                "the CUDA driver library is unusable (a broken or stub libcuda?): {}",
+                "a CUDA library is unusable (a broken or stub libcuda or libnvrtc?): {}",
                 panic_message(payload.as_ref())
             )))
         })
@@ -155,6 +165,11 @@ impl CudaBackend {
                  or add its lib directory to LD_LIBRARY_PATH",
             ));
         }
+        let driver = requirements::driver_version()?;
+        let nvrtc = requirements::nvrtc_version()?;
+        let cc = requirements::compute_capability(ordinal)?;
+        check_versions(driver, nvrtc, cc)
+            .map_err(|e| unavailable(format!("CUDA device {ordinal}: {}", reason(e))))?;
         let ctx = CudaContext::new(ordinal)
             .map_err(|e| unavailable(format!("could not open CUDA device {ordinal}: {e}")))?;
         // SAFETY: this backend queues all its work on one stream, so the
@@ -168,9 +183,6 @@ impl CudaBackend {
             ctx.attribute(a)
                 .map_err(driver_error("cuDeviceGetAttribute"))
         };
-        let cc = ctx
-            .compute_capability()
-            .map_err(driver_error("reading the compute capability"))?;
         let sm_count = attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         let max_smem_optin =
             attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
@@ -186,7 +198,7 @@ impl CudaBackend {
             staging::CHUNK,
             staging::POOL_BUFFERS,
         );
-        Ok(Self {
+        let be = Self {
             ctx,
             stream,
             name,
@@ -197,12 +209,22 @@ impl CudaBackend {
             modules: Default::default(),
             staging: Arc::new(staging),
             tuning: Tuning::default(),
-        })
+        };
+        requirements::probe(&be, ordinal, driver, nvrtc)?;
+        Ok(be)
     }
 
     /// The device's name as the driver reports it.
     pub fn device_name(&self) -> &str {
         &self.name
+    }
+}
+
+/// The reason inside a [`Error::BackendUnavailable`] (any other error's text).
+fn reason(e: Error) -> String {
+    match e {
+        Error::BackendUnavailable(why) => why,
+        e => e.to_string(),
     }
 }
 

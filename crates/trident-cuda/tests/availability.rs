@@ -57,3 +57,21 @@ fn a_missing_device_ordinal_is_unavailable() {
         other => panic!("expected BackendUnavailable, got {other:?}"),
     }
 }
+
+/// On a GPU the backend supports, construction's checks (driver, NVRTC,
+/// compute capability) and its probe kernel pass. Where CUDA is unavailable
+/// this says SKIPPED with the reason, unless `TRIDENT_REQUIRE_BACKENDS` names
+/// `cuda` (or `all`): then the reason is the failure.
+#[test]
+fn construction_checks_and_probe_pass_on_a_supported_gpu() {
+    let required = std::env::var(trident_testkit::conformance::REQUIRE_ENV)
+        .is_ok_and(|v| v.split(',').any(|n| matches!(n.trim(), "cuda" | "all")));
+    match CudaBackend::new(0) {
+        Ok(be) => {
+            assert!(be.compute_capability() >= trident_cuda::MIN_COMPUTE_CAPABILITY);
+            println!("construction checks and probe passed: {}", be.describe());
+        }
+        Err(Error::BackendUnavailable(why)) if !required => println!("SKIPPED: no CUDA ({why})"),
+        Err(e) => panic!("constructing the CUDA backend failed: {e}"),
+    }
+}

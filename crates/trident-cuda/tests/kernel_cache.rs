@@ -5,7 +5,8 @@
 //! and a corrupt entry is recompiled and replaced. A first f32 SpGEMM call
 //! stores one file per module it may need (its entry points one by one,
 //! compiled in parallel, plus the shared `base` module) and none of the f64
-//! ones. The cache's logic alone is
+//! ones. The probe kernel every construction loads (`kernels/probe.cu`) is
+//! stored too, beside the files counted here. The cache's logic alone is
 //! unit-tested with a fake compiler in `src/kcache.rs`. One test in its own
 //! binary: the cache directory is read from the environment once per process.
 //! Skipped (with a SKIPPED line) where there is no CUDA device.
@@ -28,12 +29,25 @@ fn gemm_ok(be: &CudaBackend) {
     assert!(c.iter().all(|&v| v == 64.0));
 }
 
+/// The cache's files, but the construction probe's.
 fn entries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .map(|d| d.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
+    let mut v: Vec<_> = all_entries(dir)
+        .into_iter()
+        .filter(|p| {
+            !p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("probe-")
+        })
+        .collect();
     v.sort();
     v
+}
+
+fn all_entries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default()
 }
 
 #[test]
@@ -46,6 +60,17 @@ fn gemm_entry_points_are_cached_on_disk_one_by_one() {
     let Some(be) = common::backend("gemm_entry_points_are_cached_on_disk_one_by_one") else {
         return;
     };
+    // Construction compiled and stored the probe kernel.
+    let probe: Vec<_> = all_entries(&dir)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("probe-sm_")
+        })
+        .collect();
+    assert_eq!(probe.len(), 1, "{probe:?}");
     gemm_ok(&be);
     let files = entries(&dir);
     assert_eq!(files.len(), 1, "one entry point, one file: {files:?}");

@@ -103,13 +103,17 @@ type Probed = std::result::Result<Arc<dyn Primitives>, String>;
 fn probed(i: usize) -> &'static Probed {
     static PROBED: [OnceLock<Probed>; PREFERENCE.len()] =
         [const { OnceLock::new() }; PREFERENCE.len()];
-    PROBED[i].get_or_init(|| {
-        crate::backend_by_name(PREFERENCE[i])
-            .map(Arc::from)
-            .map_err(|e| match e {
-                Error::BackendUnavailable(why) => why,
-                e => e.to_string(),
-            })
+    PROBED[i].get_or_init(|| probe_outcome(crate::backend_by_name(PREFERENCE[i])))
+}
+
+/// A constructor's answer as a probe: the handle, or the reason it cannot
+/// run here. Any error passes the backend over (a driver too old for the
+/// CUDA kernels is `BackendUnavailable` naming both versions), so a call
+/// goes to the next backend rather than failing.
+fn probe_outcome(built: Result<Box<dyn Primitives>>) -> Probed {
+    built.map(Arc::from).map_err(|e| match e {
+        Error::BackendUnavailable(why) => why,
+        e => e.to_string(),
     })
 }
 
@@ -191,12 +195,7 @@ impl Trident {
         Self::probe_with(|i| {
             let kind =
                 BackendKind::from_name(PREFERENCE[i]).ok_or_else(|| PREFERENCE[i].to_string())?;
-            crate::backend_on(kind, device)
-                .map(Arc::from)
-                .map_err(|e| match e {
-                    Error::BackendUnavailable(why) => why,
-                    e => e.to_string(),
-                })
+            probe_outcome(crate::backend_on(kind, device))
         })
     }
 
@@ -536,7 +535,7 @@ impl MaxFlow for Trident {
 
 #[cfg(test)]
 mod tests {
-    use super::ranked;
+    use super::*;
 
     #[test]
     fn software_devices_go_after_rayon() {
@@ -558,5 +557,44 @@ mod tests {
         let v = [("wgpu", true), ("reference", false)];
         assert_eq!(c(&v), [0, 1]);
         assert_eq!(c(&[]), Vec::<usize>::new());
+    }
+
+    /// A backend whose constructor answers `BackendUnavailable` (CUDA on a
+    /// driver older than its NVRTC) is passed over with its reason, and
+    /// calls run on the next backend.
+    #[cfg(feature = "rayon")]
+    #[test]
+    fn an_unavailable_backend_is_passed_over_with_its_reason() {
+        let why = "CUDA device 0: CUDA driver 12.4 (12040) is older than the 13.0 that \
+                   NVRTC 13.0 needs: update the NVIDIA driver to 580 or newer";
+        let t = Trident::probe_with(|i| {
+            probe_outcome(match PREFERENCE[i] {
+                "cuda" => Err(Error::BackendUnavailable(why.into())),
+                "rayon" => crate::backend(BackendKind::Rayon),
+                other => Err(Error::BackendUnavailable(format!(
+                    "{other}: not in this test"
+                ))),
+            })
+        });
+        assert_eq!(t.primary(), "rayon");
+        let cuda = t.candidates().iter().find(|c| c.name == "cuda").unwrap();
+        assert_eq!(cuda.outcome.as_ref().unwrap_err(), why);
+        let report = t.report();
+        assert!(
+            report.lines().any(|l| l.trim_start().starts_with("cuda")
+                && l.ends_with(&format!("passed over: {why}"))),
+            "{report}"
+        );
+        let a = [1.0f32, 2.0, 3.0, 4.0];
+        let mut c = [0.0f32; 4];
+        t.gemm(
+            &GemmParams::default(),
+            MatRef::dense(&a, 2, 2).unwrap(),
+            MatRef::dense(&a, 2, 2).unwrap(),
+            MatMut::dense(&mut c, 2, 2).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(c, [7.0, 10.0, 15.0, 22.0]);
+        assert_eq!(t.served_last(), "rayon");
     }
 }
