@@ -167,7 +167,11 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let bytes: usize = self.0.iter().map(|v| v.capacity() * size_of::<Line>()).sum();
+        let bytes: usize = self
+            .0
+            .iter()
+            .map(|v| v.capacity() * size_of::<Line>())
+            .sum();
         if bytes <= SCRATCH_KEEP {
             let bufs = std::mem::take(&mut self.0);
             SCRATCH.with(|s| *s.borrow_mut() = bufs);
