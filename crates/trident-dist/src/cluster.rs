@@ -45,7 +45,7 @@ impl Default for ClusterOptions {
 
 /// This process's rank in a job of several, and the communicator to the
 /// others. One per process under a launcher (MPI can be started only once);
-/// one per thread in the single-process mode ([`Cluster::local_gpus`]).
+/// one per thread in the single-process mode (`Cluster::local_gpus`, feature `nccl`).
 pub struct Cluster {
     comm: Box<dyn Communicator>,
     launch: Launch,

@@ -24,7 +24,7 @@ pub enum Launcher {
     /// Slurm's `srun`.
     Slurm,
     /// No launcher: one process drives every local GPU, one thread per rank
-    /// ([`crate::Cluster::local_gpus`]).
+    /// (`Cluster::local_gpus`, feature `nccl`).
     Threads,
 }
 
