@@ -96,20 +96,10 @@ impl<'a> Sharded<'a> {
 /// Columns `cols` of `b` as a matrix of their own (indices shifted to
 /// start at 0): one rank's part of a B cut by columns.
 pub fn column_block<T: Scalar>(b: &CsrMatrix<T>, cols: Range<usize>) -> Result<CsrMatrix<T>> {
-    let mut offsets = Vec::with_capacity(b.rows() + 1);
-    let (mut indices, mut values) = (Vec::new(), Vec::new());
-    offsets.push(0);
-    for i in 0..b.rows() {
-        let (idx, val) = b.row(i);
-        for (&j, &v) in idx.iter().zip(val) {
-            if cols.contains(&(j as usize)) {
-                indices.push(j - cols.start as u32);
-                values.push(v);
-            }
-        }
-        offsets.push(indices.len());
-    }
-    CsrMatrix::new(b.rows(), cols.len(), offsets, indices, values)
+    let width = cols.len();
+    let (offsets, indices, values) = slice_csr(b, 0..b.rows(), cols);
+    let offsets = offsets.into_iter().map(|o| o as usize).collect();
+    CsrMatrix::new(b.rows(), width, offsets, indices, values)
 }
 
 impl<'a> Sharded<'a> {
