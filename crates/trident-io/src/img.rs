@@ -3,7 +3,7 @@
 //! output reads back).
 //!
 //! The declared width and height are read first and checked against
-//! [`MAX_PIXELS`] and [`Limits`] before anything is decoded.
+//! [`MAX_PIXELS`], [`MAX_JPEG_SIDE`] and [`Limits`] before anything is decoded.
 //!
 //! ```
 //! use trident_io::img::{self, Image, ImageFormat};
@@ -22,6 +22,9 @@ use crate::{At, Error, Limits, Result};
 /// Most pixels an input image may have (a grid graph has u32 node ids, and
 /// each pixel of the cut takes several arrays of them).
 pub const MAX_PIXELS: u64 = 1 << 28;
+
+/// Longest side of a JPEG that is decoded (the format allows 65535).
+pub const MAX_JPEG_SIDE: u32 = 65528;
 
 /// A `width x height` raster, row-major.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,6 +85,14 @@ fn decode(bytes: &[u8], limits: &Limits) -> Result<image::DynamicImage> {
     let (w, h) = image::ImageReader::with_format(Cursor::new(bytes), format)
         .into_dimensions()
         .map_err(cannot)?;
+    // The JPEG decoder rounds each side up to whole 8-pixel blocks in 16 bits,
+    // which overflows in its last 7 values: such a file is refused here.
+    if format == image::ImageFormat::Jpeg && w.max(h) > MAX_JPEG_SIDE {
+        return Err(Error::format(
+            At::Header,
+            format!("a {w} x {h} JPEG: sides above {MAX_JPEG_SIDE} are not decoded"),
+        ));
+    }
     let pixels = w as u64 * h as u64;
     if pixels > MAX_PIXELS {
         return Err(Error::format(

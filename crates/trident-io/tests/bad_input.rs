@@ -469,3 +469,31 @@ fn images() {
         &["8 pixels for a 3 x 3 image"],
     );
 }
+
+/// A JPEG whose declared height is at the top of the 16-bit range, with the
+/// one component subsampled 2x2: the decoder's rounding of the height up to
+/// whole blocks overflows there, so it is refused from the header.
+#[test]
+fn jpeg_at_the_top_of_the_size_range() {
+    let mut jpeg = Vec::new();
+    img::write_gray(
+        &mut jpeg,
+        &Image {
+            width: 8,
+            height: 8,
+            pixels: vec![100; 64],
+        },
+        ImageFormat::Jpeg,
+    )
+    .unwrap();
+    let sof = jpeg
+        .windows(2)
+        .position(|w| w == [0xFF, 0xC0])
+        .expect("a baseline frame header");
+    // Marker (2), length (2), precision (1), height (2), width (2), count (1),
+    // then the component: id (1), sampling (1), table (1).
+    jpeg[sof + 5..sof + 7].copy_from_slice(&u16::MAX.to_be_bytes());
+    jpeg[sof + 11] = 0x22;
+    let e = fails(img::read_gray(&jpeg), &["header", "65535"]);
+    assert_eq!(at(&e), At::Header);
+}
