@@ -236,8 +236,12 @@ fn run_case(s: &Sharded<'_>, input: &Input, reps: usize) -> Result<Vec<(String, 
         ));
     } else if let Some(g) = input.downcast_ref::<trident::GridGraph>() {
         out.push((
-            "grid_cut (slabs)".into(),
-            time(s, reps, || s.grid_cut(g, None).map(drop))?,
+            "grid_cut (rank 0, broadcast)".into(),
+            time(s, reps, || s.grid_cut(g).map(drop))?,
+        ));
+        out.push((
+            "grid_cut_slabs".into(),
+            time(s, reps, || s.grid_cut_slabs(g, None).map(drop))?,
         ));
     } else {
         return Err(trident::Error::Unsupported(format!(

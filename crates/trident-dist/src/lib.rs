@@ -6,9 +6,9 @@
 //! others over NCCL (GPU ranks, feature `nccl`) or MPI (CPU ranks, and the
 //! bootstrap under `mpirun`, feature `mpi`). [`Sharded`] then runs the
 //! primitives on partitioned inputs, each rank on its own device through
-//! any local backend (grid cuts by region discharge over slabs on the
-//! host), and returns what docs/semantics.md promises: for row partitions
-//! and grid cuts the same answer as one device.
+//! any local backend (grid cuts whole on rank 0's device, or by region
+//! discharge over slabs on the host), and returns what docs/semantics.md
+//! promises: for row partitions and grid cuts the same answer as one device.
 //!
 //! ```no_run
 //! use trident_dist::{Cluster, Sharded, even_split};

@@ -1,13 +1,23 @@
-//! MaxFlow on grids across ranks, by region discharge (Delong and Boykov's
-//! scheme): the grid is replicated, its layers (rows of a 2-D grid, planes
-//! of a 3-D one) are cut into slabs, one per rank. Each round every rank
-//! discharges its slab with push-relabel, heights of the neighbouring slabs'
-//! boundary layers held fixed, flow pushed across a boundary kept in an
-//! outbox; then neighbours swap outboxes and boundary heights. After the
-//! rounds the ranks' residual states form one preflow of the whole grid,
-//! which every rank completes with the exact sequential finisher the GPU
-//! backends use (`trident_core::flow::finish::grid_cut`): the same flow
-//! value and the same canonical cut as one device, whatever the rounds left.
+//! MaxFlow on grids across ranks.
+//!
+//! [`Sharded::grid_cut`] solves the (replicated) grid whole on rank 0's
+//! device and hands the answer to every rank: one device's time and answer.
+//!
+//! [`Sharded::grid_cut_slabs`] cuts it instead, by region discharge (Delong
+//! and Boykov's scheme): the grid is replicated, its layers (rows of a 2-D
+//! grid, planes of a 3-D one) are cut into slabs, one per rank. Each round
+//! every rank discharges its slab with push-relabel, heights of the
+//! neighbouring slabs' boundary layers held fixed, flow pushed across a
+//! boundary kept in an outbox; then neighbours swap outboxes and boundary
+//! heights. After the rounds the ranks' residual states form one preflow of
+//! the whole grid, which every rank completes with the exact sequential
+//! finisher the GPU backends use (`trident_core::flow::finish::grid_cut`):
+//! the same flow value and the same canonical cut as one device, whatever the
+//! rounds left. It is exact but slow: the discharge runs on the host, and
+//! flow crossing a slab boundary moves one round (one exchange) at a time. On
+//! a 1024 x 1024 image, 2 CPU ranks took 2.5 s of rounds where one rank's
+//! rayon solve takes 0.05 s; a slab solver on the device with halo exchange
+//! is what would scale.
 //!
 //! General networks have no sharded form: they run on one device.
 
@@ -17,7 +27,7 @@ use std::ops::Range;
 use trident_core::flow::finish;
 use trident_core::{Dir, GridCut, GridGraph, Result};
 
-use crate::comm::ReduceOp;
+use crate::comm::{CommExt, ReduceOp};
 use crate::sharded::{Sharded, even_split};
 
 /// Height of a node that cannot reach the sink (within what it sees).
@@ -193,12 +203,32 @@ impl Slab<'_> {
 }
 
 impl Sharded<'_> {
-    /// `grid_cut` of a replicated grid, its layers cut into one slab per
-    /// rank and discharged in rounds (see the module documentation); every
-    /// rank returns the same [`GridCut`], equal to one device's. `rounds`
-    /// caps the rounds (`None`: until no slab has work, at most
-    /// `16 * ranks + 64`); the finisher completes whatever is left.
-    pub fn grid_cut(&self, g: &GridGraph, rounds: Option<usize>) -> Result<GridCut> {
+    /// `grid_cut` of a replicated grid, solved whole by rank 0's backend;
+    /// every rank returns the same [`GridCut`] (the flow value and the
+    /// labels are broadcast), equal to one device's, in one device's time.
+    /// A failure on rank 0 fails the call on every rank.
+    pub fn grid_cut(&self, g: &GridGraph) -> Result<GridCut> {
+        self.agree_grid(g)?;
+        let root = self.cluster().rank() == 0;
+        let solved = self.settle(if root {
+            self.backend().grid_cut(g).map(Some)
+        } else {
+            Ok(None)
+        })?;
+        let comm = self.comm();
+        let flow = comm.broadcast_vec(0, solved.as_ref().map(|c| std::slice::from_ref(&c.flow)))?;
+        let labels: Option<Vec<u8>> = solved
+            .as_ref()
+            .map(|c| c.source_side.iter().map(|&s| u8::from(s)).collect());
+        let labels = comm.broadcast_vec(0, labels.as_deref())?;
+        Ok(GridCut {
+            flow: flow[0],
+            source_side: labels.into_iter().map(|s| s != 0).collect(),
+        })
+    }
+
+    /// Shapes (and, when checked, contents) of a replicated grid agreed.
+    fn agree_grid(&self, g: &GridGraph) -> Result<()> {
         let (depth, height, width) = g.shape();
         self.agree(&[
             ("grid.depth", depth as u64),
@@ -207,7 +237,18 @@ impl Sharded<'_> {
             self.replica("grid.caps (contents)", g.caps()),
             self.replica("grid.source (contents)", g.source()),
             self.replica("grid.sink (contents)", g.sink()),
-        ])?;
+        ])
+    }
+
+    /// `grid_cut` of a replicated grid, its layers cut into one slab per
+    /// rank and discharged in rounds (see the module documentation); every
+    /// rank returns the same [`GridCut`], equal to one device's, but slower
+    /// than [`grid_cut`](Self::grid_cut) today. `rounds` caps the rounds
+    /// (`None`: until no slab has work, at most `16 * ranks + 64`); the
+    /// finisher completes whatever is left.
+    pub fn grid_cut_slabs(&self, g: &GridGraph, rounds: Option<usize>) -> Result<GridCut> {
+        self.agree_grid(g)?;
+        let (depth, height, width) = g.shape();
         let (p, me) = (self.cluster().size(), self.cluster().rank());
         let n = g.nodes();
         if n == 0 {
@@ -425,11 +466,13 @@ mod tests {
         let want = finish::grid_cut_from_start(&g).unwrap();
         let cluster = Cluster::solo();
         let backend = trident_reference::ReferenceBackend;
-        let got = Sharded::new(&cluster, &backend).grid_cut(&g, None).unwrap();
+        let got = Sharded::new(&cluster, &backend)
+            .grid_cut_slabs(&g, None)
+            .unwrap();
         assert_eq!(got, want);
         assert_eq!(
             Sharded::new(&cluster, &backend)
-                .grid_cut(&g, Some(0))
+                .grid_cut_slabs(&g, Some(0))
                 .unwrap(),
             want
         );

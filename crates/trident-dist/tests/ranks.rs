@@ -347,17 +347,24 @@ fn child_primitives() {
         .unwrap();
     assert_eq!(sharded.gather_codes(&codes).unwrap(), one_codes);
 
-    // MaxFlow on grids: slabs of layers, then the exact finisher; 2-D,
-    // 3-D, and a 3-D grid of two layers (a rank with an empty slab on 3).
+    // MaxFlow on grids: whole on rank 0, and slabs of layers then the
+    // exact finisher; 2-D, 3-D, and a 3-D grid of two layers (a rank with
+    // an empty slab on 3).
     for g in [
         trident_testkit::max_flow::generate::cut(24, 3),
         trident_testkit::max_flow::generate::cut3d(9, 4),
         trident_testkit::max_flow::generate::random_grid(2, 9, 11, true, 20, 5),
     ] {
         let one = backend.grid_cut(&g).unwrap();
-        assert_eq!(sharded.grid_cut(&g, None).unwrap(), one, "{:?}", g.shape());
+        assert_eq!(sharded.grid_cut(&g).unwrap(), one, "{:?}", g.shape());
         assert_eq!(
-            sharded.grid_cut(&g, Some(1)).unwrap(),
+            sharded.grid_cut_slabs(&g, None).unwrap(),
+            one,
+            "{:?}",
+            g.shape()
+        );
+        assert_eq!(
+            sharded.grid_cut_slabs(&g, Some(1)).unwrap(),
             one,
             "one round, {:?}",
             g.shape()

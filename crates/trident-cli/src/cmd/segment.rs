@@ -347,7 +347,7 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
         Some(cluster) => {
             let cut = match &graph {
                 Graph::Grid(g) => trident::dist::Sharded::new(cluster, &engine)
-                    .grid_cut(g, None)
+                    .grid_cut(g)
                     .map(|c| (c.flow, c.source_side)),
                 Graph::Network(_) if cluster.rank() == 0 => one_device(),
                 Graph::Network(_) => Ok((0, Vec::new())),

@@ -37,8 +37,9 @@ impl Problem for GridGraph {
     }
     #[cfg(feature = "dist")]
     fn produce_sharded(&self, sharded: &trident_dist::Sharded<'_>) -> Option<Result<GridCut>> {
-        // Layers cut into slabs, discharged by region, finished exactly.
-        Some(sharded.grid_cut(self, None))
+        // Layers cut into slabs, discharged by region, finished exactly (the
+        // sharded path with its own arithmetic; `grid_cut` is rank 0's call).
+        Some(sharded.grid_cut_slabs(self, None))
     }
 }
 
