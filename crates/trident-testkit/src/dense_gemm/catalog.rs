@@ -76,6 +76,41 @@ pub(crate) fn gemm_cases(size: Size) -> Vec<Case> {
             },
         );
     }
+    // Both transposed with beta = 0 over a NaN-filled padded C, large enough
+    // for the CPU backend's path that computes it as (B A)^T.
+    let (m, n, k) = pick(size, (90, 70, 100), (517, 389, 611));
+    add(
+        &mut v,
+        format!("gemm-f32-tt-beta0-{m}x{n}x{k}"),
+        p,
+        false,
+        move |s| {
+            Input::Gemm32(gemm_general(
+                m,
+                n,
+                k,
+                params(Op::T, Op::T, 1.25, 0.0, Precision::Strict),
+                3,
+                s,
+            ))
+        },
+    );
+    add(
+        &mut v,
+        format!("gemm-f64-tt-beta0-{m}x{n}x{k}"),
+        p,
+        false,
+        move |s| {
+            Input::Gemm64(gemm_general(
+                m,
+                n,
+                k,
+                params(Op::T, Op::T, -0.5, 0.0, Precision::Strict),
+                2,
+                s,
+            ))
+        },
+    );
     // Edge cases: empty dimensions, k = 0 with and without beta, 1 x 1, dot and
     // outer products, alpha = 0, and beta = 0 over a NaN-filled padded C.
     let edges: [(&str, usize, usize, usize, f64, f64, usize); 9] = [
