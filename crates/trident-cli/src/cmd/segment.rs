@@ -331,10 +331,10 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
         .progress
         .spinner(format!("graph cut {}", field.describe()));
     let t1 = Instant::now();
-    // Under a launcher, grids are cut into one slab of layers per rank
-    // (every rank built the same graph from the same files) and every rank
-    // gets one device's exact cut; general networks are not sharded, so
-    // rank 0 solves them alone. Rank 0 writes.
+    // Under a launcher, rank 0 solves (no sharded solver beats one device
+    // yet): grids through `Sharded::grid_cut`, which also checks that every
+    // rank built the same grid from the same files; general networks have
+    // no sharded form. Rank 0 writes.
     let one_device = || match &graph {
         Graph::Grid(g) => engine.grid_cut(g).map(|c| (c.flow, c.source_side)),
         Graph::Network(g) => engine.network_flow(g).map(|c| (c.flow, c.source_side)),
@@ -356,18 +356,11 @@ pub fn run(ctx: &Ctx, args: Args) -> CliResult<Outcome> {
                 pb.finish_and_clear();
                 return Ok(crate::ranks::quiet(cluster));
             }
-            ranks = match &graph {
-                Graph::Grid(_) => {
-                    format!(
-                        "{} ranks ({}): ",
-                        cluster.size(),
-                        cluster.comm().transport()
-                    )
-                }
-                Graph::Network(_) => {
-                    format!("rank 0 of {} (networks are not sharded): ", cluster.size())
-                }
-            };
+            ranks = format!(
+                "rank 0 of {} ({}, one device solves): ",
+                cluster.size(),
+                cluster.comm().transport()
+            );
             cut
         }
         None => one_device(),
