@@ -200,10 +200,9 @@ fn transpose<T: Scalar>(d: &[T], r: usize, ld: usize, out: &mut [T], out_ld: usi
 /// [`transpose`] in parallel over bands of `BAND` rows of `out`.
 ///
 /// Each band is walked in `BAND x BAND` blocks (a block's lines of both sides
-/// stay in L2),
-/// and each block in `M x M` tiles (`M` elements = 32 bytes) moved through a
-/// local array: the loads read `M` contiguous elements of a row of `d`, the
-/// stores write `M` contiguous elements of a row of `out`. Writing one
+/// stay in L2), and each block in `M x M` tiles (`M` elements = 32 bytes)
+/// moved through a local array: the loads read `M` contiguous elements of a
+/// row of `d`, the stores write `M` contiguous elements of a row of `out`. Writing one
 /// element per row of `out` instead (stores `r` elements apart, all in the
 /// same L1 set when `r` is a power of two) ran at 5 GB/s on the 2-core box;
 /// this runs at 16-30 GB/s (1024 x 1024, f32 and f64).
