@@ -68,6 +68,14 @@ pub struct GridGraph {
     source: Vec<i64>,
     sink: Vec<i64>,
     caps: Vec<i64>,
+    /// Sum of every capacity, kept from the check at construction (a device
+    /// backend picks its counter width from it without another pass).
+    #[cfg_attr(feature = "serde", serde(skip_serializing))]
+    capacity_sum: i64,
+    /// Sum of the sink capacities (the flow value is this minus what the
+    /// sink arcs keep unused).
+    #[cfg_attr(feature = "serde", serde(skip_serializing))]
+    sink_sum: i64,
 }
 
 impl GridGraph {
@@ -131,7 +139,7 @@ impl GridGraph {
                 format!("length {}, expected {dirs} planes of {nodes}", caps.len()),
             ));
         }
-        let g = Self {
+        let mut g = Self {
             depth,
             height,
             width,
@@ -139,9 +147,15 @@ impl GridGraph {
             source,
             sink,
             caps,
+            capacity_sum: 0,
+            sink_sum: 0,
         };
         let mut total: i64 = 0;
-        for (field, arr) in [("source", &g.source), ("sink", &g.sink), ("caps", &g.caps)] {
+        let mut after = [0i64; 3];
+        for (k, (field, arr)) in [("source", &g.source), ("sink", &g.sink), ("caps", &g.caps)]
+            .into_iter()
+            .enumerate()
+        {
             for (i, &c) in arr.iter().enumerate() {
                 if c < 0 {
                     return Err(Error::NegativeCapacity {
@@ -156,7 +170,10 @@ impl GridGraph {
                     limit: i64::MAX as u128,
                 })?;
             }
+            after[k] = total;
         }
+        g.sink_sum = after[1] - after[0];
+        g.capacity_sum = total;
         for d in 0..dirs {
             let dir = Dir::ALL[d];
             for v in 0..nodes {
@@ -202,6 +219,15 @@ impl GridGraph {
     /// Sink (terminal) capacities.
     pub fn sink(&self) -> &[i64] {
         &self.sink
+    }
+    /// Sum of every capacity (terminal and neighbour); it fits `i64` (checked
+    /// at construction), and bounds every residual and excess of a solve.
+    pub fn capacity_sum(&self) -> i64 {
+        self.capacity_sum
+    }
+    /// Sum of the sink capacities.
+    pub fn sink_sum(&self) -> i64 {
+        self.sink_sum
     }
     /// All neighbour planes, `dirs().len() * nodes()` values.
     pub fn caps(&self) -> &[i64] {

@@ -278,3 +278,18 @@ fn a_state_that_is_not_a_preflow_is_a_backend_error() {
         assert!(matches!(e, Error::Backend(_)), "{e:?}");
     }
 }
+
+/// The sums a grid keeps from its construction are those of its arrays.
+#[test]
+fn grids_keep_their_capacity_sums() {
+    let mut r = Rng(0x51f1_5eed);
+    for i in 0..50 {
+        let g = random_grid(&mut r, i % 2 == 0);
+        let sink: i64 = g.sink().iter().sum();
+        let all: i64 = [g.source(), g.sink(), g.caps()]
+            .iter()
+            .flat_map(|a| a.iter())
+            .sum();
+        assert_eq!((g.sink_sum(), g.capacity_sum()), (sink, all), "grid {i}");
+    }
+}
