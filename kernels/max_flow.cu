@@ -259,14 +259,15 @@ __device__ void grid_relabel(u32 w, u32 h, u32 dp, u32 dirs, const C* rc, const 
     }
 }
 
-// Flow value: the sink capacity used, sum of snk[v] - rt[v].
+// Sink capacity left unused, sum of rt[v]: the flow value is the sum of the
+// sink capacities minus this (the host keeps that sum).
 template <typename C>
-__device__ void grid_flow(u64 n, const i64* snk, const C* rt, i64* out) {
+__device__ void grid_sink_left(u64 n, const C* rt, i64* out) {
     __shared__ i64 part[32];
     i64 acc = 0;
     for (u64 v = blockIdx.x * (u64)blockDim.x + threadIdx.x; v < n;
          v += (u64)gridDim.x * blockDim.x)
-        acc += snk[v] - (i64)rt[v];
+        acc += (i64)rt[v];
     for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
     if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = acc;
     __syncthreads();
@@ -452,9 +453,9 @@ extern "C" __global__ void mf_labels(u64 n, const u32* mark, unsigned char* out)
                                     u32 tag, u32* stamp) {                                         \
         grid_relabel<C>(w, h, dp, dirs, rc, rt, e, hgt, lists, counts, step, tag, stamp);           \
     }
-#define GRID_FLOW_ENTRY(name, C)                                                                   \
-    extern "C" __global__ void name(u64 n, const i64* snk, const C* rt, i64* out) {              \
-        grid_flow<C>(n, snk, rt, out);                                                              \
+#define GRID_SINK_LEFT_ENTRY(name, C)                                                              \
+    extern "C" __global__ void name(u64 n, const C* rt, i64* out) {                              \
+        grid_sink_left<C>(n, rt, out);                                                              \
     }
 #define CUT_INIT_ENTRY(name, C)                                                                    \
     extern "C" __global__ void name(u64 n, const C* e, u32* mark, u32* list, u32* count) {       \
@@ -496,7 +497,7 @@ GRID_LEVEL_ENTRY(mf_grid_level_i32, int)
 GRID_COLLECT_ENTRY(mf_grid_collect_i32, int)
 GRID_PUSH_ENTRY(mf_grid_push_i32, int)
 GRID_RELABEL_ENTRY(mf_grid_relabel_i32, int)
-GRID_FLOW_ENTRY(mf_grid_flow_i32, int)
+GRID_SINK_LEFT_ENTRY(mf_grid_sink_left_i32, int)
 CUT_INIT_ENTRY(mf_cut_init_i32, int)
 NET_BFS_INIT_ENTRY(mf_net_bfs_init_i32, int)
 NET_LEVEL_ENTRY(mf_net_level_i32, int)
@@ -509,7 +510,7 @@ GRID_LEVEL_ENTRY(mf_grid_level_i64, i64)
 GRID_COLLECT_ENTRY(mf_grid_collect_i64, i64)
 GRID_PUSH_ENTRY(mf_grid_push_i64, i64)
 GRID_RELABEL_ENTRY(mf_grid_relabel_i64, i64)
-GRID_FLOW_ENTRY(mf_grid_flow_i64, i64)
+GRID_SINK_LEFT_ENTRY(mf_grid_sink_left_i64, i64)
 CUT_INIT_ENTRY(mf_cut_init_i64, i64)
 NET_BFS_INIT_ENTRY(mf_net_bfs_init_i64, i64)
 NET_LEVEL_ENTRY(mf_net_level_i64, i64)

@@ -460,6 +460,38 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// Fills device ranges `(bytes, dst)` (inside buffers of this backend)
+    /// with what `fill(part, byte offset, out)` writes, so that a converted
+    /// or computed array goes up without a host array of its own: staged
+    /// (see [`crate::staging::htod_fill`]) when large, else one aligned host
+    /// vector per part through the driver's pageable path. `out` is 16-byte
+    /// aligned at offsets that are multiples of 16 in both cases.
+    ///
+    /// # Safety
+    /// As [`CudaBackend::upload_spans`].
+    pub(crate) unsafe fn upload_filled(
+        &self,
+        parts: &[(usize, u64)],
+        fill: impl Fn(usize, usize, &mut [u8]) + Sync,
+    ) -> Result<()> {
+        let total: usize = parts.iter().map(|p| p.0).sum();
+        if total >= crate::staging::STAGED_MIN {
+            return crate::staging::htod_fill(&self.staging, &self.stream, parts, fill);
+        }
+        for (p, &(bytes, dst)) in parts.iter().enumerate().filter(|(_, p)| p.0 > 0) {
+            let mut host = vec![0u128; bytes.div_ceil(16)];
+            let out = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut host)[..bytes];
+            fill(p, 0, out);
+            // SAFETY: the caller's contract; from pageable memory the call
+            // returns once the driver has taken its own copy of `out`.
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(dst, &*out, self.stream.cu_stream())
+            }
+            .map_err(driver_error("upload (host -> device copy)"))?;
+        }
+        Ok(())
+    }
+
     /// Copies each device range `(src, dst, bytes)` to its host address and
     /// waits: one staged copy for all when they are large together, the
     /// driver's pageable path when small. Errors of earlier queued kernels

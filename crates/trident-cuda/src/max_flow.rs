@@ -75,7 +75,7 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "mf_grid_collect_i32",
     "mf_grid_push_i32",
     "mf_grid_relabel_i32",
-    "mf_grid_flow_i32",
+    "mf_grid_sink_left_i32",
     "mf_cut_init_i32",
     "mf_net_bfs_init_i32",
     "mf_net_level_i32",
@@ -88,7 +88,7 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "mf_grid_collect_i64",
     "mf_grid_push_i64",
     "mf_grid_relabel_i64",
-    "mf_grid_flow_i64",
+    "mf_grid_sink_left_i64",
     "mf_cut_init_i64",
     "mf_net_bfs_init_i64",
     "mf_net_level_i64",
@@ -159,12 +159,7 @@ fn to_counter<C: Counter>(v: i64) -> Result<C> {
 /// A grid graph uploaded by [`MaxFlowDevice::upload_grid`] (capacities as
 /// given, `i64`).
 pub struct GridOnDevice {
-    w: u32,
-    h: u32,
-    d: u32,
-    dirs: u32,
-    n: usize,
-    total: i64,
+    dims: Dims,
     source: CudaBuffer<i64>,
     sink: CudaBuffer<i64>,
     caps: CudaBuffer<i64>,
@@ -173,7 +168,60 @@ pub struct GridOnDevice {
 impl GridOnDevice {
     /// Number of nodes.
     pub fn nodes(&self) -> usize {
-        self.n
+        self.dims.n
+    }
+}
+
+/// The shape and sums of a grid.
+#[derive(Clone, Copy)]
+struct Dims {
+    w: u32,
+    h: u32,
+    d: u32,
+    dirs: u32,
+    n: usize,
+    /// Sum of all capacities (picks the counter width).
+    total: i64,
+    /// Sum of the sink capacities (the flow value is this minus the sink
+    /// residuals left).
+    sink_total: i64,
+}
+
+impl Dims {
+    fn of(g: &GridGraph) -> Result<Self> {
+        let (d, h, w) = g.shape();
+        let n = g.nodes();
+        count_u32("grid nodes", n)?;
+        Ok(Self {
+            w: w as u32,
+            h: h as u32,
+            d: d as u32,
+            dirs: g.dirs().len() as u32,
+            n,
+            total: g.capacity_sum(),
+            sink_total: g.sink_sum(),
+        })
+    }
+}
+
+/// Where a grid solve starts: a grid uploaded as given (the device API;
+/// `mf_grid_init` turns its `i64` capacities into the starting residuals),
+/// or the caller's host grid, whose starting residuals are computed by the
+/// staging workers and go up already in the counter type: a host call moves
+/// 4 bytes per arc instead of 8 when `i32` counters serve, and runs no
+/// conversion kernel.
+#[derive(Clone, Copy)]
+enum Start<'a> {
+    Uploaded(&'a GridOnDevice),
+    Host(&'a GridGraph, Dims),
+}
+
+impl Start<'_> {
+    fn dims(&self) -> Dims {
+        match self {
+            Start::Uploaded(g) => g.dims,
+            Start::Host(_, d) => *d,
+        }
     }
 }
 
@@ -330,18 +378,15 @@ impl CudaBackend {
     /// [`MaxFlowDevice::grid_cut_device`], with the host copy of the grid when
     /// the caller has it (the host finisher needs the capacities; without it
     /// they are downloaded, only on that path).
-    fn grid_cut_with(
-        &self,
-        g: &GridOnDevice,
-        host: Option<&GridGraph>,
-    ) -> Result<(i64, CudaBuffer<u8>)> {
-        if g.n > 0 && finish::grid_is_thin(g.d as usize, g.h as usize, g.w as usize) {
-            return self.grid_on_host(g, host, "a thin grid", finish::grid_cut_from_start);
+    fn grid_cut_with(&self, g: Start<'_>) -> Result<(i64, CudaBuffer<u8>)> {
+        let dm = g.dims();
+        if dm.n > 0 && finish::grid_is_thin(dm.d as usize, dm.h as usize, dm.w as usize) {
+            return self.grid_on_host(g, "a thin grid", finish::grid_cut_from_start);
         }
-        if fits_i32(g.total) {
-            self.grid_solve::<i32>(g, host)
+        if fits_i32(dm.total) {
+            self.grid_solve::<i32>(g)
         } else {
-            self.grid_solve::<i64>(g, host)
+            self.grid_solve::<i64>(g)
         }
     }
 
@@ -349,15 +394,14 @@ impl CudaBackend {
     /// (the budget ran out).
     fn grid_finish<C: Counter>(
         &self,
-        g: &GridOnDevice,
-        host: Option<&GridGraph>,
+        g: Start<'_>,
         state: [&CudaBuffer<C>; 3],
     ) -> Result<(i64, CudaBuffer<u8>)> {
         let wide = |b: &CudaBuffer<C>| -> Result<Vec<i64>> {
             Ok(self.download_vec(b)?.into_iter().map(Into::into).collect())
         };
         let (res, sink_res, excess) = (wide(state[0])?, wide(state[1])?, wide(state[2])?);
-        self.grid_on_host(g, host, "over the launch budget", |graph| {
+        self.grid_on_host(g, "over the launch budget", |graph| {
             finish::grid_cut(graph, res, sink_res, excess)
         })
     }
@@ -366,22 +410,22 @@ impl CudaBackend {
     /// has none); the labels go up for the device API.
     fn grid_on_host(
         &self,
-        g: &GridOnDevice,
-        host: Option<&GridGraph>,
+        g: Start<'_>,
         why: &str,
         solve: impl FnOnce(&GridGraph) -> Result<GridCut>,
     ) -> Result<(i64, CudaBuffer<u8>)> {
         let downloaded;
-        let graph = match host {
-            Some(h) => h,
-            None => {
+        let graph = match g {
+            Start::Host(h, _) => h,
+            Start::Uploaded(g) => {
                 let (source, sink, caps) = (
                     self.download_vec(&g.source)?,
                     self.download_vec(&g.sink)?,
                     self.download_vec(&g.caps)?,
                 );
-                let (d, h, w) = (g.d as usize, g.h as usize, g.w as usize);
-                downloaded = if g.dirs == 6 {
+                let dm = g.dims;
+                let (d, h, w) = (dm.d as usize, dm.h as usize, dm.w as usize);
+                downloaded = if dm.dirs == 6 {
                     GridGraph::new_3d(d, h, w, source, sink, caps)?
                 } else {
                     GridGraph::new_2d(h, w, source, sink, caps)?
@@ -400,29 +444,26 @@ impl CudaBackend {
         Ok((cut.flow, self.upload_named(&bytes, "max_flow labels")?))
     }
 
-    fn grid_solve<C: Counter>(
-        &self,
-        g: &GridOnDevice,
-        host: Option<&GridGraph>,
-    ) -> Result<(i64, CudaBuffer<u8>)> {
-        let n = g.n;
+    fn grid_solve<C: Counter>(&self, g: Start<'_>) -> Result<(i64, CudaBuffer<u8>)> {
+        let dm = g.dims();
+        let n = dm.n;
         let mut labels = self.alloc::<u8>(n, "max_flow labels")?;
         if n == 0 {
             return Ok((0, labels));
         }
-        to_counter::<C>(g.total)?;
+        to_counter::<C>(dm.total)?;
         let sfx = C::SFX;
         let fns = Fns {
             level: self.mf_fn(&format!("mf_grid_level_{sfx}"))?,
             push: self.mf_fn(&format!("mf_grid_push_{sfx}"))?,
             relabel: self.mf_fn(&format!("mf_grid_relabel_{sfx}"))?,
         };
-        let dirs = g.dirs as usize;
+        let dirs = dm.dirs as usize;
         let rc = self.alloc::<C>(dirs * n, "max_flow residuals")?;
         let rt = self.alloc::<C>(n, "max_flow sink residuals")?;
         let e = self.alloc::<C>(n, "max_flow excess")?;
         let mut wk = self.work(n, n)?;
-        let (w, h, d, nd) = (g.w, g.h, g.d, g.dirs);
+        let (w, h, d, nd) = (dm.w, dm.h, dm.d, dm.dirs);
         let n64 = n as u64;
         let (rcp, rtp, ep) = (rc.ptr(), rt.ptr(), e.ptr());
         let (hp, sp, lp, cp) = (
@@ -432,15 +473,26 @@ impl CudaBackend {
             wk.counts.ptr(),
         );
         let sweep = self.mf_blocks(n);
-        {
-            let f = self.mf_fn(&format!("mf_grid_init_{sfx}"))?;
-            let (srcp, snkp, capp) = (g.source.ptr(), g.sink.ptr(), g.caps.ptr());
-            // Parameters in the order of mf_grid_init; every buffer holds n
-            // (rc: dirs * n) elements.
-            launch_kernel!(
-                @fn self, &f, "mf_grid_init", sweep,
-                &w, &h, &d, &nd, &srcp, &snkp, &capp, &rcp, &rtp, &ep
-            );
+        match g {
+            Start::Uploaded(g) => {
+                let f = self.mf_fn(&format!("mf_grid_init_{sfx}"))?;
+                let (srcp, snkp, capp) = (g.source.ptr(), g.sink.ptr(), g.caps.ptr());
+                // Parameters in the order of mf_grid_init; every buffer holds n
+                // (rc: dirs * n) elements.
+                launch_kernel!(
+                    @fn self, &f, "mf_grid_init", sweep,
+                    &w, &h, &d, &nd, &srcp, &snkp, &capp, &rcp, &rtp, &ep
+                );
+            }
+            Start::Host(g, _) => {
+                let t0 = std::time::Instant::now();
+                self.upload_grid_start::<C>(g, [&e, &rt, &rc])?;
+                tracing::debug!(
+                    ms = t0.elapsed().as_secs_f64() * 1e3,
+                    counter = sfx,
+                    "max_flow grid start uploaded"
+                );
+            }
         }
         let bfs_init = self.mf_fn(&format!("mf_grid_bfs_init_{sfx}"))?;
         let collect = self.mf_fn(&format!("mf_grid_collect_{sfx}"))?;
@@ -462,7 +514,7 @@ impl CudaBackend {
             rounds += 1;
             // Global relabel.
             if !budget.take(2) {
-                return self.grid_finish(g, host, [&rc, &rt, &e]);
+                return self.grid_finish(g, [&rc, &rt, &e]);
             }
             self.memset_zero(&mut wk.counts)?;
             // Parameters in the order of mf_grid_bfs_init.
@@ -471,7 +523,7 @@ impl CudaBackend {
                 &n64, &rtp, &hp, &lp, &cp
             );
             let Some(got) = self.mf_bfs(&wk, &fns.level, &lv, 0, depth + 8, &mut budget)? else {
-                return self.grid_finish(g, host, [&rc, &rt, &e]);
+                return self.grid_finish(g, [&rc, &rt, &e]);
             };
             depth = got;
             levels += depth as u64;
@@ -488,7 +540,7 @@ impl CudaBackend {
                 break;
             }
             if !budget.take(2 * period as u64) {
-                return self.grid_finish(g, host, [&rc, &rt, &e]);
+                return self.grid_finish(g, [&rc, &rt, &e]);
             }
             let lcfg = self.mf_blocks(counts[0] as usize);
             for step in 0..period {
@@ -513,12 +565,12 @@ impl CudaBackend {
             launches = start_left - budget.left,
             "max_flow grid on the device"
         );
-        let out = self.alloc_zeroed_named::<i64>(1, "max_flow value")?;
+        let out = self.alloc_zeroed_named::<i64>(1, "max_flow sink residual sum")?;
         {
-            let f = self.mf_fn(&format!("mf_grid_flow_{sfx}"))?;
-            let (snkp, op) = (g.sink.ptr(), out.ptr());
-            // Parameters in the order of mf_grid_flow.
-            launch_kernel!(@fn self, &f, "mf_grid_flow", sweep, &n64, &snkp, &rtp, &op);
+            let f = self.mf_fn(&format!("mf_grid_sink_left_{sfx}"))?;
+            let op = out.ptr();
+            // Parameters in the order of mf_grid_sink_left.
+            launch_kernel!(@fn self, &f, "mf_grid_sink_left", sweep, &n64, &rtp, &op);
         }
         // Canonical cut: forward BFS from the nodes with excess.
         self.memset_zero(&mut wk.counts)?;
@@ -531,12 +583,48 @@ impl CudaBackend {
             .mf_bfs(&wk, &fns.level, &lv, 1, 32, &mut budget)?
             .is_none()
         {
-            return self.grid_finish(g, host, [&rc, &rt, &e]);
+            return self.grid_finish(g, [&rc, &rt, &e]);
         }
         self.mf_labels(&wk, &mut labels)?;
-        let mut flow = [0i64];
-        self.download_into(&out, &mut flow)?;
-        Ok((flow[0], labels))
+        let mut left = [0i64];
+        self.download_into(&out, &mut left)?;
+        Ok((dm.sink_total - left[0], labels))
+    }
+
+    /// Writes a host grid's starting state into `[excess, sink residuals,
+    /// neighbour residuals]` (`C` counters): each node sends `min(source,
+    /// sink)` straight through, the rest of its source capacity is excess,
+    /// the rest of its sink capacity residual (what `mf_grid_init` does on
+    /// the device). The staging workers compute it into the pinned buffers,
+    /// so no host array of it is made and only `C`-wide values cross the
+    /// bus. Every value fits `C`: none exceeds the capacity sum, which fits.
+    fn upload_grid_start<C: Counter>(&self, g: &GridGraph, dst: [&CudaBuffer<C>; 3]) -> Result<()> {
+        let size = std::mem::size_of::<C>();
+        let parts: Vec<(usize, u64)> = dst.iter().map(|b| (b.len() * size, b.ptr())).collect();
+        let (src, snk, caps) = (g.source(), g.sink(), g.caps());
+        let narrow =
+            |v: i64| C::try_from(v).unwrap_or_else(|_| unreachable!("checked by to_counter"));
+        let fill = |part: usize, off: usize, out: &mut [u8]| {
+            let out: &mut [C] = bytemuck::cast_slice_mut(out);
+            let (at, len) = (off / size, out.len());
+            match part {
+                0 | 1 => {
+                    let (a, b) = (&src[at..at + len], &snk[at..at + len]);
+                    for ((o, &s), &t) in out.iter_mut().zip(a).zip(b) {
+                        let m = s.min(t);
+                        *o = narrow(if part == 0 { s - m } else { t - m });
+                    }
+                }
+                _ => {
+                    for (o, &c) in out.iter_mut().zip(&caps[at..at + len]) {
+                        *o = narrow(c);
+                    }
+                }
+            }
+        };
+        // SAFETY: each range is a whole buffer of this backend, sized for the
+        // grid, that nothing else uses during the call.
+        unsafe { self.upload_filled(&parts, fill) }
     }
 
     fn mf_labels(&self, wk: &Work, labels: &mut CudaBuffer<u8>) -> Result<()> {
@@ -744,21 +832,8 @@ impl MaxFlowDevice for CudaBackend {
     type DeviceGrid = GridOnDevice;
 
     fn upload_grid(&self, g: &GridGraph) -> Result<GridOnDevice> {
-        let (d, h, w) = g.shape();
-        let n = g.nodes();
-        count_u32("grid nodes", n)?;
-        // The sum fits i64: GridGraph checked it when it was built.
-        let total = [g.source(), g.sink(), g.caps()]
-            .iter()
-            .flat_map(|a| a.iter())
-            .fold(0i64, |acc, &c| acc.saturating_add(c));
         Ok(GridOnDevice {
-            w: w as u32,
-            h: h as u32,
-            d: d as u32,
-            dirs: g.dirs().len() as u32,
-            n,
-            total,
+            dims: Dims::of(g)?,
             source: self.upload_named(g.source(), "max_flow source capacities")?,
             sink: self.upload_named(g.sink(), "max_flow sink capacities")?,
             caps: self.upload_named(g.caps(), "max_flow neighbour capacities")?,
@@ -766,15 +841,14 @@ impl MaxFlowDevice for CudaBackend {
     }
 
     fn grid_cut_device(&self, g: &GridOnDevice) -> Result<(i64, CudaBuffer<u8>)> {
-        self.grid_cut_with(g, None)
+        self.grid_cut_with(Start::Uploaded(g))
     }
 }
 
 impl MaxFlow for CudaBackend {
     fn grid_cut(&self, g: &GridGraph) -> Result<GridCut> {
         // GridGraph is valid by construction (trident_core::flow checks it).
-        let dev = self.upload_grid(g)?;
-        let (flow, labels) = self.grid_cut_with(&dev, Some(g))?;
+        let (flow, labels) = self.grid_cut_with(Start::Host(g, Dims::of(g)?))?;
         let side = self.download_vec(&labels)?;
         Ok(GridCut {
             flow,

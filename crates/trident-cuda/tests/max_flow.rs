@@ -134,6 +134,36 @@ fn zero_and_wide_grids() {
     same_grid(&be, &col, "300x1 grid");
 }
 
+/// Host calls compute the starting residuals on the host, in the counter
+/// width, inside the staged upload (pieces of several MiB); the
+/// device-resident path converts the uploaded `i64` grid with a kernel.
+/// Both reach the same unique answer, with `i32` and `i64` counters.
+#[test]
+fn staged_host_grids_match_the_device_path() {
+    let Some(be) = backend("max_flow::staged_host_grids") else {
+        return;
+    };
+    let s = seed("max_flow::staged_host_grids");
+    let g = cut(700, s);
+    for (g, what) in [
+        (g.clone(), "cut-700, i32 counters"),
+        (remap(&g, |c| c << 33), "cut-700, i64 counters"),
+    ] {
+        let host = be.grid_cut(&g).expect("host call");
+        let dev = be.upload_grid(&g).expect("upload");
+        let (flow, labels) = be.grid_cut_device(&dev).expect("device-resident cut");
+        let labels = be.download_vec(&labels).expect("labels");
+        assert_eq!(host.flow, flow, "{what}: flow value");
+        let same = host
+            .source_side
+            .iter()
+            .zip(&labels)
+            .all(|(&a, &b)| a == (b != 0));
+        assert!(same, "{what}: labels differ");
+        assert!(host.source_side.iter().any(|&x| x) && !host.source_side.iter().all(|&x| x));
+    }
+}
+
 #[test]
 fn segmentation_grids_match_the_reference() {
     let Some(be) = backend("max_flow::segmentation") else {
