@@ -45,6 +45,7 @@ pub mod kcache;
 mod kernel_text;
 mod max_flow;
 mod nearest_pairs;
+mod pipeline;
 pub mod requirements;
 mod sparse_coder;
 mod sparse_gemm;

@@ -37,6 +37,10 @@ pub struct Tuning {
     /// it (`None` or 0: [`DEFAULT_FLOW_BUDGET`]). Tests make small graphs
     /// take the host path with it.
     pub flow_budget: Option<u64>,
+    /// Device bytes a chunked host call may take for its buffers (`None` or
+    /// 0: 80% of the memory free at the call). A call that needs more runs
+    /// in more, smaller chunks; tests make small calls chunk with it.
+    pub memory_budget: Option<u64>,
 }
 
 impl Tuning {
@@ -62,6 +66,10 @@ impl Tuning {
 
     pub(crate) fn flow_budget(&self) -> u64 {
         nonzero(self.flow_budget).unwrap_or(DEFAULT_FLOW_BUDGET)
+    }
+
+    pub(crate) fn memory_budget(&self) -> Option<u64> {
+        nonzero(self.memory_budget)
     }
 }
 
@@ -114,6 +122,15 @@ mod tests {
             DEFAULT_NETWORK_RELABEL_PERIOD
         );
         assert_eq!(auto.flow_budget(), DEFAULT_FLOW_BUDGET);
+        assert_eq!(auto.memory_budget(), None);
+        assert_eq!(
+            Tuning {
+                memory_budget: Some(0),
+                ..auto
+            }
+            .memory_budget(),
+            None
+        );
         let odd = Tuning {
             cell_target: Some(f32::NAN),
             spgemm_window: Some(300),

@@ -10,7 +10,7 @@ mod common;
 use trident_core::{
     DeviceMat, DeviceMemory, Dictionary, Error, MatRef, SparseCoder, SparseCoderDevice, StopRule,
 };
-use trident_cuda::CudaBackend;
+use trident_cuda::{CudaBackend, Tuning};
 use trident_reference::ReferenceBackend;
 use trident_testkit::cases::{self, Input};
 use trident_testkit::check;
@@ -58,6 +58,65 @@ fn device_codes_match_the_host_call() {
         dev == host,
         "device-resident codes differ from the host call"
     );
+}
+
+/// Host calls run as a pipeline of chunks (for overlap, and within a memory
+/// budget); every chunking gives the codes of one device-resident run, bit
+/// for bit, and a budget that cannot hold the dictionary is an
+/// out-of-memory error that names it.
+#[test]
+fn chunked_host_calls_match_one_run() {
+    let Some(be) = backend("chunked_host_calls_match_one_run") else {
+        return;
+    };
+    fn check<T: trident_core::Scalar>(be: &CudaBackend, c: &cases::OmpCase<T>, what: &str) {
+        let x = DeviceMat {
+            buf: be.upload(c.signals.as_slice()).unwrap(),
+            rows: c.count,
+            cols: c.dict.n(),
+            ld: c.dict.n(),
+        };
+        let one = be
+            .download_codes(&be.encode_device(&c.dict, &x, c.rule).unwrap())
+            .unwrap();
+        // 40,000 signals: 3 chunks for overlap; then about 11,800, 1,000 and
+        // 97 signals per chunk within the budget (odd sizes leave a short
+        // last chunk).
+        for budget in [None, Some(32u64 << 20), Some(3 << 20), Some(1 << 20)] {
+            let b = be.tuned(Tuning {
+                memory_budget: budget,
+                ..Tuning::default()
+            });
+            let got = b.encode(&c.dict, c.signals_ref(), c.rule).unwrap();
+            assert!(got == one, "{what}: budget {budget:?} changed the codes");
+        }
+        // Rows with 5 unused entries after each: pieces of the staged
+        // upload start and end inside rows.
+        let (n, ld) = (c.dict.n(), c.dict.n() + 5);
+        let mut padded = vec![T::ZERO; c.count * ld];
+        for i in 0..c.count {
+            padded[i * ld..i * ld + n].copy_from_slice(c.signal(i));
+        }
+        let view = MatRef::new(&padded, c.count, n, ld).unwrap();
+        let b = be.tuned(Tuning {
+            memory_budget: Some(3 << 20),
+            ..Tuning::default()
+        });
+        let got = b.encode(&c.dict, view, c.rule).unwrap();
+        assert!(got == one, "{what}: padded rows changed the codes");
+        let small = be.tuned(Tuning {
+            memory_budget: Some(100 << 10),
+            ..Tuning::default()
+        });
+        let e = small.encode(&c.dict, c.signals_ref(), c.rule).unwrap_err();
+        assert!(
+            matches!(e, Error::OutOfMemory { .. }) && e.to_string().contains("memory budget"),
+            "{what}: {e}"
+        );
+    }
+    let s = seed("chunked_host_calls_match_one_run");
+    check(&be, &cases::omp_dct::<f32>(40_000, s), "f32");
+    check(&be, &cases::omp_dct::<f64>(40_000, s + 1), "f64");
 }
 
 #[test]
