@@ -169,33 +169,60 @@ fn pairs_case(na: usize, nb: usize) -> Case {
     }
 }
 
-/// Batch-OMP of `c`'s signals (host API only: the facade's choice, no device
-/// time or bound). Up: the signals; down: the codes (atom and coefficient
-/// per entry).
+/// Batch-OMP of `c`'s signals. Up: the signals; down: the codes (atom and
+/// coefficient per entry). Device time: `encode_device` on uploaded
+/// signals, its codes left on the device.
 fn omp_case(name: String, c: cases::OmpCase<f32>) -> Case {
     let up = c.signals.len() * 4;
     let down =
         c.signals.len() / c.dict.n().max(1) * c.rule.max_atoms(c.dict.n(), c.dict.atoms()) * 8;
+    let c = Arc::new(c);
+    let c2 = Arc::clone(&c);
     Case {
         name,
         run: Box::new(move |be| {
             SparseCoder::<f32>::encode(be, &c.dict, c.signals_ref(), c.rule).map(drop)
         }),
-        device_ms: None,
+        device_ms: Some(Box::new(move |be| {
+            use trident_core::{DeviceMat, SparseCoderDevice};
+            let x = DeviceMat {
+                buf: be.upload(&c2.signals)?,
+                rows: c2.count,
+                cols: c2.dict.n(),
+                ld: c2.dict.n(),
+            };
+            device(be, 5, 1, || {
+                be.encode_device(&c2.dict, &x, c2.rule).map(drop)
+            })
+        })),
         up,
         down: Box::new(move || down),
     }
 }
 
-/// A grid cut (host API only). Up: the capacities (terminals and one per
-/// neighbour direction); down: the labels.
+/// A grid cut. Up: the starting residuals (excess, sink and one per
+/// neighbour direction) in the solver's counter width (4 bytes when the
+/// capacity sum fits `i32`); down: the labels. Device time: the cut of a
+/// grid uploaded beforehand (`grid_cut_device`, which also converts the
+/// uploaded capacities).
 fn grid_case(name: String, g: trident_core::GridGraph) -> Case {
+    use trident_core::MaxFlowDevice;
     let (nodes, directions) = (g.nodes(), g.dirs().len());
+    let width = if g.capacity_sum() <= i32::MAX as i64 {
+        4
+    } else {
+        8
+    };
+    let g = Arc::new(g);
+    let g2 = Arc::clone(&g);
     Case {
         name,
         run: Box::new(move |be| trident_core::MaxFlow::grid_cut(be, &g).map(drop)),
-        device_ms: None,
-        up: nodes * (2 + directions) * 8,
+        device_ms: Some(Box::new(move |be| {
+            let dev = be.upload_grid(&g2)?;
+            device(be, 5, 1, || be.grid_cut_device(&dev).map(drop))
+        })),
+        up: nodes * (2 + directions) * width,
         down: Box::new(move || nodes),
     }
 }
@@ -257,6 +284,7 @@ fn host_cases() -> Vec<Case> {
         cases::omp_dct(1000, SEED),
     ));
     v.push(cut_case(2048));
+    v.push(grid_case("cut3d-256".into(), cases::cut3d(256, SEED)));
     v.push(cut_case(512));
     v.push(cut_case(64));
     v.push(rmf_case());

@@ -596,16 +596,25 @@ impl CudaBackend {
         b: &[Point<T>],
         k: usize,
     ) -> Result<Vec<Pair<T>>> {
+        let t0 = std::time::Instant::now();
         validate::closest_pairs(a, b)?;
         let (a, b, shift) = scaled_for_range(a, b);
         let k = k.min(a.len());
         if k == 0 {
             return Ok(Vec::new());
         }
+        let t1 = std::time::Instant::now();
         self.prepare_np::<T>(&["np_nearest", "np_hist", "np_compact"], &["np_select"])?;
         let da = self.upload_named(&a[..], "closest_pairs A")?;
         let db = self.upload_named(&b[..], "closest_pairs B")?;
+        let t2 = std::time::Instant::now();
         let mut pairs = self.closest_pairs_on(&da, &db, k)?;
+        tracing::debug!(
+            check_ms = (t1 - t0).as_secs_f64() * 1e3,
+            upload_ms = (t2 - t1).as_secs_f64() * 1e3,
+            device_ms = t2.elapsed().as_secs_f64() * 1e3,
+            "closest_pairs host call"
+        );
         if shift != 0 {
             for p in &mut pairs {
                 p.d2 = unscale_d2(p.d2, shift);
