@@ -193,9 +193,7 @@ impl CudaBackend {
             .map_err(driver_error("reading the device name"))?;
         keep_pool_memory(&ctx)?;
         let staging = staging::Pool::new(
-            staging::PinnedAlloc {
-                ctx: Arc::clone(&ctx),
-            },
+            staging::PinnedAlloc::new(Arc::clone(&ctx)),
             staging::CHUNK,
             staging::POOL_BUFFERS,
         );

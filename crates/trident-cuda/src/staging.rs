@@ -256,9 +256,42 @@ impl PinnedBuf {
 }
 
 /// [`HostAlloc`] of page-locked memory (`cuMemHostAlloc`, without the
-/// write-combined flag: downloads are read back by the CPU).
+/// write-combined flag: downloads are read back by the CPU), with the
+/// backend's staging workers.
 pub(crate) struct PinnedAlloc {
     pub(crate) ctx: Arc<CudaContext>,
+    /// Worker threads bound to `ctx`, made at the first staged copy and kept:
+    /// spawning 16 threads per copy cost about a millisecond, most of an 8 MB
+    /// copy, which the pipelined host calls make two of per chunk.
+    crew: std::sync::OnceLock<std::result::Result<rayon::ThreadPool, String>>,
+}
+
+impl PinnedAlloc {
+    pub(crate) fn new(ctx: Arc<CudaContext>) -> Self {
+        Self {
+            ctx,
+            crew: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn crew(&self) -> Result<&rayon::ThreadPool> {
+        let ctx = Arc::clone(&self.ctx);
+        self.crew
+            .get_or_init(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(max_workers().min(cores()))
+                    .thread_name(|i| format!("trident-staging-{i}"))
+                    .start_handler(move |_| {
+                        // A thread that cannot bind fails its copies below
+                        // (each job binds again, which is then a no-op).
+                        let _ = ctx.bind_to_thread();
+                    })
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| Error::Backend(format!("starting the staging workers: {e}").into()))
+    }
 }
 
 impl HostAlloc for PinnedAlloc {
@@ -346,48 +379,52 @@ fn plan(pieces: usize, workers: usize, w: usize) -> (usize, usize) {
     ((w * per).min(pieces), ((w + 1) * per).min(pieces))
 }
 
-fn workers_for(pieces: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    pieces.min(cores).clamp(1, max_workers())
+fn cores() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// Runs `f(worker, its two buffers)` on one thread per pair of leased
-/// buffers, each bound to the context; returns the first error.
+fn workers_for(pieces: usize) -> usize {
+    pieces.min(cores()).clamp(1, max_workers())
+}
+
+/// Runs `f(worker, its two buffers)` for each pair of leased buffers, on
+/// the pool's workers; returns the first error.
 fn on_workers(
-    ctx: &Arc<CudaContext>,
+    pool: &Staging,
     bufs: &mut [PinnedBuf],
     f: impl Fn(usize, &mut [PinnedBuf]) -> Result<()> + Sync,
 ) -> Result<()> {
-    let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let handles: Vec<_> = bufs
-            .chunks_mut(2)
-            .enumerate()
-            .map(|(w, pair)| {
-                let f = &f;
-                s.spawn(move || {
-                    ctx.bind_to_thread()
-                        .map_err(driver_error("binding the context"))?;
-                    let r = f(w, pair);
-                    // Whatever happened, no DMA may still use a buffer that
-                    // goes back to the pool.
-                    for b in pair.iter() {
-                        b.event
-                            .synchronize()
-                            .map_err(driver_error("waiting for a staged copy"))?;
-                    }
-                    r
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(Error::Backend("a staging thread panicked".into())))
-            })
-            .collect()
+    let ctx = &pool.alloc.ctx;
+    let results: Vec<Mutex<Result<()>>> = (0..bufs.len().div_ceil(2))
+        .map(|_| Mutex::new(Ok(())))
+        .collect();
+    let job = |w: usize, pair: &mut [PinnedBuf]| -> Result<()> {
+        ctx.bind_to_thread()
+            .map_err(driver_error("binding the context"))?;
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(w, pair)))
+            .unwrap_or_else(|_| Err(Error::Backend("a staging worker panicked".into())));
+        // Whatever happened, no DMA may still use a buffer that goes back
+        // to the pool.
+        for b in pair.iter() {
+            b.event
+                .synchronize()
+                .map_err(driver_error("waiting for a staged copy"))?;
+        }
+        r
+    };
+    pool.alloc.crew()?.scope(|s| {
+        for (w, pair) in bufs.chunks_mut(2).enumerate() {
+            let (job, slot) = (&job, &results[w]);
+            s.spawn(move |_| {
+                let r = job(w, pair);
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = r;
+            });
+        }
     });
-    results.into_iter().collect()
+    results
+        .into_iter()
+        .try_for_each(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// Copies each host range of `parts` to its device address through the
@@ -424,8 +461,7 @@ pub(crate) fn htod_fill(
     }
     let mut lease = pool.take(2 * workers_for(pieces.len()))?;
     let workers = lease.len() / 2;
-    let ctx = stream.context();
-    on_workers(ctx, &mut lease[..2 * workers], |w, pair| {
+    on_workers(pool, &mut lease[..2 * workers], |w, pair| {
         let (lo, hi) = plan(pieces.len(), workers, w);
         for (k, &(p, off, n)) in pieces[lo..hi].iter().enumerate() {
             let buf = &mut pair[k % 2];
@@ -476,7 +512,6 @@ pub(crate) unsafe fn dtoh_many(
     }
     let mut lease = pool.take(2 * workers_for(pieces.len()))?;
     let workers = lease.len() / 2;
-    let ctx = stream.context();
     let queue = |buf: &mut PinnedBuf, (p, off, n): (usize, usize, usize)| -> Result<()> {
         let stage = buf.bytes(n);
         // SAFETY: `src + off .. src + off + n` lies inside the caller's device
@@ -493,7 +528,7 @@ pub(crate) unsafe fn dtoh_many(
             .record(stream)
             .map_err(driver_error("recording a staging event"))
     };
-    on_workers(ctx, &mut lease[..2 * workers], |w, pair| {
+    on_workers(pool, &mut lease[..2 * workers], |w, pair| {
         let (lo, hi) = plan(pieces.len(), workers, w);
         if lo < hi {
             queue(&mut pair[0], pieces[lo])?;
