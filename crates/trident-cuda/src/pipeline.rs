@@ -13,10 +13,12 @@
 //!
 //! Ordering, with the host between the streams: uploads go to [`Lanes::up`]
 //! and downloads to [`Lanes::down`] through the staging pool, which returns
-//! once its DMAs are done; kernels go to the backend's stream. A chunk's
-//! kernels are queued after its upload returned, and a buffer set is filled
-//! again only after the upload stream waited for the event recorded after
-//! the kernels that last read it; downloads wait for the event of their
+//! once its DMAs are done; kernels go to the backend's stream. Chunk `i + 1`
+//! is uploaded and its kernels queued before chunk `i` is downloaded, so the
+//! device always has a chunk queued while the host copies. A buffer set is
+//! filled again only after the upload stream waited for the event recorded
+//! after the kernels that last read it, and its outputs are overwritten only
+//! after their download returned; downloads wait for the event of their
 //! chunk's kernels.
 
 use std::sync::Arc;
@@ -28,12 +30,16 @@ use trident_core::{Element, Error, MatRef, Result};
 use crate::CudaBackend;
 use crate::error::driver_error;
 
-/// Fewest items per chunk when a call is cut only for overlap (not for
-/// memory): below it the kernels of a chunk no longer fill the device.
-pub(crate) const MIN_OVERLAP_ITEMS: usize = 16_384;
-/// Chunks a call is cut into for overlap when memory does not ask for more:
-/// the copies not hidden are about one chunk's.
-pub(crate) const OVERLAP_CHUNKS: usize = 16;
+/// How a call is cut for overlap when memory does not ask for more: into
+/// `chunks` chunks (the copies not hidden are about one chunk's) of at
+/// least `min_items` items (below it a chunk's kernels no longer fill the
+/// device).
+#[derive(Clone, Copy)]
+pub(crate) struct Overlap {
+    pub(crate) chunks: usize,
+    pub(crate) min_items: usize,
+}
+
 /// Share of the device memory the automatic budget takes (the rest is
 /// left to the driver, other buffers and other processes).
 const AUTO_SHARE: f64 = 0.8;
@@ -49,11 +55,59 @@ pub(crate) struct Lanes {
     pub(crate) computed: [CudaEvent; 2],
 }
 
+/// Host time a pipelined call spends in each step, for its debug log: what
+/// its uploads, its downloads (waiting for the chunk's kernels included) and
+/// its own host work took.
+#[derive(Default)]
+pub(crate) struct Laps {
+    pub(crate) up: f64,
+    pub(crate) down: f64,
+    pub(crate) host: f64,
+    start: Option<std::time::Instant>,
+}
+
+impl Laps {
+    pub(crate) fn new() -> Self {
+        Self {
+            start: Some(std::time::Instant::now()),
+            ..Self::default()
+        }
+    }
+
+    /// Runs `f`, adding its wall time to `slot` (milliseconds).
+    pub(crate) fn time<R>(slot: &mut f64, f: impl FnOnce() -> R) -> R {
+        let t = std::time::Instant::now();
+        let r = f();
+        *slot += t.elapsed().as_secs_f64() * 1e3;
+        r
+    }
+
+    /// Logs the totals.
+    pub(crate) fn log(&self, call: &str, chunks: usize) {
+        let total = self.start.map_or(0.0, |t| t.elapsed().as_secs_f64() * 1e3);
+        tracing::debug!(
+            call,
+            chunks,
+            up_ms = self.up,
+            down_ms = self.down,
+            host_ms = self.host,
+            total_ms = total,
+            "pipelined host call"
+        );
+    }
+}
+
 /// How a call of `items` items is cut: `fixed` device bytes whatever the
 /// chunk size, `per_item` bytes per item of a chunk (all its buffers: both
-/// sets of the double-buffered ones), within `budget` bytes. Returns the
-/// items per chunk.
-pub(crate) fn chunk_items(items: usize, fixed: u64, per_item: u64, budget: u64) -> Result<usize> {
+/// sets of the double-buffered ones), within `budget` bytes, and no larger
+/// than `overlap` asks. Returns the items per chunk.
+pub(crate) fn chunk_items(
+    items: usize,
+    fixed: u64,
+    per_item: u64,
+    budget: u64,
+    overlap: Overlap,
+) -> Result<usize> {
     let items = items.max(1);
     let room = budget.saturating_sub(fixed) / per_item.max(1);
     if room == 0 {
@@ -64,8 +118,10 @@ pub(crate) fn chunk_items(items: usize, fixed: u64, per_item: u64, budget: u64) 
             ),
         });
     }
-    let overlap = items.div_ceil(OVERLAP_CHUNKS).max(MIN_OVERLAP_ITEMS);
-    Ok(overlap.min(room.min(usize::MAX as u64) as usize).min(items))
+    let lap = items
+        .div_ceil(overlap.chunks.max(1))
+        .max(overlap.min_items.max(1));
+    Ok(lap.min(room.min(usize::MAX as u64) as usize).min(items))
 }
 
 impl CudaBackend {
@@ -84,7 +140,11 @@ impl CudaBackend {
         Ok(((free as u64 + idle) as f64 * AUTO_SHARE) as u64)
     }
 
-    /// Two copy streams and the compute events of a chunked call.
+    /// Two copy streams and the compute events of a chunked call. Made after
+    /// the call's buffers: the copy streams start behind everything queued
+    /// on the backend's stream so far, the stream-ordered allocations
+    /// included (a buffer allocated on one stream is ready for another only
+    /// after that).
     pub(crate) fn lanes(&self) -> Result<Lanes> {
         let stream = |what| self.ctx.new_stream().map_err(driver_error(what));
         let event = || {
@@ -92,11 +152,16 @@ impl CudaBackend {
                 .new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
                 .map_err(driver_error("creating a pipeline event"))
         };
-        Ok(Lanes {
+        let lanes = Lanes {
             up: stream("creating the upload stream")?,
             down: stream("creating the download stream")?,
             computed: [event()?, event()?],
-        })
+        };
+        for s in [&lanes.up, &lanes.down] {
+            s.join(&self.stream)
+                .map_err(driver_error("ordering a copy stream"))?;
+        }
+        Ok(lanes)
     }
 
     /// Uploads rows `r0 .. r0 + rows` of a row-major host matrix (leading
@@ -173,21 +238,21 @@ mod tests {
 
     #[test]
     fn chunks_follow_the_budget_and_the_overlap() {
+        let lap = Overlap {
+            chunks: 16,
+            min_items: 16_384,
+        };
         // Plenty of memory: cut for overlap only, never below the minimum.
-        assert_eq!(chunk_items(1_000_000, 0, 100, u64::MAX).unwrap(), 62_500);
-        assert_eq!(
-            chunk_items(100_000, 0, 100, u64::MAX).unwrap(),
-            MIN_OVERLAP_ITEMS
-        );
-        assert_eq!(chunk_items(1000, 0, 100, u64::MAX).unwrap(), 1000);
-        assert_eq!(chunk_items(0, 0, 100, u64::MAX).unwrap(), 1);
+        let ample = |items| chunk_items(items, 0, 100, u64::MAX, lap).unwrap();
+        assert_eq!(ample(1_000_000), 62_500);
+        assert_eq!(ample(100_000), 16_384);
+        assert_eq!(ample(1000), 1000);
+        assert_eq!(ample(0), 1);
         // 200 bytes per item after 1000 fixed bytes.
-        assert_eq!(
-            chunk_items(1_000_000, 1000, 200, 1000 + 200 * 700).unwrap(),
-            700
-        );
-        assert_eq!(chunk_items(1_000_000, 1000, 200, 1000 + 399).unwrap(), 1);
-        let e = chunk_items(10, 1000, 200, 1199).unwrap_err();
+        let fit = |budget| chunk_items(1_000_000, 1000, 200, budget, lap);
+        assert_eq!(fit(1000 + 200 * 700).unwrap(), 700);
+        assert_eq!(fit(1000 + 399).unwrap(), 1);
+        let e = chunk_items(10, 1000, 200, 1199, lap).unwrap_err();
         assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
         assert!(e.to_string().contains("memory budget is 1199"), "{e}");
     }

@@ -96,6 +96,13 @@ fn scratch_bytes(m: usize, k: usize) -> Result<usize> {
     Ok(bytes.div_ceil(16) * 16)
 }
 
+/// How host calls cut their signals for overlap: 16 chunks, at least
+/// 16,384 signals each (a few thousand warps per chunk).
+const OVERLAP: crate::pipeline::Overlap = crate::pipeline::Overlap {
+    chunks: 16,
+    min_items: 16_384,
+};
+
 /// Most threads one chunk's packing uses, and the fewest entries worth a
 /// thread of their own.
 const PACK_THREADS: usize = 8;
@@ -515,7 +522,8 @@ impl CudaBackend {
         // Two sets of signals and slots, one `alpha0` row each.
         let per_signal = (2 * (n * size + m * (4 + size) + 4 + size) + k * 8) as u64;
         let fixed = (2 * n * k * size + k * k * 8) as u64 + self.omp_scratch_bytes(p)?;
-        let cl = crate::pipeline::chunk_items(l, fixed, per_signal, self.memory_budget()?)?;
+        let cl =
+            crate::pipeline::chunk_items(l, fixed, per_signal, self.memory_budget()?, OVERLAP)?;
         if cl >= l {
             // One chunk: nothing to overlap.
             let ld = signals.ld().max(1);
@@ -525,13 +533,15 @@ impl CudaBackend {
             return self.download_codes(&codes);
         }
         tracing::debug!(signals = l, per_chunk = cl, "OMP host call as a pipeline");
-        let lanes = self.lanes()?;
         let wk = self.omp_work(p, cl)?;
         let xs = [
             self.alloc::<T>(mul("OMP signal chunk", cl, n)?, "OMP signal chunk")?,
             self.alloc::<T>(mul("OMP signal chunk", cl, n)?, "OMP signal chunk")?,
         ];
         let sets = [self.alloc_codes(p, cl)?, self.alloc_codes(p, cl)?];
+        let lanes = self.lanes()?;
+        use crate::pipeline::Laps as L;
+        let mut laps = L::new();
         let mut host = HostSlots::<T>::new(cl, m);
         // Room for every slot when the host grants it (untouched pages cost
         // nothing), on huge pages where it can: the codes are written once,
@@ -558,29 +568,33 @@ impl CudaBackend {
             }
             self.upload_rows(&lanes.up, signals, c0, len, dst.ptr())
         };
-        upload(0)?;
+        // Chunk `c + 1` goes up and is queued before chunk `c` comes down,
+        // so the device codes one chunk while the host moves the others.
+        let queue = |c: usize| -> Result<()> {
+            let len = span(c).1;
+            let (x, out) = (xs[c % 2].ptr(), Slots::of(&sets[c % 2]));
+            self.omp_queue(p, &wk, x, n.max(1), len, out)?;
+            self.mark_computed(&lanes, c % 2)
+        };
+        L::time(&mut laps.up, || upload(0))?;
+        queue(0)?;
         for c in 0..chunks {
             let (c0, len) = span(c);
-            self.omp_queue(
-                p,
-                &wk,
-                xs[c % 2].ptr(),
-                n.max(1),
-                len,
-                Slots::of(&sets[c % 2]),
-            )?;
-            self.mark_computed(&lanes, c % 2)?;
             if c + 1 < chunks {
-                upload(c + 1)?;
+                L::time(&mut laps.up, || upload(c + 1))?;
+                queue(c + 1)?;
             }
             lanes
                 .down
                 .wait(&lanes.computed[c % 2])
                 .map_err(crate::error::driver_error("ordering an OMP download"))?;
             let r2 = &mut out.residual_norm2.spare_capacity_mut()[c0..c0 + len];
-            self.download_slots(&lanes.down, &sets[c % 2], len, &mut host, r2)?;
-            host.pack(len, &mut out)?;
+            L::time(&mut laps.down, || {
+                self.download_slots(&lanes.down, &sets[c % 2], len, &mut host, r2)
+            })?;
+            L::time(&mut laps.host, || host.pack(len, &mut out))?;
         }
+        laps.log("encode", chunks);
         // SAFETY: every chunk's residual norms were written above.
         unsafe { out.residual_norm2.set_len(l) };
         if out.atoms.capacity() > 2 * out.atoms.len() {
