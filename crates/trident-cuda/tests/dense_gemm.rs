@@ -428,3 +428,87 @@ fn device_resident_gemm_matches_host_and_is_deterministic() {
         Err(Error::DimensionMismatch { .. })
     ));
 }
+
+/// Large host products with `beta == 0` and a packed C run as a pipeline of
+/// row blocks (several block sizes through the memory budget, a padded A, a
+/// transposed B); each gives the device-resident product bit for bit, and a
+/// non-finite value far into A is an error that leaves C untouched.
+#[test]
+fn pipelined_host_gemm_matches_the_device_product() {
+    let Some(be) = backend("pipelined_host_gemm") else {
+        return;
+    };
+    fn check<T: Scalar>(be: &CudaBackend, rng: &mut Rng, precision: Precision, op_b: Op) {
+        // m (k + n) * 4 bytes above the 32 MiB from which products pipeline.
+        let (m, n, k) = (2100, 2050, 2000);
+        let cs = make::<T>(rng, m, n, k, Op::N, op_b, 3);
+        let (br, bc) = stored(op_b, k, n);
+        let p = GemmParams {
+            alpha: T::from_f64(0.75),
+            beta: T::ZERO,
+            op_a: Op::N,
+            op_b,
+            precision,
+        };
+        let a = MatRef::new(&cs.a, m, k, cs.lda).unwrap();
+        let b = MatRef::new(&cs.b, br, bc, cs.ldb).unwrap();
+        let da = DeviceMat {
+            buf: be.upload(&cs.a).unwrap(),
+            rows: m,
+            cols: k,
+            ld: cs.lda,
+        };
+        let db = DeviceMat {
+            buf: be.upload(&cs.b).unwrap(),
+            rows: br,
+            cols: bc,
+            ld: cs.ldb,
+        };
+        let mut dc = DeviceMat {
+            buf: be.upload(&vec![T::ZERO; m * n]).unwrap(),
+            rows: m,
+            cols: n,
+            ld: n,
+        };
+        be.gemm_device(&p, &da, &db, &mut dc).unwrap();
+        let mut want = vec![T::ZERO; m * n];
+        be.download(&dc.buf, &mut want).unwrap();
+        let bytes = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
+        // Automatic (8 blocks of whole tiles), then blocks of a few hundred
+        // and of one tile row, the last block short each time.
+        let b_bytes = cs.b.len() * std::mem::size_of::<T>();
+        let row = 2 * (k + n) * std::mem::size_of::<T>();
+        for budget in [None, Some(b_bytes + 300 * row), Some(b_bytes + 140 * row)] {
+            let t = be.tuned(Tuning {
+                memory_budget: budget.map(|b| b as u64),
+                ..Tuning::default()
+            });
+            let mut c = vec![T::from_f64(7.0); m * n];
+            t.gemm(&p, a, b, MatMut::dense(&mut c, m, n).unwrap())
+                .unwrap();
+            assert!(
+                bytes(&c) == bytes(&want),
+                "{} {precision:?} op_b {op_b:?} budget {budget:?}: differs from the device product",
+                T::NAME
+            );
+        }
+        let mut bad = cs.a.clone();
+        bad[(m - 5) * cs.lda + 17] = T::from_f64(f64::INFINITY);
+        let mut c = vec![T::from_f64(7.0); m * n];
+        let r = be.gemm(
+            &p,
+            MatRef::new(&bad, m, k, cs.lda).unwrap(),
+            b,
+            MatMut::dense(&mut c, m, n).unwrap(),
+        );
+        assert!(
+            matches!(r, Err(Error::NonFinite { field: "a", .. })),
+            "{r:?}"
+        );
+        assert!(c.iter().all(|&x| x == T::from_f64(7.0)), "C was written");
+    }
+    let mut rng = Rng::new(seed("pipelined_host_gemm"));
+    check::<f32>(&be, &mut rng, Precision::Strict, Op::N);
+    check::<f32>(&be, &mut rng, Precision::Tf32, Op::T);
+    check::<f64>(&be, &mut rng, Precision::Strict, Op::N);
+}
