@@ -54,7 +54,7 @@ pub fn check_finite<T: Scalar>(field: &'static str, data: &[T]) -> Result<()> {
 /// Elements per branch-free block of [`first_bad`].
 const FINITE_BLOCK: usize = 512;
 /// From this many elements the scan is split over threads.
-const FINITE_PAR_MIN: usize = 1 << 22;
+const FINITE_PAR_MIN: usize = 1 << 20;
 /// Most threads one scan uses: a few saturate a socket's memory bandwidth.
 const SCAN_MAX_THREADS: usize = 8;
 

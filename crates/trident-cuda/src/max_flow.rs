@@ -134,12 +134,22 @@ const THREADS: u32 = 256;
 trait Counter: Element + Copy + Into<i64> + TryFrom<i64> {
     /// Suffix of the kernel names.
     const SFX: &'static str;
+    /// `v` as a counter, for values the caller knows fit (none exceeds a
+    /// capacity sum that [`to_counter`] accepted): a plain cast, so the
+    /// staging fill vectorizes.
+    fn narrow(v: i64) -> Self;
 }
 impl Counter for i32 {
     const SFX: &'static str = "i32";
+    fn narrow(v: i64) -> Self {
+        v as i32
+    }
 }
 impl Counter for i64 {
     const SFX: &'static str = "i64";
+    fn narrow(v: i64) -> Self {
+        v
+    }
 }
 
 /// `true` when `i32` counters hold every value a solve with capacities
@@ -602,22 +612,22 @@ impl CudaBackend {
         let size = std::mem::size_of::<C>();
         let parts: Vec<(usize, u64)> = dst.iter().map(|b| (b.len() * size, b.ptr())).collect();
         let (src, snk, caps) = (g.source(), g.sink(), g.caps());
-        let narrow =
-            |v: i64| C::try_from(v).unwrap_or_else(|_| unreachable!("checked by to_counter"));
         let fill = |part: usize, off: usize, out: &mut [u8]| {
             let out: &mut [C] = bytemuck::cast_slice_mut(out);
             let (at, len) = (off / size, out.len());
             match part {
+                // Excess: what the source sends beyond the sink's share;
+                // sink residual: the sink's capacity beyond the source's.
                 0 | 1 => {
-                    let (a, b) = (&src[at..at + len], &snk[at..at + len]);
-                    for ((o, &s), &t) in out.iter_mut().zip(a).zip(b) {
-                        let m = s.min(t);
-                        *o = narrow(if part == 0 { s - m } else { t - m });
+                    let (own, other) = if part == 0 { (src, snk) } else { (snk, src) };
+                    let (a, b) = (&own[at..at + len], &other[at..at + len]);
+                    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                        *o = C::narrow(x - x.min(y));
                     }
                 }
                 _ => {
                     for (o, &c) in out.iter_mut().zip(&caps[at..at + len]) {
-                        *o = narrow(c);
+                        *o = C::narrow(c);
                     }
                 }
             }

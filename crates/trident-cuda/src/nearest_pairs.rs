@@ -590,6 +590,27 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// Uploads A and B as one staged copy (one set of workers for both).
+    #[allow(clippy::type_complexity)]
+    fn upload_pair<T: DevCoord>(
+        &self,
+        a: &[Point<T>],
+        b: &[Point<T>],
+        what: &str,
+    ) -> Result<(CudaBuffer<Point<T>>, CudaBuffer<Point<T>>)> {
+        let da = self.alloc::<Point<T>>(a.len(), &format!("{what} A"))?;
+        let db = self.alloc::<Point<T>>(b.len(), &format!("{what} B"))?;
+        // SAFETY: each host slice fills the buffer just allocated for it,
+        // which nothing else uses.
+        unsafe {
+            self.upload_spans(&[
+                (bytemuck::cast_slice(a), da.ptr()),
+                (bytemuck::cast_slice(b), db.ptr()),
+            ])
+        }?;
+        Ok((da, db))
+    }
+
     fn closest_pairs_host<T: DevCoord>(
         &self,
         a: &[Point<T>],
@@ -605,8 +626,7 @@ impl CudaBackend {
         }
         let t1 = std::time::Instant::now();
         self.prepare_np::<T>(&["np_nearest", "np_hist", "np_compact"], &["np_select"])?;
-        let da = self.upload_named(&a[..], "closest_pairs A")?;
-        let db = self.upload_named(&b[..], "closest_pairs B")?;
+        let (da, db) = self.upload_pair(&a, &b, "closest_pairs")?;
         let t2 = std::time::Instant::now();
         let mut pairs = self.closest_pairs_on(&da, &db, k)?;
         tracing::debug!(
