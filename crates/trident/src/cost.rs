@@ -5,17 +5,17 @@
 //! The model is one crossover size per primitive, in a unit that is cheap to
 //! compute from the call's arguments (no pass over the data): `m*n*k` for
 //! GEMM, `nnz(A) + nnz(B)` for SpGEMM, `|A| + |B|` points for nearest pairs,
-//! `n * atoms * signals` for OMP, nodes for max-flow. Crossovers are keyed by
+//! `n * atoms * signals` for OMP, nodes for grid cuts (a max-flow network
+//! counts as no work: it always goes to the CPU first). Crossovers are keyed by
 //! the GPU backend's [`BackendKind`] and the primitive, so each GPU backend
 //! has its own (a new one gets them with [`CostModel::with_crossover`] or a
 //! row in the built-in table); a backend or primitive without one keeps the
 //! preference order.
 //!
-//! The constants are the crossovers `host_bench` measured on the H100
-//! machine (NVIDIA H100 80GB HBM3, 16 CPU cores for rayon; SpGEMM re-measured
-//! later; BENCHMARKS.md, host calls): its
-//! sweep times rayon against CUDA
-//! host-to-host over growing sizes of each primitive. Another machine has
+//! The constants are the crossovers `host_bench` measured on the H200
+//! machine (NVIDIA H200, 16 CPU cores for rayon; BENCHMARKS.md, host
+//! calls), after the host calls became pipelines: its sweep times rayon
+//! against CUDA host-to-host over growing sizes of each primitive. Another machine has
 //! other crossovers: [`CostModel::with_crossover`] sets them, and
 //! `host_bench` prints them.
 
@@ -29,7 +29,7 @@ pub const WORK_UNITS: [(Primitive, &str); 5] = [
     (Primitive::SparseGemm, "nnz(A)+nnz(B)"),
     (Primitive::NearestPairs, "|A|+|B|"),
     (Primitive::SparseCoder, "n*atoms*signals"),
-    (Primitive::MaxFlow, "nodes"),
+    (Primitive::MaxFlow, "grid nodes (networks: 0)"),
 ];
 
 fn unit(p: Primitive) -> &'static str {
@@ -48,31 +48,29 @@ pub struct CostModel {
     crossovers: Vec<(BackendKind, Primitive, f64)>,
 }
 
-/// Crossovers measured on the H100 machine (see the module docs), each the
+/// Crossovers measured on the H200 machine (see the module docs), each the
 /// geometric midpoint of the last size rayon won and the first CUDA won
-/// (`host_bench`'s sweeps and cases, BENCHMARKS.md): GEMM 192^3 (rayon
-/// 0.12 ms, CUDA 0.20) to 256^3 (0.25, 0.20); SpGEMM of 2D
-/// Laplacians 1.0e4 (rayon 0.32, CUDA 0.37) to 2.0e4 nnz (0.53-0.56,
-/// 0.41-0.42; every call after a pause), after which CUDA won every
-/// size of the sweep up to 4.1e6 (rayon had won 2.5e5-4e6 before the host
-/// path moved all arrays of a call in one staged copy); nearest pairs 2K
-/// (0.43, 1.87) to 8K points (1.05, 0.83).
+/// (`host_bench --reps 3 --no-cold`, 2026-11-28): GEMM 128^3 (rayon 0.087
+/// ms, CUDA 0.148) to 192^3 (0.206, 0.189); SpGEMM of 2-D Laplacians
+/// 2.4e3 nnz (0.293, 0.290: a tie) to 1.0e4 (0.413, 0.325), after which
+/// CUDA won every size but one (1.6e6: 2.58 against 2.91) up to 4.1e6;
+/// nearest pairs 2K (0.70, 1.85) to 8K points (1.45, 0.97); grid cuts
+/// cut-256, 6.6e4 nodes (1.27, 1.52) to cut-512, 2.6e5 (2.81, 2.41), CUDA
+/// then winning every larger 2-D and 3-D grid (cut3d-256 219 against 59 ms).
 ///
-/// Max-flow has no finite crossover: in `host_bench`'s sweep rayon won every grid of the
-/// sweep (cut-32 0.04 against 0.67 ms up to cut-2048 21.7 against 59.2 ms,
-/// and the 3-D grids) and flow-rmf (199 against 275 ms), the grids'
-/// capacities costing more on the bus than rayon's whole solve. So it
-/// always goes to rayon first. Batch-OMP has none either, the other way:
-/// CUDA won every size (1K signals 0.40 against 1.28 ms), so it keeps the
-/// preference order.
+/// Max-flow networks count as no work, so they go to rayon first at any
+/// size: CUDA lost flow-rmf (270 against 164 ms), its push-relabel paying a
+/// launch per BFS level on a graph of long paths. Batch-OMP has no
+/// crossover: CUDA won every size (1K signals 0.60 against 1.66 ms), so it
+/// keeps the preference order.
 ///
 /// The wgpu backend has no row yet: it was not swept against rayon, so it
 /// keeps the preference order until `host_bench` measures it.
 const MEASURED: [(BackendKind, Primitive, f64); 4] = [
-    (BackendKind::Cuda, Primitive::DenseGemm, 1.09e7),
-    (BackendKind::Cuda, Primitive::SparseGemm, 1.4e4),
+    (BackendKind::Cuda, Primitive::DenseGemm, 3.9e6),
+    (BackendKind::Cuda, Primitive::SparseGemm, 4.9e3),
     (BackendKind::Cuda, Primitive::NearestPairs, 4.0e3),
-    (BackendKind::Cuda, Primitive::MaxFlow, f64::INFINITY),
+    (BackendKind::Cuda, Primitive::MaxFlow, 1.3e5),
 ];
 
 /// The backend a call below a crossover goes to.

@@ -526,10 +526,10 @@ impl MaxFlow for Trident {
     fn grid_cut(&self, g: &GridGraph) -> Result<GridCut> {
         self.serve(Primitive::MaxFlow, g.nodes() as f64, |be| be.grid_cut(g))
     }
+    /// Networks count as no work: below every crossover, so rayon first
+    /// (see [`crate::CostModel`]).
     fn network_flow(&self, g: &FlowNetwork) -> Result<NetworkFlow> {
-        self.serve(Primitive::MaxFlow, g.nodes() as f64, |be| {
-            be.network_flow(g)
-        })
+        self.serve(Primitive::MaxFlow, 0.0, |be| be.network_flow(g))
     }
 }
 

@@ -93,11 +93,20 @@ impl<T: Coord> NearestPairs<T> for Fake {
 }
 
 impl MaxFlow for Fake {
-    fn grid_cut(&self, _: &GridGraph) -> Result<GridCut> {
-        self.no()
+    fn grid_cut(&self, g: &GridGraph) -> Result<GridCut> {
+        self.ok()?;
+        Ok(GridCut {
+            flow: 0,
+            source_side: vec![false; g.nodes()],
+        })
     }
-    fn network_flow(&self, _: &FlowNetwork) -> Result<NetworkFlow> {
-        self.no()
+    fn network_flow(&self, g: &FlowNetwork) -> Result<NetworkFlow> {
+        self.ok()?;
+        Ok(NetworkFlow {
+            flow: 0,
+            source_side: vec![false; g.nodes()],
+            arc_flow: vec![0; g.arcs().len()],
+        })
     }
 }
 
@@ -207,6 +216,7 @@ fn the_default_model_has_crossovers_for_the_benchmarked_primitives() {
         Primitive::DenseGemm,
         Primitive::SparseGemm,
         Primitive::NearestPairs,
+        Primitive::MaxFlow,
     ] {
         let w = m.crossover(BackendKind::Cuda, p).unwrap();
         assert!(w > 0.0);
@@ -218,17 +228,16 @@ fn the_default_model_has_crossovers_for_the_benchmarked_primitives() {
         // Without rayon in the chain there is nothing to prefer.
         assert_eq!(m.first(p, w / 2.0, &["cuda", "reference"]), 0);
     }
-    // Max-flow goes to rayon first at any size (CUDA never won its sweep);
-    // Batch-OMP keeps the preference order (CUDA won every size).
-    assert_eq!(
-        m.crossover(BackendKind::Cuda, Primitive::MaxFlow),
-        Some(f64::INFINITY)
-    );
-    assert_eq!(m.first(Primitive::MaxFlow, 1e12, &["cuda", "rayon"]), 1);
+    // A crossover may say CUDA never wins.
+    let never = m.with_crossover(BackendKind::Cuda, Primitive::MaxFlow, f64::INFINITY);
+    assert_eq!(never.first(Primitive::MaxFlow, 1e12, &["cuda", "rayon"]), 1);
     assert!(
-        m.describe()
+        never
+            .describe()
             .contains("max_flow always (never faster on cuda)")
     );
+    // Batch-OMP keeps the preference order (CUDA won every size).
+    let m = CostModel::default();
     let c = trident::Choice {
         primitive: Primitive::MaxFlow,
         backend: "rayon",
@@ -284,4 +293,33 @@ fn debug_is_short_and_names_the_backends() {
     let after = format!("{t:?}");
     assert!(after.contains(r#"served_last: Some("rayon")"#), "{after}");
     assert!(after.len() < 200, "{after}");
+}
+
+/// Under the default model large grids go to the GPU, small ones and every
+/// network (counted as no work) to rayon.
+#[test]
+fn grids_go_by_size_and_networks_to_rayon() {
+    let t = Trident::with_backends(fakes(false))
+        .unwrap()
+        .with_cost_model(CostModel::default());
+    let grid = |side: usize| {
+        let n = side * side;
+        GridGraph::new_2d(side, side, vec![1; n], vec![1; n], vec![0; 4 * n]).unwrap()
+    };
+    t.grid_cut(&grid(64)).unwrap();
+    assert_eq!(t.served_last(), "rayon");
+    t.grid_cut(&grid(1024)).unwrap();
+    assert_eq!(t.served_last(), "cuda");
+    let arcs = vec![trident_core::FlowArc {
+        from: 0,
+        to: 1,
+        cap: 5,
+    }];
+    let net = FlowNetwork::new(2_000_000, 0, 1, arcs).unwrap();
+    t.network_flow(&net).unwrap();
+    let c = t.last_choice().unwrap();
+    assert_eq!(
+        (c.primitive, c.backend, c.work),
+        (Primitive::MaxFlow, "rayon", 0.0)
+    );
 }
