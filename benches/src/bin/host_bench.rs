@@ -358,6 +358,40 @@ fn host_section(cuda: &CudaBackend, filters: &[String], reps: usize) -> Result<(
     Ok(())
 }
 
+/// A call larger than its device-memory budget: omp-64x256-k16 (1M signals)
+/// under a budget of a third of what the call takes in one piece (signals,
+/// codes, `alpha0`, dictionary), against the same call under the automatic
+/// budget, which it fits; the same codes either way (the GPU tests check).
+fn budget_section(cuda: &CudaBackend, reps: usize) -> Result<()> {
+    let c = cases::omp_dct::<f32>(1_000_000, SEED);
+    let (n, k) = (c.dict.n(), c.dict.atoms());
+    let m = c.rule.max_atoms(n, k);
+    let need = c.count * (n * 4 + m * 8 + 8 + k * 8) + 2 * n * k * 4 + k * k * 8;
+    let budget = need / 3;
+    let small = cuda.tuned(trident_cuda::Tuning {
+        memory_budget: Some(budget as u64),
+        ..Default::default()
+    });
+    let run = |be: &CudaBackend| {
+        SparseCoder::<f32>::encode(be, &c.dict, c.signals_ref(), c.rule).map(drop)
+    };
+    let t = wall_rounds(reps, &mut [&mut || run(cuda), &mut || run(&small)])?;
+    println!();
+    println!(
+        "| case | one piece needs (MB) | budget (MB) | fits (ms) | under the budget (ms) | throughput ratio |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- |");
+    println!(
+        "| omp-64x256-k16 (1M signals) | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} |",
+        need as f64 / 1e6,
+        budget as f64 / 1e6,
+        t[0],
+        t[1],
+        t[0] / t[1]
+    );
+    Ok(())
+}
+
 /// What limits the host path: wall-clock throughput of the backend's own
 /// staged copies (256 MiB from a resident host vector, into a resident one,
 /// into a fresh `Vec`), and the phases of the largest host calls.
@@ -694,6 +728,9 @@ fn main() {
         use trident_core::Backend;
         println!("{}  (reps {reps}, medians)", cuda.describe());
         host_section(&cuda, &filters, reps)?;
+        if filters.is_empty() || filters.iter().any(|f| f == "budget") {
+            budget_section(&cuda, reps)?;
+        }
         if do_sweep {
             sweeps(reps)?;
         }
