@@ -1004,7 +1004,7 @@ impl CudaBackend {
                     .wait(&lanes.computed[i % 2])
                     .map_err(crate::error::driver_error("ordering a gemm upload"))?;
             }
-            self.upload_rows(&lanes.up, &a, r0, len, da[i % 2].ptr())
+            self.upload_rows(&lanes.up, &a, (r0, len), da[i % 2].ptr(), None)
         };
         use crate::pipeline::Laps as L;
         let mut laps = L::new();

@@ -25,7 +25,9 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
-use trident_core::{Element, Error, MatRef, Result};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use trident_core::{Error, MatRef, Result, Scalar};
 
 use crate::CudaBackend;
 use crate::error::driver_error;
@@ -167,13 +169,18 @@ impl CudaBackend {
     /// Uploads rows `r0 .. r0 + rows` of a row-major host matrix (leading
     /// dimension `m.ld()`) packed (leading dimension `m.cols()`) to `dst`,
     /// on `stream` through the staging pool; returns once they are there.
-    pub(crate) fn upload_rows<T: Element>(
+    /// With `field`, each value is also checked finite as it is copied (the
+    /// data is then in cache, and no separate pass over the whole input runs
+    /// ahead of the pipeline): the first non-finite value of the rows, in
+    /// row-major order, is `Error::NonFinite` naming `field` and its index
+    /// `i * ld + j` in the view, as `validate` reports it.
+    pub(crate) fn upload_rows<T: Scalar>(
         &self,
         stream: &Arc<CudaStream>,
         m: &MatRef<'_, T>,
-        r0: usize,
-        rows: usize,
+        (r0, rows): (usize, usize),
         dst: u64,
+        field: Option<&'static str>,
     ) -> Result<()> {
         let (cols, ld, data) = (m.cols(), m.ld(), m.data());
         let size = std::mem::size_of::<T>();
@@ -181,6 +188,7 @@ impl CudaBackend {
         if bytes == 0 {
             return Ok(());
         }
+        let first_bad = AtomicUsize::new(usize::MAX);
         let fill = |_: usize, off: usize, out: &mut [u8]| {
             // Element `e` of the packed block is row `e / cols`, column
             // `e % cols`; a piece may start and end inside a row.
@@ -189,12 +197,25 @@ impl CudaBackend {
             while e < end {
                 let (r, c) = (e / cols, e % cols);
                 let take = (cols - c).min(end - e);
-                let src = &data[(r0 + r) * ld + c..][..take];
+                let at = (r0 + r) * ld + c;
+                let src = &data[at..][..take];
                 out[o..o + take * size].copy_from_slice(bytemuck::cast_slice(src));
+                if field.is_some() && !src.iter().fold(true, |ok, v| ok & v.is_finite()) {
+                    let j = src.iter().position(|v| !v.is_finite()).unwrap_or(0);
+                    first_bad.fetch_min(at + j, Ordering::Relaxed);
+                }
                 (e, o) = (e + take, o + take * size);
             }
         };
-        crate::staging::htod_fill(&self.staging, stream, &[(bytes, dst)], fill)
+        crate::staging::htod_fill(&self.staging, stream, &[(bytes, dst)], fill)?;
+        match (field, first_bad.into_inner()) {
+            (Some(field), i) if i != usize::MAX => Err(Error::NonFinite {
+                field,
+                index: i,
+                value: data[i].to_f64(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Records, on the backend's stream, that buffer set `set`'s kernels are

@@ -525,11 +525,11 @@ impl CudaBackend {
         let cl =
             crate::pipeline::chunk_items(l, fixed, per_signal, self.memory_budget()?, OVERLAP)?;
         if cl >= l {
-            // One chunk: nothing to overlap.
-            let ld = signals.ld().max(1);
-            let need = (l - 1) * signals.ld() + signals.cols();
-            let x = self.upload_named(&signals.data()[..need], "OMP signals")?;
-            let codes = self.omp_run(p, x.ptr(), ld, l)?;
+            // One chunk: nothing to overlap. The values are checked as they
+            // go up, packed.
+            let x = self.alloc::<T>(mul("OMP signals", l, n)?, "OMP signals")?;
+            self.upload_rows(&self.stream, signals, (0, l), x.ptr(), Some("signals"))?;
+            let codes = self.omp_run(p, x.ptr(), n.max(1), l)?;
             return self.download_codes(&codes);
         }
         tracing::debug!(signals = l, per_chunk = cl, "OMP host call as a pipeline");
@@ -566,7 +566,8 @@ impl CudaBackend {
                     .wait(&lanes.computed[c % 2])
                     .map_err(crate::error::driver_error("ordering an OMP upload"))?;
             }
-            self.upload_rows(&lanes.up, signals, c0, len, dst.ptr())
+            // The values are checked as they go up (see `encode`).
+            self.upload_rows(&lanes.up, signals, (c0, len), dst.ptr(), Some("signals"))
         };
         // Chunk `c + 1` goes up and is queued before chunk `c` comes down,
         // so the device codes one chunk while the host moves the others.
@@ -612,7 +613,11 @@ impl<T: Scalar> SparseCoder<T> for CudaBackend {
         signals: MatRef<'_, T>,
         rule: StopRule,
     ) -> Result<SparseCodes<T>> {
-        validate::encode(dict, &signals, &rule)?;
+        // The signals' values are checked here for calls that run in one
+        // piece, and chunk by chunk as they go up for pipelined ones (the
+        // same first bad index; nothing is returned before every chunk
+        // passed).
+        validate::encode_shape(dict, signals.cols(), &rule)?;
         let l = signals.rows();
         if l == 0 {
             return Ok(SparseCodes {

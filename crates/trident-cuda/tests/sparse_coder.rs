@@ -104,6 +104,30 @@ fn chunked_host_calls_match_one_run() {
         });
         let got = b.encode(&c.dict, view, c.rule).unwrap();
         assert!(got == one, "{what}: padded rows changed the codes");
+        // Values are checked chunk by chunk as they go up: the first bad one
+        // in row-major order is reported, by its index in the view, in one
+        // piece and in chunks.
+        padded[39_000 * ld + 2] = T::from_f64(f64::INFINITY);
+        padded[33_333 * ld + 7] = T::from_f64(f64::NAN);
+        let view = MatRef::new(&padded, c.count, n, ld).unwrap();
+        for b in [&b, be] {
+            let e = b.encode(&c.dict, view, c.rule).unwrap_err();
+            assert!(
+                matches!(e, Error::NonFinite { field: "signals", index, .. } if index == 33_333 * ld + 7),
+                "{what}: {e}"
+            );
+        }
+        let small = MatRef::new(&padded[..1000 * ld], 1000, n, ld).unwrap();
+        assert!(
+            b.encode(&c.dict, small, c.rule).is_ok(),
+            "{what}: the bad rows are not in view"
+        );
+        let one_piece = MatRef::new(&padded[33_330 * ld..], 10, n, ld).unwrap();
+        let e = be.encode(&c.dict, one_piece, c.rule).unwrap_err();
+        assert!(
+            matches!(e, Error::NonFinite { field: "signals", index, .. } if index == 3 * ld + 7),
+            "{what}: {e}"
+        );
         let small = be.tuned(Tuning {
             memory_budget: Some(100 << 10),
             ..Tuning::default()
