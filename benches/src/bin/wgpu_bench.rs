@@ -8,8 +8,10 @@
 //! and beside them, where the adapter has timestamp queries, the GPU clock's
 //! time of the call (`gpu`, as the CUDA bench's events; `TRIDENT_WGPU_PROFILE`
 //! adds each kernel's GPU time); host-to-host times go through the host
-//! traits (upload, compute, download), median of 3. Each case prints a result
-//! check so a fast wrong shader shows up here.
+//! traits (upload, compute, download), median of 3, beside their bound: the
+//! bytes each way at the rates of the backend's own 256 MiB copies, measured
+//! first, plus the device-resident time. Each case prints a result check so
+//! a fast wrong shader shows up here.
 
 use std::time::Instant;
 
@@ -26,6 +28,39 @@ const SEED: u64 = 0x7121_d3a7;
 struct Bench {
     be: WgpuBackend,
     reps: usize,
+    /// The backend's own host -> device and device -> host copy rates
+    /// (bytes/s) on 256 MiB: the transfer part of each case's bound.
+    up_bw: f64,
+    down_bw: f64,
+}
+
+/// Upload and download rates of 256 MiB through the backend's host copies
+/// (staging buffers, all threads), median of 5 after 2 untimed.
+fn bandwidth(be: &WgpuBackend) -> Result<(f64, f64)> {
+    let n = 256usize << 20;
+    let host: Vec<u32> = (0..n as u32 / 4).collect();
+    let mut back = vec![0u32; n / 4];
+    let buf = be.alloc_uninit::<u32>(n / 4, "bandwidth")?;
+    let rate = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+        let mut t = Vec::new();
+        for r in 0..7 {
+            let s = Instant::now();
+            f()?;
+            be.synchronize()?;
+            if r >= 2 {
+                t.push(s.elapsed().as_secs_f64());
+            }
+        }
+        Ok(n as f64 / median(t))
+    };
+    let up = rate(&mut || be.upload_into(&host, &buf))?;
+    let down = rate(&mut || be.download_into(&buf, &mut back))?;
+    if back != host {
+        return Err(Error::Backend(
+            "bandwidth: the copy came back changed".into(),
+        ));
+    }
+    Ok((up, down))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -34,6 +69,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 impl Bench {
+    /// The host-to-host cell: `ms` with its bound (bytes up and down at the
+    /// measured rates plus the device-resident time) and the ratio.
+    fn h2h(&self, ms: f64, up: usize, down: usize, device_ms: f64) -> String {
+        let bound = up as f64 / self.up_bw * 1e3 + down as f64 / self.down_bw * 1e3 + device_ms;
+        format!("{ms:.1} (bound {bound:.1}: {:.2}x)", ms / bound)
+    }
+
     /// Median time in ms of `f` followed by a device synchronize, after
     /// untimed calls for at least 1 s (2 at least): an idle H100 sits at
     /// 345 MHz, and the first calls of a case ran up to 5x slower on the GPU
@@ -157,17 +199,15 @@ fn gemm_case(ctx: &Bench, n: usize) -> Result<Vec<String>> {
         }
         let h2h = if tile == GemmTile::Auto {
             let mut ch = vec![0.0f32; n * n];
-            format!(
-                "{:.1}",
-                ctx.time(3, || {
-                    be.gemm(
-                        &p,
-                        MatRef::new(&a, n, n, n)?,
-                        MatRef::new(&b, n, n, n)?,
-                        MatMut::new(&mut ch, n, n, n)?,
-                    )
-                })?
-            )
+            let t = ctx.time(3, || {
+                be.gemm(
+                    &p,
+                    MatRef::new(&a, n, n, n)?,
+                    MatRef::new(&b, n, n, n)?,
+                    MatMut::new(&mut ch, n, n, n)?,
+                )
+            })?;
+            ctx.h2h(t, 8 * n * n, 4 * n * n, ms)
         } else {
             String::new()
         };
@@ -208,8 +248,11 @@ fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
     let det = mine == again && bits(&mine) == bits(&again);
     let (rows_checked, bad) = spgemm_sampled_check(a, b, &mine);
     let h2h = ctx.time(3, || be.spgemm(a, b).map(|_| ()))?;
+    // Offsets travel as u64, indices as u32, values as f32.
+    let csr = |m: &CsrMatrix<f32>| 8 * (m.rows() + 1) + 8 * m.nnz();
+    let h2h = ctx.h2h(h2h, csr(a) + csr(b), csr(&mine), ms);
     Ok(vec![format!(
-        "| {name} | {dev} | {h2h:.1} | {gflops:.2} GFLOP/s | nnz(C) {}, deterministic {det}, \
+        "| {name} | {dev} | {h2h} | {gflops:.2} GFLOP/s | nnz(C) {}, deterministic {det}, \
          {rows_checked} sampled rows vs f64 host product: {bad} wrong |",
         mine.nnz()
     )])
@@ -288,8 +331,9 @@ fn pairs_case(ctx: &Bench, name: &str, case: &cases::PairsCase) -> Result<Vec<St
     })?;
     let nearest = ctx.time(reps, || be.nearest_device(&da, &db, &mut nn))?;
     let h2h = ctx.time(3, || be.closest_pairs(&case.a, &case.b, k).map(|_| ()))?;
+    let h2h = ctx.h2h(h2h, 12 * (na + case.b.len()), 12 * k, ms);
     Ok(vec![format!(
-        "| {name} closest_pairs({k}) | {dev} | {h2h:.1} | nearest alone {nearest:.3} ms | nearest: {} of {} sampled exact |",
+        "| {name} closest_pairs({k}) | {dev} | {h2h} | nearest alone {nearest:.3} ms | nearest: {} of {} sampled exact |",
         na.div_ceil(step) - bad,
         na.div_ceil(step)
     )])
@@ -327,8 +371,11 @@ fn omp_case(ctx: &Bench, name: &str) -> Result<Vec<String>> {
     })?;
     let host = be.encode(&c.dict, c.signals_ref(), c.rule)?;
     let per_s = |ms: f64| c.count as f64 / (ms * 1e-3) / 1e6;
+    // Signals up; atoms and coefficients (4 bytes each), a count and a
+    // residual per signal down.
+    let cell = ctx.h2h(h2h, 4 * c.count * n, 8 * host.atoms.len() + 8 * c.count, ms);
     Ok(vec![format!(
-        "| {name} ({} signals) | {dev_ms} = {:.2}M signals/s | {h2h:.1} = {:.2}M signals/s | {} atoms | deterministic {}, host call equal {} |",
+        "| {name} ({} signals) | {dev_ms} = {:.2}M signals/s | {cell} = {:.2}M signals/s | {} atoms | deterministic {}, host call equal {} |",
         c.count,
         per_s(ms),
         per_s(h2h),
@@ -424,8 +471,26 @@ fn main() {
         "warm_up (all pipelines): {:.1} ms",
         t.elapsed().as_secs_f64() * 1e3
     );
-    let ctx = Bench { be, reps };
-    println!("| case | device-resident (ms) | host-to-host (ms) | figure | check |");
+    let (up_bw, down_bw) = match bandwidth(&be) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("wgpu_bench: bandwidth: {e}");
+            std::process::exit(1);
+        }
+    };
+    println!(
+        "host copies through the backend (256 MiB): up {:.1} GB/s, down {:.1} GB/s; \
+         bound = bytes up and down at these rates + device-resident time",
+        up_bw / 1e9,
+        down_bw / 1e9
+    );
+    let ctx = Bench {
+        be,
+        reps,
+        up_bw,
+        down_bw,
+    };
+    println!("| case | device-resident (ms) | host-to-host (ms; bound, ratio) | figure | check |");
     println!("| --- | --- | --- | --- | --- |");
     let mut failed = false;
     for (name, f) in CASES {

@@ -90,9 +90,9 @@ pub use error::{Error, Result};
 pub use flow::{Dir, FlowArc, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};
 pub use kind::{BackendKind, Primitive};
 pub use points::{
-    Coord, F32_SAFE_COORD, F32_TINY_COORD, NearestPairs, Neighbor, Pair, Point, RadiusNeighbors,
-    dist2, dist2_f64, range_shift, range_shift_of, scale_coord, scale_points, scaled_for_range,
-    unscale_d2,
+    Coord, CoordScan, F32_SAFE_COORD, F32_TINY_COORD, NearestPairs, Neighbor, Pair, Point,
+    RadiusNeighbors, dist2, dist2_f64, range_shift, range_shift_of, scale_coord, scale_points,
+    scaled_for_range, scan_coords, unscale_d2,
 };
 pub use scalar::Scalar;
 pub use sparse::{CsrMatrix, MAX_DIM, SparseGemm};

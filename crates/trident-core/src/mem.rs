@@ -130,6 +130,16 @@ pub fn advise_huge<T>(v: &mut Vec<T>) {
     let _ = v;
 }
 
+/// An empty `Vec` with room for exactly `len` elements, its memory advised
+/// onto huge pages ([`advise_huge`]) before anything is written to it: for a
+/// download that writes the spare capacity straight (no zero fill first);
+/// [`Error::OutOfMemory`] naming `what` when it cannot be had.
+pub fn fresh_vec<T>(len: usize, what: impl Fn() -> String) -> Result<Vec<T>> {
+    let mut v = with_capacity(len, what)?;
+    advise_huge(&mut v);
+    Ok(v)
+}
+
 /// Asks the kernel to fault in the whole pages of `[ptr, ptr + len)`
 /// (elements) now, as if written, without changing any byte
 /// (`MADV_POPULATE_WRITE`, Linux 5.14): a worker can fault in output pages

@@ -179,27 +179,71 @@ const RANGE_PAR_MIN: usize = 1 << 20;
 /// steps took 13 ms over the 4.2M coordinates of pairs-1M-400K on the H200
 /// machine, most of a host call whose device part takes 1 ms.
 fn magnitudes<T: Coord>(v: &[T]) -> (f64, f64) {
+    let s = scan_coords(v);
+    (s.max_abs, s.min_nonzero)
+}
+
+/// What one pass over coordinates learns: whether all are finite, and the
+/// magnitudes [`range_shift_of`] needs. A backend that copies the points
+/// anyway (into a staging buffer) can check them on the way with
+/// [`scan_coords`] instead of two more passes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CoordScan {
+    /// Every coordinate finite.
+    pub finite: bool,
+    /// The largest `|v|` (of the finite ones).
+    pub max_abs: f64,
+    /// The smallest nonzero `|v|`; `inf` when none.
+    pub min_nonzero: f64,
+}
+
+impl CoordScan {
+    /// The scan of no coordinates.
+    pub const EMPTY: Self = Self {
+        finite: true,
+        max_abs: 0.0,
+        min_nonzero: f64::INFINITY,
+    };
+
+    /// The scan of both parts together.
+    pub fn merge(self, o: Self) -> Self {
+        Self {
+            finite: self.finite && o.finite,
+            max_abs: self.max_abs.max(o.max_abs),
+            min_nonzero: self.min_nonzero.min(o.min_nonzero),
+        }
+    }
+}
+
+/// [`CoordScan`] of `v`, in independent lanes.
+pub fn scan_coords<T: Coord>(v: &[T]) -> CoordScan {
     const LANES: usize = 8;
     let (mut mx, mut mn) = ([0.0f64; LANES], [f64::INFINITY; LANES]);
+    let mut finite = [true; LANES];
     let blocks = v.chunks_exact(LANES);
     let rest = blocks.remainder();
-    let step = |mx: &mut f64, mn: &mut f64, x: T| {
+    let step = |mx: &mut f64, mn: &mut f64, ok: &mut bool, x: T| {
         let x = x.to_f64().abs();
+        *ok &= x.is_finite();
+        // Non-finite values stay out of the magnitudes (f64::max ignores a
+        // NaN; an inf is masked).
+        let x = if x.is_finite() { x } else { 0.0 };
         *mx = mx.max(x);
         *mn = mn.min(if x > 0.0 { x } else { f64::INFINITY });
     };
     for b in blocks {
         for i in 0..LANES {
-            step(&mut mx[i], &mut mn[i], b[i]);
+            step(&mut mx[i], &mut mn[i], &mut finite[i], b[i]);
         }
     }
     for (i, &x) in rest.iter().enumerate() {
-        step(&mut mx[i], &mut mn[i], x);
+        step(&mut mx[i], &mut mn[i], &mut finite[i], x);
     }
-    (
-        mx.into_iter().fold(0.0, f64::max),
-        mn.into_iter().fold(f64::INFINITY, f64::min),
-    )
+    CoordScan {
+        finite: finite.iter().all(|&f| f),
+        max_abs: mx.into_iter().fold(0.0, f64::max),
+        min_nonzero: mn.into_iter().fold(f64::INFINITY, f64::min),
+    }
 }
 
 /// [`range_shift`] from the largest coordinate magnitude and the smallest
@@ -441,6 +485,28 @@ mod tests {
             }
         }
         range_shift_of::<T>(max, min)
+    }
+
+    /// The scan that rides along a copy: finiteness of every coordinate and
+    /// the magnitudes of the finite ones, merged over parts in any split.
+    #[test]
+    fn coordinate_scan_merges_and_flags_non_finite_values() {
+        let v = [0.0f32, -3.0, 2e-30, 7.0, 1.0, 0.5, -8.0, 4.0, 9.0, 0.0];
+        let all = scan_coords(&v);
+        assert_eq!(
+            (all.finite, all.max_abs, all.min_nonzero),
+            (true, 9.0, 2e-30f32 as f64)
+        );
+        for cut in 0..v.len() {
+            assert_eq!(scan_coords(&v[..cut]).merge(scan_coords(&v[cut..])), all);
+        }
+        assert_eq!(scan_coords::<f32>(&[]), CoordScan::EMPTY);
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let mut w = v;
+            w[9] = bad;
+            let s = scan_coords(&w);
+            assert!(!s.finite && s.max_abs == 9.0, "{bad}: {s:?}");
+        }
     }
 
     #[test]

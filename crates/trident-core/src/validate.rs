@@ -51,6 +51,32 @@ pub fn check_finite<T: Scalar>(field: &'static str, data: &[T]) -> Result<()> {
     }
 }
 
+/// Runs the input check `check` beside `upload` (a backend's copy of the
+/// same inputs to its device) and returns the upload's result, the check's
+/// error first: nothing has been computed when it is reported. When `large`
+/// the check runs on another thread, hidden behind the copy; otherwise on
+/// this thread first, as a thread's start costs more than a small check (a
+/// 10K-nnz SpGEMM took 0.45 ms host-to-host with the extra thread, 0.24 ms
+/// without, on the H100 machine).
+pub fn check_beside<R>(
+    large: bool,
+    check: impl Fn() -> Result<()> + Sync,
+    upload: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    if !large {
+        check()?;
+        return upload();
+    }
+    let (checked, uploaded) = std::thread::scope(|s| {
+        let scan = s.spawn(&check);
+        let up = upload();
+        // A check thread cannot panic; if one did, check again here.
+        (scan.join().unwrap_or_else(|_| check()), up)
+    });
+    checked?;
+    uploaded
+}
+
 /// Elements per branch-free block of [`first_bad`].
 const FINITE_BLOCK: usize = 512;
 /// From this many elements the scan is split over threads.

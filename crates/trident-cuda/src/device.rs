@@ -897,43 +897,21 @@ impl Compiler for Nvrtc {
     }
 }
 
-/// Runs the input check `check` beside `upload` (which moves `bytes` to the
-/// device) and returns the upload's result, the check's error first: nothing
-/// has been computed when it is reported. Large inputs are checked on
-/// another thread, hidden behind the copy; small ones on this thread first,
-/// as a thread's start costs more than their check (a 10K-nnz SpGEMM took
-/// 0.45 ms host-to-host with the extra thread, 0.24 ms without, on the H100 machine).
+/// [`trident_core::validate::check_beside`], with the check on its own
+/// thread from the staging threshold on.
 pub(crate) fn check_beside<R>(
     bytes: usize,
     check: impl Fn() -> Result<()> + Sync,
     upload: impl FnOnce() -> Result<R>,
 ) -> Result<R> {
-    if bytes < crate::staging::STAGED_MIN {
-        check()?;
-        return upload();
-    }
-    let (checked, uploaded) = std::thread::scope(|s| {
-        let scan = s.spawn(&check);
-        let up = upload();
-        // A check thread cannot panic; if one did, check again here.
-        (scan.join().unwrap_or_else(|_| check()), up)
-    });
-    checked?;
-    uploaded
+    trident_core::validate::check_beside(bytes >= crate::staging::STAGED_MIN, check, upload)
 }
 
-/// An empty `Vec` with room for exactly `len` elements, its memory advised
-/// onto huge pages before anything is written to it: a download into fresh
-/// memory on 4 KiB pages was fault-bound (5 GB/s against 32 GB/s into
-/// touched memory, measured by `host_bench`).
+/// An empty `Vec` with room for exactly `len` elements on huge pages where
+/// granted: a download into fresh memory on 4 KiB pages was fault-bound
+/// (5 GB/s against 32 GB/s into touched memory, measured by `host_bench`).
 pub(crate) fn fresh_vec<T>(len: usize) -> Result<Vec<T>> {
-    let mut v: Vec<T> = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
-        bytes: (len as u128 * size_of::<T>() as u128).min(u64::MAX as u128) as u64,
-        detail: "host copy of a device buffer".into(),
-    })?;
-    trident_core::mem::advise_huge(&mut v);
-    Ok(v)
+    trident_core::mem::fresh_vec(len, || "host copy of a device buffer".into())
 }
 
 #[cfg(test)]

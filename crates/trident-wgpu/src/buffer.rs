@@ -293,6 +293,13 @@ impl WgpuBackend {
         self.ctx.pool.set_limit(bytes);
     }
 
+    /// Drops the idle staging buffers that host copies go through (kept
+    /// otherwise for the next copy: 96 MiB each way on a GPU); returns how
+    /// many were dropped.
+    pub fn release_staging(&self) -> usize {
+        self.ctx.staging.release()
+    }
+
     /// Bytes of device memory the pool holds idle now.
     pub fn buffer_pool_bytes(&self) -> u64 {
         self.ctx.pool.bytes()
@@ -327,123 +334,88 @@ impl WgpuBackend {
         Ok(self.wrap(raw, len))
     }
 
-    /// Copies `host` into a new buffer; `what` names it in errors.
+    /// Copies `host` into a new buffer (from the pool, see
+    /// [`WgpuBackend::alloc_uninit`]); `what` names it in errors. The copy is
+    /// queued, not waited for.
     pub fn upload_named<T: Element>(&self, host: &[T], what: &str) -> Result<WgpuBuffer<T>> {
-        let bytes = self.checked_bytes::<T>(host.len(), what)?;
+        let buf = self.alloc_uninit::<T>(host.len(), what)?;
         let src: &[u8] = bytemuck::cast_slice(host);
-        let raw = if padded(bytes) == bytes {
-            self.ctx
-                .device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some(what),
-                    contents: src,
-                    usage: STORAGE,
-                })
+        self.upload_bytes(src, buf.raw(), padded(src.len() as u64) as usize, what)?;
+        Ok(buf)
+    }
+
+    /// Copies `src` to the start of `dst` and zeros after it up to `total`
+    /// bytes (a multiple of 4): large copies through the staging buffers,
+    /// small ones through wgpu's `write_buffer` (queued with the next
+    /// submission, no submission of their own).
+    fn upload_bytes(&self, src: &[u8], dst: &wgpu::Buffer, total: usize, what: &str) -> Result<()> {
+        if src.len() >= STAGED_MIN {
+            return self.stage_up(dst, src.len(), total, 1, what, &|at, mut out| {
+                out.copy_from_slice(&src[at..at + out.len()]);
+                Ok(())
+            });
+        }
+        if src.len() == total {
+            self.ctx.queue.write_buffer(dst, 0, src);
         } else {
             let mut v = src.to_vec();
-            v.resize(padded(bytes) as usize, 0);
-            self.ctx
-                .device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some(what),
-                    contents: &v,
-                    usage: STORAGE,
-                })
-        };
-        Ok(self.wrap(raw, host.len()))
+            v.resize(total, 0);
+            self.ctx.queue.write_buffer(dst, 0, &v);
+        }
+        Ok(())
     }
 
     /// A new buffer of `len` elements computed on the host by `fill`, which
     /// is called on consecutive blocks (with the index of the block's first
     /// element) from several threads and must set every element it is given;
-    /// the first error, in element order, is returned. The buffer is mapped at
-    /// creation and each block goes straight into the memory wgpu uploads
-    /// from: host data converted on the way (i64 capacities to i32, say) needs
-    /// no intermediate `Vec`, and the conversion runs on every core.
+    /// the first error, in element order, is returned (and the buffer is not
+    /// made). Each block goes straight into the mapped staging memory wgpu
+    /// uploads from: host data converted on the way (i64 capacities to i32,
+    /// say) needs no intermediate `Vec`, and the conversion runs on several
+    /// cores.
     pub fn upload_filled<T: Element>(
         &self,
         len: usize,
         what: &str,
         fill: impl Fn(usize, &mut [T]) -> Result<()> + Sync,
     ) -> Result<WgpuBuffer<T>> {
-        let bytes = self.checked_bytes::<T>(len, what)?;
-        let raw = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(what),
-            size: padded(bytes),
-            usage: STORAGE,
-            mapped_at_creation: true,
-        });
-        let filled: Result<()> = (|| {
-            let mut view = raw
-                .slice(..)
-                .get_mapped_range_mut()
-                .map_err(|e| failure(what, e))?;
-            let size = std::mem::size_of::<T>();
-            // Whole blocks of BLOCK_BYTES go to the threads (wgpu's write-only
-            // view of a fixed-size array can cross threads, a slice view
-            // cannot); the tail, if any, is filled here.
-            let per = if BLOCK_BYTES.is_multiple_of(size) {
-                BLOCK_BYTES / size
-            } else {
-                0
-            };
-            let whole = view.slice(..bytes as usize);
-            let (blocks, mut tail) = if per == 0 {
-                (Vec::new(), whole)
-            } else {
-                let (b, t) = whole.into_chunks::<BLOCK_BYTES>();
-                (b.into_iter().enumerate().collect::<Vec<_>>(), t)
-            };
-            let tail_first = blocks.len() * per;
-            let run = |group: Vec<(usize, wgpu::WriteOnly<'_, [u8; BLOCK_BYTES]>)>| -> Result<()> {
-                let mut block = vec![T::zeroed(); per];
-                for (c, dst) in group {
-                    fill(c * per, &mut block)?;
-                    let mut dst: wgpu::WriteOnly<'_, [u8]> = dst.into();
-                    dst.copy_from_slice(bytemuck::cast_slice(&block));
+        let bytes = self.checked_bytes::<T>(len, what)? as usize;
+        let size = std::mem::size_of::<T>();
+        let buf = self.alloc_uninit::<T>(len, what)?;
+        // One block of elements at a time is converted in a small host
+        // buffer that stays in cache, then copied into the mapped memory.
+        let per = (BLOCK_BYTES / size.max(1)).max(1);
+        let first_err: Mutex<Option<(usize, Error)>> = Mutex::new(None);
+        let total = padded(bytes as u64) as usize;
+        let staged = self.stage_up(buf.raw(), bytes, total, size, what, &|at, out| {
+            let (first, count) = (at / size, out.len() / size);
+            let mut block = vec![T::zeroed(); per.min(count)];
+            let mut out = out;
+            let mut i = 0;
+            while i < count {
+                let n = per.min(count - i);
+                if let Err(e) = fill(first + i, &mut block[..n]) {
+                    if let Ok(mut slot) = first_err.lock()
+                        && slot.as_ref().is_none_or(|(f, _)| first + i < *f)
+                    {
+                        *slot = Some((first + i, e));
+                    }
+                    return Err(failure(what, "a block could not be filled"));
                 }
-                Ok(())
-            };
-            let threads = if len < PAR_MIN {
-                1
-            } else {
-                std::thread::available_parallelism().map_or(1, |t| t.get())
-            };
-            let mut groups: Vec<Vec<_>> = Vec::with_capacity(threads);
-            let mut it = blocks.into_iter();
-            let share = (tail_first / per.max(1)).div_ceil(threads).max(1);
-            loop {
-                let g: Vec<_> = it.by_ref().take(share).collect();
-                if g.is_empty() {
-                    break;
-                }
-                groups.push(g);
-            }
-            let first_err = if groups.len() <= 1 {
-                groups.into_iter().try_for_each(run)
-            } else {
-                std::thread::scope(|sc| {
-                    let jobs: Vec<_> = groups
-                        .into_iter()
-                        .map(|g| sc.spawn(move || run(g)))
-                        .collect();
-                    jobs.into_iter().try_for_each(|j| {
-                        j.join()
-                            .map_err(|_| failure(what, "a host worker thread panicked"))?
-                    })
-                })
-            };
-            first_err?;
-            let mut last = vec![T::zeroed(); len - tail_first];
-            if !last.is_empty() {
-                fill(tail_first, &mut last)?;
-                tail.copy_from_slice(bytemuck::cast_slice(&last));
+                let (mut head, tail) = out.split_at(n * size);
+                head.copy_from_slice(bytemuck::cast_slice(&block[..n]));
+                out = tail;
+                i += n;
             }
             Ok(())
-        })();
-        raw.unmap();
-        filled?;
-        Ok(self.wrap(raw, len))
+        });
+        if let Err(e) = staged {
+            return Err(match first_err.lock().ok().and_then(|mut s| s.take()) {
+                Some((_, fill_err)) => fill_err,
+                None => e,
+            });
+        }
+        Ok(buf)
     }
 
     /// Copies `host` into the start of an existing buffer (`host.len() <= buf.len()`),
@@ -459,14 +431,7 @@ impl WgpuBackend {
         if src.is_empty() {
             return Ok(());
         }
-        if src.len().is_multiple_of(4) {
-            self.ctx.queue.write_buffer(buf.raw(), 0, src);
-        } else {
-            let mut v = src.to_vec();
-            v.resize(src.len().next_multiple_of(4), 0);
-            self.ctx.queue.write_buffer(buf.raw(), 0, &v);
-        }
-        Ok(())
+        self.upload_bytes(src, buf.raw(), src.len().next_multiple_of(4), "upload_into")
     }
 
     /// Copies `host` into `buf` from element `start` on (the range must lie
@@ -518,47 +483,15 @@ impl WgpuBackend {
                 format!("a range of {len} lies outside a buffer of {}", buf.len),
             ));
         }
-        let bytes = (total * size) as u64;
-        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback ranges"),
-            size: padded(bytes),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut enc = self
-            .ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("download ranges"),
-            });
-        for (r, &s) in starts.iter().enumerate() {
-            enc.copy_buffer_to_buffer(
-                buf.raw(),
-                (s * size) as u64,
-                &staging,
-                (r * len * size) as u64,
-                (len * size) as u64,
-            );
-        }
-        self.ctx.queue.submit([enc.finish()]);
-        let slice = staging.slice(..);
-        let (tx, rx) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
-        self.ctx.wait("download ranges")?;
-        rx.recv()
-            .map_err(|_| failure("download ranges", "the map callback never ran"))?
-            .map_err(|e| failure("download ranges (map_async)", e))?;
-        let mut out = vec![T::zeroed(); total];
-        {
-            let view = slice
-                .get_mapped_range()
-                .map_err(|e| failure("download ranges (get_mapped_range)", e))?;
-            let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
-            dst.copy_from_slice(&view[..bytes as usize]);
-        }
-        staging.unmap();
+        let mut out =
+            trident_core::mem::fresh_vec::<T>(total, || format!("{total} downloaded elements"))?;
+        let spans: Vec<(u64, usize)> = starts
+            .iter()
+            .map(|&s| ((s * size) as u64, len * size))
+            .collect();
+        // SAFETY: the spans are `total` elements and `out` is empty with room
+        // for them.
+        unsafe { self.download_spans_new(buf, &spans, &mut out, total, "download ranges")? };
         Ok(out)
     }
 
@@ -591,56 +524,74 @@ impl WgpuBackend {
                 ),
             ));
         }
-        let n = std::mem::size_of_val(host) as u64;
+        let n = std::mem::size_of_val(host);
         if n == 0 {
             return Ok(());
         }
-        let size = padded(n);
-        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut enc = self
-            .ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("download"),
-            });
-        enc.copy_buffer_to_buffer(buf.raw(), 0, &staging, 0, size);
-        self.ctx.queue.submit([enc.finish()]);
-        let slice = staging.slice(..);
-        let (tx, rx) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
-        self.ctx.wait("download")?;
-        rx.recv()
-            .map_err(|_| failure("download", "the map callback never ran"))?
-            .map_err(|e| failure("download (map_async)", e))?;
-        {
-            let view = slice
-                .get_mapped_range()
-                .map_err(|e| failure("download (get_mapped_range)", e))?;
-            let dst: &mut [u8] = bytemuck::cast_slice_mut(host);
-            dst.copy_from_slice(&view[..n as usize]);
-        }
-        staging.unmap();
-        Ok(())
+        // SAFETY: a `T` slice is as many initialised bytes; written back as
+        // bytes only, which any `Pod` accepts.
+        let dst: &mut [std::mem::MaybeUninit<u8>] =
+            unsafe { std::slice::from_raw_parts_mut(host.as_mut_ptr().cast(), n) };
+        self.stage_down(buf.raw(), &[(0, n)], dst, "download")
     }
 
     /// Downloads a whole buffer into a new `Vec`.
+    /// Its bytes go straight into the `Vec`'s fresh memory (advised onto
+    /// huge pages), on several threads: no zero fill first, and the page
+    /// faults taken in parallel.
     pub fn download_vec<T: Element>(&self, buf: &WgpuBuffer<T>) -> Result<Vec<T>> {
-        let mut v = vec![T::zeroed(); buf.len];
-        self.download_into(buf, &mut v)?;
+        self.download_prefix(buf, buf.len)
+    }
+
+    /// The first `n` elements of `buf` in a new `Vec`, as [`WgpuBackend::download_vec`].
+    pub(crate) fn download_prefix<T: Element>(
+        &self,
+        buf: &WgpuBuffer<T>,
+        n: usize,
+    ) -> Result<Vec<T>> {
+        if n > buf.len {
+            return Err(Error::dim(
+                "n",
+                format!("{n} elements but the device buffer holds {}", buf.len),
+            ));
+        }
+        let mut v = trident_core::mem::fresh_vec::<T>(n, || format!("host copy of {n} elements"))?;
+        let spans = [(0u64, n * std::mem::size_of::<T>())];
+        // SAFETY: one span of all `n` elements; `v` is empty with room for them.
+        unsafe { self.download_spans_new(buf, &spans, &mut v, n, "download")? };
         Ok(v)
+    }
+
+    /// Fills the spare capacity of the empty `out` with the `spans` of `buf`
+    /// (see [`WgpuBackend::stage_down`]) and sets its length to `len`.
+    ///
+    /// # Safety
+    /// The spans must add up to exactly `len` elements of `T`, and `out`
+    /// must be empty with room for `len`.
+    unsafe fn download_spans_new<T: Element>(
+        &self,
+        buf: &WgpuBuffer<T>,
+        spans: &[(u64, usize)],
+        out: &mut Vec<T>,
+        len: usize,
+        what: &str,
+    ) -> Result<()> {
+        let bytes = len * std::mem::size_of::<T>();
+        // SAFETY: the spare capacity is at least `len` elements (the
+        // caller's contract), viewed as uninitialised bytes.
+        let dst: &mut [std::mem::MaybeUninit<u8>] =
+            unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), bytes) };
+        self.stage_down(buf.raw(), spans, dst, what)?;
+        // SAFETY: `stage_down` wrote all `bytes` (it fails otherwise), and
+        // any bit pattern is a valid `T` (`Pod`).
+        unsafe { out.set_len(len) };
+        Ok(())
     }
 }
 
-/// Below this many elements [`WgpuBackend::upload_filled`] runs on the
-/// calling thread.
-const PAR_MIN: usize = 1 << 16;
+/// Uploads of this many bytes and more go through the staging buffers;
+/// smaller ones through `write_buffer`, which needs no submission of its own.
+const STAGED_MIN: usize = 1 << 18;
 /// Bytes converted per step of [`WgpuBackend::upload_filled`] (a small
 /// host buffer that stays in cache, then one copy into the mapped memory).
 const BLOCK_BYTES: usize = 1 << 14;

@@ -127,6 +127,8 @@ pub(crate) struct Context {
     pub(crate) errors: Arc<ErrorSink>,
     /// Idle buffers for [`crate::WgpuBackend::alloc_uninit`].
     pub(crate) pool: Arc<crate::buffer::Pool>,
+    /// Mapped buffers that host copies go through (`staging.rs`).
+    pub(crate) staging: crate::staging::Staging,
 }
 
 /// Held while a device is opened: one at a time per process. On the H100
@@ -186,6 +188,7 @@ impl Context {
         )));
         Ok(Self {
             pool,
+            staging: crate::staging::Staging::for_adapter(&info),
             info,
             device,
             queue,
@@ -218,6 +221,40 @@ impl Context {
     /// synchronize spins the same way. On a CPU adapter (llvmpipe) the
     /// waiting thread would take a core from the rasterizer, so it blocks.
     pub(crate) fn wait(&self, op: &str) -> Result<()> {
+        self.wait_until(op, None, || false)
+    }
+
+    /// Blocks until `state` (set by a map callback) leaves `PENDING`, with
+    /// the spin of [`Context::wait`] and then a blocking wait for the
+    /// submission `after` (all submitted work when `None`); `Err` when the
+    /// map failed.
+    pub(crate) fn wait_flag(
+        &self,
+        op: &str,
+        state: &std::sync::atomic::AtomicU8,
+        after: Option<&wgpu::SubmissionIndex>,
+    ) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        let pending = || state.load(Ordering::Acquire) == crate::staging::PENDING;
+        if pending() {
+            self.wait_until(op, after.cloned(), || !pending())?;
+        }
+        match state.load(Ordering::Acquire) {
+            crate::staging::MAPPED => Ok(()),
+            crate::staging::FAILED => Err(failure(op, "mapping a staging buffer failed")),
+            _ => Err(failure(op, "a staging buffer's map callback never ran")),
+        }
+    }
+
+    /// Polls (spinning on a GPU for up to [`SPIN`]) until `done()` or the
+    /// queue is empty, then blocks until submission `after` (the last one
+    /// when `None`) has finished and its callbacks have run.
+    fn wait_until(
+        &self,
+        op: &str,
+        after: Option<wgpu::SubmissionIndex>,
+        done: impl Fn() -> bool,
+    ) -> Result<()> {
         if self.info.device_type != wgpu::DeviceType::Cpu {
             let t = std::time::Instant::now();
             while t.elapsed() < SPIN {
@@ -225,14 +262,17 @@ impl Context {
                     .device
                     .poll(wgpu::PollType::Poll)
                     .map_err(|e| failure(op, e))?;
-                if status.is_queue_empty() {
+                if status.is_queue_empty() || done() {
                     return self.errors.check(op);
                 }
                 std::hint::spin_loop();
             }
         }
         self.device
-            .poll(wgpu::PollType::wait_indefinitely())
+            .poll(wgpu::PollType::Wait {
+                submission_index: after,
+                timeout: None,
+            })
             .map_err(|e| failure(op, e))?;
         self.errors.check(op)
     }

@@ -361,7 +361,9 @@ impl<T: Scalar> DenseGemm<T> for WgpuBackend {
                 }
                 self.upload_named(&packed, "gemm C")?
             } else {
-                self.alloc::<f32>(d.m * d.n, "gemm C")?
+                // With beta = 0 the kernels write every element of C without
+                // reading it (a NaN left there included): a pooled buffer.
+                self.alloc_uninit::<f32>(d.m * d.n, "gemm C")?
             };
             self.launch_gemm(
                 alpha,
@@ -372,6 +374,12 @@ impl<T: Scalar> DenseGemm<T> for WgpuBackend {
                 (&db, b.ld().max(1)),
                 (&dc, d.n),
             )?;
+            // A packed C takes the product straight; rows with a gap
+            // between them go through a packed copy.
+            if c.ld() == d.n {
+                let whole = as_f32_mut(c.data_mut())?;
+                return self.download_into(&dc, &mut whole[..d.m * d.n]);
+            }
             let out = self.download_vec(&dc)?;
             for (i, row) in out.chunks_exact(d.n).enumerate() {
                 as_f32_mut(c.row_mut(i))?.copy_from_slice(row);

@@ -35,6 +35,7 @@ mod scan;
 mod shader_text;
 mod sparse_coder;
 mod sparse_gemm;
+mod staging;
 mod tuning;
 
 use trident_core::{Backend, Error, Result, Scalar};

@@ -105,6 +105,22 @@ impl Trace {
         }
     }
 
+    /// When tracing: waits for the queue and emits the time since the last
+    /// lap (a phase of the host call around the product).
+    fn mark(&mut self, be: &WgpuBackend, what: &str) -> Result<()> {
+        if self.on {
+            be.ctx.wait("spgemm trace")?;
+            tracing::debug!(
+                call = "spgemm host",
+                phase = what,
+                ms = self.t.elapsed().as_secs_f64() * 1e3,
+                "phase"
+            );
+            self.t = std::time::Instant::now();
+        }
+        Ok(())
+    }
+
     /// Returns `enc` untouched, or, when tracing, submits it, waits, emits
     /// the time since the last lap and returns a fresh encoder.
     fn lap<'b>(
@@ -332,12 +348,21 @@ impl<T: Scalar> SparseGemmDevice<T> for WgpuBackend {
     fn upload_csr(&self, m: &CsrMatrix<T>) -> Result<DeviceCsr<Self, T>> {
         require_f32::<T>("SparseGemm")?;
         self.scoped("upload_csr", || {
-            let offsets: Vec<u64> = m.offsets().iter().map(|&o| o as u64).collect();
+            // Offsets are u64 on the device: the host's own where usize is
+            // 64 bits, a converted copy elsewhere.
+            let wide: Vec<u64>;
+            let offsets: &[u64] = match bytemuck::try_cast_slice::<usize, u64>(m.offsets()) {
+                Ok(o) => o,
+                Err(_) => {
+                    wide = m.offsets().iter().map(|&o| o as u64).collect();
+                    &wide
+                }
+            };
             Ok(DeviceCsr::from_parts(
                 m.rows(),
                 m.cols(),
                 m.nnz(),
-                self.upload_named(&offsets, "csr offsets")?,
+                self.upload_named(offsets, "csr offsets")?,
                 self.upload_named(m.indices(), "csr indices")?,
                 self.upload_named(m.values(), "csr values")?,
             ))
@@ -347,12 +372,10 @@ impl<T: Scalar> SparseGemmDevice<T> for WgpuBackend {
     fn download_csr(&self, m: &DeviceCsr<Self, T>) -> Result<CsrMatrix<T>> {
         check_device_csr(self, "m", m)?;
         self.scoped("download_csr", || {
-            let mut offsets = vec![0u64; m.rows() + 1];
-            self.download_into(&m.offsets, &mut offsets)?;
-            let mut indices = vec![0u32; m.nnz()];
-            self.download_into(&m.indices, &mut indices)?;
-            let mut values = vec![T::ZERO; m.nnz()];
-            self.download_into(&m.values, &mut values)?;
+            // Each part straight into a fresh `Vec` (no zero fill first).
+            let offsets = self.download_prefix(&m.offsets, m.rows() + 1)?;
+            let indices = self.download_prefix(&m.indices, m.nnz())?;
+            let values = self.download_prefix(&m.values, m.nnz())?;
             CsrMatrix::from_device_parts(m.rows(), m.cols(), offsets, indices, values)
         })
     }
@@ -384,16 +407,31 @@ impl<T: Scalar> SparseGemmDevice<T> for WgpuBackend {
 impl<T: Scalar> SparseGemm<T> for WgpuBackend {
     fn spgemm(&self, a: &CsrMatrix<T>, b: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
         require_f32::<T>("SparseGemm")?;
-        validate::spgemm(a, b)?;
+        let mut tr = Trace::new();
+        validate::spgemm_dims(a, b)?;
         if a.nnz() == 0 || b.nnz() == 0 {
+            validate::spgemm_finite(a, b)?;
             return CsrMatrix::zeros(a.rows(), b.cols());
         }
-        let da = self.upload_csr(a)?;
-        let db = self.upload_csr(b)?;
+        // The value scan runs beside the copies (a large one on its own
+        // thread); its error comes first, before anything is computed.
+        let bytes: usize = [a, b]
+            .iter()
+            .map(|m| 8 * (m.rows() + 1) + 8 * m.nnz())
+            .sum();
+        let (da, db) = validate::check_beside(
+            bytes >= 1 << 20,
+            || validate::spgemm_finite(a, b),
+            || Ok((self.upload_csr(a)?, self.upload_csr(b)?)),
+        )?;
         check_device_csr(self, "a", &da)?;
         check_device_csr(self, "b", &db)?;
+        tr.mark(self, "check + upload A, B")?;
         let dc = self.scoped("spgemm", || self.product(&da, &db))?;
-        self.download_csr(&dc)
+        tr.mark(self, "product")?;
+        let c = self.download_csr(&dc);
+        tr.mark(self, "download C")?;
+        c
     }
 }
 
