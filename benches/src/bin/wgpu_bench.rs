@@ -437,6 +437,7 @@ const CASES: &[Case] = &[
 ];
 
 fn main() {
+    trident_benches::log_from_env();
     let mut reps = 10usize;
     let mut filters = Vec::new();
     let mut args = std::env::args().skip(1);

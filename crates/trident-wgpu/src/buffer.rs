@@ -321,17 +321,21 @@ impl WgpuBackend {
         Ok(bytes as u64)
     }
 
-    /// A new buffer of `len` elements whose contents are zero (wgpu zero-fills
-    /// every new buffer); `what` names it in errors.
+    /// A buffer of `len` elements whose contents are zero; `what` names it
+    /// in errors. It comes from the pool like [`WgpuBackend::alloc_uninit`]'s,
+    /// with a clear submitted at once (so work queued later, a
+    /// `write_buffer` included, sees zeros first): a fresh buffer per call
+    /// costs the driver's allocation, and its release evicted other
+    /// buffers from the pool.
     pub fn alloc<T: Element>(&self, len: usize, what: &str) -> Result<WgpuBuffer<T>> {
-        let bytes = self.checked_bytes::<T>(len, what)?;
-        let raw = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(what),
-            size: padded(bytes),
-            usage: STORAGE,
-            mapped_at_creation: false,
-        });
-        Ok(self.wrap(raw, len))
+        let buf = self.alloc_uninit::<T>(len, what)?;
+        let mut enc = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(what) });
+        enc.clear_buffer(buf.raw(), 0, Some(buf.binding_bytes()));
+        self.ctx.queue.submit([enc.finish()]);
+        Ok(buf)
     }
 
     /// Copies `host` into a new buffer (from the pool, see
@@ -532,7 +536,12 @@ impl WgpuBackend {
         // bytes only, which any `Pod` accepts.
         let dst: &mut [std::mem::MaybeUninit<u8>] =
             unsafe { std::slice::from_raw_parts_mut(host.as_mut_ptr().cast(), n) };
-        self.stage_down(buf.raw(), &[(0, n)], dst, "download")
+        let job = crate::staging::Down {
+            src: buf.raw(),
+            spans: vec![(0, n)],
+            dst,
+        };
+        self.stage_down(vec![job], "download")
     }
 
     /// Downloads a whole buffer into a new `Vec`.
@@ -581,12 +590,30 @@ impl WgpuBackend {
         // caller's contract), viewed as uninitialised bytes.
         let dst: &mut [std::mem::MaybeUninit<u8>] =
             unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), bytes) };
-        self.stage_down(buf.raw(), spans, dst, what)?;
+        let job = crate::staging::Down {
+            src: buf.raw(),
+            spans: spans.to_vec(),
+            dst,
+        };
+        self.stage_down(vec![job], what)?;
         // SAFETY: `stage_down` wrote all `bytes` (it fails otherwise), and
         // any bit pattern is a valid `T` (`Pod`).
         unsafe { out.set_len(len) };
         Ok(())
     }
+}
+
+/// The first `len` elements of `v`'s spare capacity as bytes, for a
+/// download to write (`v` must have room for them).
+pub(crate) fn spare_bytes<T: Element>(
+    v: &mut Vec<T>,
+    len: usize,
+) -> &mut [std::mem::MaybeUninit<u8>] {
+    let spare = &mut v.spare_capacity_mut()[..len];
+    let bytes = std::mem::size_of_val(spare);
+    // SAFETY: the same memory, as bytes (alignment 1); uninitialised bytes
+    // stay `MaybeUninit`.
+    unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), bytes) }
 }
 
 /// Uploads of this many bytes and more go through the staging buffers;

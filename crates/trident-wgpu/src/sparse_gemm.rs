@@ -14,8 +14,11 @@ use trident_core::{
     CsrMatrix, DeviceCsr, Error, Result, Scalar, SparseGemm, SparseGemmDevice, validate,
 };
 
+use crate::buffer::spare_bytes;
 use crate::pipeline::{Arg, Bind, Encoder, Kernel, Shader};
+use crate::staging::Down;
 use crate::{WgpuBackend, require_f32};
+use std::mem::MaybeUninit;
 
 /// `shaders/sparse_gemm.wgsl`.
 static SHADER: Shader = Shader {
@@ -372,10 +375,39 @@ impl<T: Scalar> SparseGemmDevice<T> for WgpuBackend {
     fn download_csr(&self, m: &DeviceCsr<Self, T>) -> Result<CsrMatrix<T>> {
         check_device_csr(self, "m", m)?;
         self.scoped("download_csr", || {
-            // Each part straight into a fresh `Vec` (no zero fill first).
-            let offsets = self.download_prefix(&m.offsets, m.rows() + 1)?;
-            let indices = self.download_prefix(&m.indices, m.nnz())?;
-            let values = self.download_prefix(&m.values, m.nnz())?;
+            // The three parts through one pipeline of read-back chunks,
+            // each straight into a fresh `Vec` (no zero fill first).
+            let (rows, nnz) = (m.rows() + 1, m.nnz());
+            let what = || "host copy of a CSR matrix".to_string();
+            let mut offsets = trident_core::mem::fresh_vec::<u64>(rows, what)?;
+            let mut indices = trident_core::mem::fresh_vec::<u32>(nnz, what)?;
+            let mut values = trident_core::mem::fresh_vec::<T>(nnz, what)?;
+            fn job<'d>(
+                src: &'d wgpu::Buffer,
+                bytes: usize,
+                dst: &'d mut [MaybeUninit<u8>],
+            ) -> Down<'d> {
+                Down {
+                    src,
+                    spans: vec![(0, bytes)],
+                    dst,
+                }
+            }
+            self.stage_down(
+                vec![
+                    job(m.offsets.raw(), 8 * rows, spare_bytes(&mut offsets, rows)),
+                    job(m.indices.raw(), 4 * nnz, spare_bytes(&mut indices, nnz)),
+                    job(m.values.raw(), 4 * nnz, spare_bytes(&mut values, nnz)),
+                ],
+                "download_csr",
+            )?;
+            // SAFETY: the download wrote every byte of the three (it fails
+            // otherwise), and any bit pattern is a valid u64, u32 or f32.
+            unsafe {
+                offsets.set_len(rows);
+                indices.set_len(nnz);
+                values.set_len(nnz);
+            }
             CsrMatrix::from_device_parts(m.rows(), m.cols(), offsets, indices, values)
         })
     }

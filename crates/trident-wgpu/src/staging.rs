@@ -24,7 +24,7 @@
 use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use trident_core::Result;
 
@@ -38,8 +38,9 @@ pub(crate) const FAILED: u8 = 2;
 
 /// Copies of at least this many bytes are split over several threads.
 const PAR_BYTES: usize = 1 << 20;
-/// At most this many threads copy one chunk (memory bandwidth is shared).
-const MAX_THREADS: usize = 8;
+/// At most this many threads copy one chunk: into fresh memory (a new
+/// `Vec` for a download) each thread also takes its page faults.
+const MAX_THREADS: usize = 16;
 /// Bytes an upload's copy threads write at a time: 48 KiB, a multiple of
 /// every element size the backend uploads (4, 8, 12, 16).
 const BLOCK: usize = 3 << 14;
@@ -76,6 +77,9 @@ pub(crate) struct Staging {
     keep: usize,
     up: Mutex<Side<UpSlot>>,
     down: Mutex<Side<wgpu::Buffer>>,
+    /// Copy threads, made at the first large copy and kept (spawning them
+    /// per chunk cost a tenth of a chunk's copy).
+    crew: OnceLock<std::result::Result<rayon::ThreadPool, String>>,
 }
 
 impl Staging {
@@ -93,7 +97,21 @@ impl Staging {
             keep,
             up: Mutex::default(),
             down: Mutex::default(),
+            crew: OnceLock::new(),
         }
+    }
+
+    fn crew(&self) -> Result<&rayon::ThreadPool> {
+        self.crew
+            .get_or_init(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads_for(usize::MAX))
+                    .thread_name(|i| format!("trident-wgpu-copy-{i}"))
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| failure("staging", format!("starting the copy threads: {e}")))
     }
 
     /// Drops the idle staging buffers; returns how many.
@@ -178,8 +196,15 @@ impl WgpuBackend {
                 let whole: Vec<_> = whole.into_iter().collect();
                 let per = whole.len().div_ceil(parts).max(1);
                 let tail_at = at + whole.len() * BLOCK;
-                std::thread::scope(|s| {
-                    let mut jobs = Vec::with_capacity(parts);
+                let first_err: Mutex<Option<trident_core::Error>> = Mutex::new(None);
+                let keep = |r: Result<()>| {
+                    if let Err(e) = r
+                        && let Ok(mut slot) = first_err.lock()
+                    {
+                        slot.get_or_insert(e);
+                    }
+                };
+                st.crew()?.scope(|s| {
                     let mut it = whole.into_iter();
                     let mut off = at;
                     loop {
@@ -189,24 +214,25 @@ impl WgpuBackend {
                         }
                         let start = off;
                         off += group.len() * BLOCK;
-                        jobs.push(s.spawn(move || {
-                            group
-                                .into_iter()
-                                .enumerate()
-                                .try_for_each(|(i, b)| fill(start + i * BLOCK, b.into()))
-                        }));
+                        let keep = &keep;
+                        s.spawn(move |_| {
+                            keep(
+                                group
+                                    .into_iter()
+                                    .enumerate()
+                                    .try_for_each(|(i, b)| fill(start + i * BLOCK, b.into())),
+                            )
+                        });
                     }
-                    let last = if !tail.is_empty() {
-                        fill(tail_at, tail)
-                    } else {
-                        Ok(())
-                    };
-                    jobs.into_iter().try_for_each(|j| {
-                        j.join()
-                            .map_err(|_| failure(what, "a staging copy thread panicked"))?
-                    })?;
-                    last
-                })
+                });
+                if !tail.is_empty() {
+                    keep(fill(tail_at, tail));
+                }
+                match first_err.into_inner() {
+                    Ok(None) => Ok(()),
+                    Ok(Some(e)) => Err(e),
+                    Err(_) => Err(failure(what, "staging error lock")),
+                }
             })();
             if let Err(e) = filled {
                 // Still mapped and unused: it goes back as it is.
@@ -328,90 +354,95 @@ impl WgpuBackend {
         }
     }
 
-    /// Copies the byte ranges `spans` (`(offset, length)`) of `src`, one after
-    /// another, into `dst` (as long as their sum) and waits for it. Offsets
-    /// are multiples of 4, and so are the lengths of all spans but the last;
-    /// `src` holds at least the last span's end rounded up to 4. Errors of
-    /// earlier queued work surface here.
-    pub(crate) fn stage_down(
-        &self,
-        src: &wgpu::Buffer,
-        spans: &[(u64, usize)],
-        dst: &mut [MaybeUninit<u8>],
-        what: &str,
-    ) -> Result<()> {
-        let total: usize = spans.iter().map(|s| s.1).sum();
-        let bad_span = spans.iter().enumerate().any(|(i, &(off, len))| {
-            !off.is_multiple_of(4)
-                || (i + 1 < spans.len() && !len.is_multiple_of(4))
-                || off + len.next_multiple_of(4) as u64 > src.size()
-        });
-        if total != dst.len() || bad_span {
-            return Err(failure(what, "read-back ranges do not match the buffer"));
-        }
+    /// Copies each job's byte ranges of its source buffer, one after another,
+    /// into the job's `dst` (as long as their sum), all jobs through one
+    /// pipeline of read-back chunks, and waits for it. Offsets are multiples
+    /// of 4, and so are the lengths of all spans but a job's last; the source
+    /// holds at least the last span's end rounded up to 4. Errors of earlier
+    /// queued work surface here.
+    pub(crate) fn stage_down(&self, jobs: Vec<Down<'_>>, what: &str) -> Result<()> {
         let chunk = self.ctx.staging.chunk as usize;
-        // Per chunk: its bytes, and its pieces as (offset in `src`, offset
-        // in the chunk, length).
-        type Piece = (u64, usize, usize);
-        let mut plan: Vec<(usize, Vec<Piece>)> = Vec::new();
+        let mut plan: Vec<Chunk<'_>> = Vec::new();
         let mut fill = chunk;
-        for &(mut off, mut len) in spans {
-            while len > 0 {
-                if fill == chunk {
-                    plan.push((0, Vec::new()));
-                    fill = 0;
+        for job in jobs {
+            let total: usize = job.spans.iter().map(|s| s.1).sum();
+            let bad_span = job.spans.iter().enumerate().any(|(i, &(off, len))| {
+                !off.is_multiple_of(4)
+                    || (i + 1 < job.spans.len() && !len.is_multiple_of(4))
+                    || off + len.next_multiple_of(4) as u64 > job.src.size()
+            });
+            if total != job.dst.len() || bad_span {
+                return Err(failure(what, "read-back ranges do not match the buffer"));
+            }
+            let mut rest = job.dst;
+            for &(mut off, mut len) in &job.spans {
+                while len > 0 {
+                    if fill == chunk {
+                        plan.push(Chunk::default());
+                        fill = 0;
+                    }
+                    let take = len.min(chunk - fill);
+                    let (dst, tail) = std::mem::take(&mut rest).split_at_mut(take);
+                    rest = tail;
+                    if let Some(c) = plan.last_mut() {
+                        c.pieces.push(Piece {
+                            src: job.src,
+                            off,
+                            at: fill,
+                            dst,
+                        });
+                        c.bytes = fill + take;
+                    }
+                    // A piece whose length is not a multiple of 4 (a job's
+                    // end) is copied rounded up; the next one starts at a
+                    // multiple of 4, as copies must.
+                    fill = (fill + take).next_multiple_of(4);
+                    off += take as u64;
+                    len -= take;
                 }
-                let take = len.min(chunk - fill);
-                if let Some((n, pieces)) = plan.last_mut() {
-                    pieces.push((off, fill, take));
-                    *n += take;
-                }
-                fill += take;
-                off += take as u64;
-                len -= take;
             }
         }
-        let mut flight: VecDeque<(wgpu::Buffer, Arc<AtomicU8>, wgpu::SubmissionIndex, usize)> =
-            VecDeque::new();
-        let mut rest = dst;
+        self.run_down(plan, what)
+    }
+
+    /// The pipeline of [`WgpuBackend::stage_down`]: two chunks' copies in
+    /// flight while the one before is copied out.
+    fn run_down(&self, plan: Vec<Chunk<'_>>, what: &str) -> Result<()> {
+        let mut flight: VecDeque<Flight<'_>> = VecDeque::new();
         let result = (|| -> Result<()> {
-            for (bytes, pieces) in plan {
+            for c in plan {
                 let rb = self.take_down(what)?;
                 let mut enc = self
                     .ctx
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(what) });
-                for &(off, at, len) in &pieces {
-                    enc.copy_buffer_to_buffer(
-                        src,
-                        off,
-                        &rb,
-                        at as u64,
-                        len.next_multiple_of(4) as u64,
-                    );
+                for p in &c.pieces {
+                    let len = p.dst.len().next_multiple_of(4) as u64;
+                    enc.copy_buffer_to_buffer(p.src, p.off, &rb, p.at as u64, len);
                 }
                 let idx = self.ctx.queue.submit([enc.finish()]);
                 let state = Arc::new(AtomicU8::new(PENDING));
                 let flag = Arc::clone(&state);
-                rb.slice(..bytes.next_multiple_of(4) as u64).map_async(
+                rb.slice(..c.bytes.next_multiple_of(4) as u64).map_async(
                     wgpu::MapMode::Read,
                     move |r| {
                         flag.store(if r.is_ok() { MAPPED } else { FAILED }, Ordering::Release);
                     },
                 );
-                flight.push_back((rb, state, idx, bytes));
+                flight.push_back(Flight {
+                    rb,
+                    state,
+                    idx,
+                    chunk: c,
+                });
                 if flight.len() >= 2
                     && let Some(f) = flight.pop_front()
                 {
-                    let (head, tail) = std::mem::take(&mut rest).split_at_mut(f.3);
-                    rest = tail;
-                    self.drain(f, head, what)?;
+                    self.drain(f, what)?;
                 }
             }
             while let Some(f) = flight.pop_front() {
-                let (head, tail) = std::mem::take(&mut rest).split_at_mut(f.3);
-                rest = tail;
-                self.drain(f, head, what)?;
+                self.drain(f, what)?;
             }
             Ok(())
         })();
@@ -425,20 +456,21 @@ impl WgpuBackend {
         result
     }
 
-    /// Waits for a read-back buffer's map and copies its first `dst.len()`
-    /// bytes out on several threads; the buffer goes back to the idle list.
-    fn drain(
-        &self,
-        (rb, state, idx, bytes): (wgpu::Buffer, Arc<AtomicU8>, wgpu::SubmissionIndex, usize),
-        dst: &mut [MaybeUninit<u8>],
-        what: &str,
-    ) -> Result<()> {
+    /// Waits for a read-back buffer's map and copies its pieces out on
+    /// several threads; the buffer goes back to the idle list.
+    fn drain(&self, f: Flight<'_>, what: &str) -> Result<()> {
+        let Flight {
+            rb,
+            state,
+            idx,
+            chunk,
+        } = f;
         let copied = self.ctx.wait_flag(what, &state, Some(&idx)).and_then(|()| {
             let view = rb
-                .slice(..bytes.next_multiple_of(4) as u64)
+                .slice(..chunk.bytes.next_multiple_of(4) as u64)
                 .get_mapped_range()
                 .map_err(|e| failure(what, e))?;
-            copy_out(&view[..bytes], dst);
+            copy_out(self.ctx.staging.crew()?, &view, chunk.pieces);
             Ok(())
         });
         match copied {
@@ -457,23 +489,84 @@ impl WgpuBackend {
     }
 }
 
-/// `dst.copy_from(src)` on several threads for large copies.
-fn copy_out(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
-    let parts = threads_for(src.len());
-    let one = |s: &[u8], d: &mut [MaybeUninit<u8>]| {
-        // SAFETY: `d` is exactly as long as `s` (split alike below), the two
-        // do not overlap (one is mapped device memory, the other the
-        // caller's), and any byte is a valid `MaybeUninit<u8>`.
-        unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_mut_ptr().cast::<u8>(), s.len()) }
+/// One download of [`WgpuBackend::stage_down`]: byte ranges `(offset,
+/// length)` of `src`, in order, into `dst`.
+pub(crate) struct Down<'d> {
+    pub(crate) src: &'d wgpu::Buffer,
+    pub(crate) spans: Vec<(u64, usize)>,
+    pub(crate) dst: &'d mut [MaybeUninit<u8>],
+}
+
+/// A range of a source buffer, placed at `at` in a read-back chunk, bound
+/// for `dst`.
+struct Piece<'d> {
+    src: &'d wgpu::Buffer,
+    off: u64,
+    at: usize,
+    dst: &'d mut [MaybeUninit<u8>],
+}
+
+/// The pieces that share one read-back buffer, and its bytes used.
+#[derive(Default)]
+struct Chunk<'d> {
+    pieces: Vec<Piece<'d>>,
+    bytes: usize,
+}
+
+/// A chunk whose copies were submitted, with its map state.
+struct Flight<'d> {
+    rb: wgpu::Buffer,
+    state: Arc<AtomicU8>,
+    idx: wgpu::SubmissionIndex,
+    chunk: Chunk<'d>,
+}
+
+/// Copies each piece's bytes from the mapped chunk `view` into its
+/// destination, on several threads for a large chunk (the pieces cut at
+/// the threads' boundaries).
+fn copy_out(crew: &rayon::ThreadPool, view: &[u8], pieces: Vec<Piece<'_>>) {
+    let bytes: usize = pieces.iter().map(|p| p.dst.len()).sum();
+    let parts = threads_for(bytes);
+    let step = part_bytes(bytes, parts, 4096);
+    // Per thread: (mapped source, destination) pairs of equal length.
+    type Copies<'a> = Vec<(&'a [u8], &'a mut [MaybeUninit<u8>])>;
+    let mut work: Vec<Copies<'_>> = (0..parts).map(|_| Vec::new()).collect();
+    let mut done = 0;
+    for p in pieces {
+        let (mut at, mut dst) = (p.at, p.dst);
+        while !dst.is_empty() {
+            let part = (done / step).min(parts - 1);
+            let room = if part == parts - 1 {
+                dst.len()
+            } else {
+                (part + 1) * step - done
+            };
+            let cut = room.min(dst.len());
+            let (head, tail) = std::mem::take(&mut dst).split_at_mut(cut);
+            let n = head.len();
+            work[part].push((&view[at..at + n], head));
+            at += n;
+            done += n;
+            dst = tail;
+        }
+    }
+    let one = |list: Copies<'_>| {
+        for (s, d) in list {
+            // SAFETY: `d` is exactly as long as `s` (cut alike above), the
+            // two do not overlap (mapped memory and the caller's), and any
+            // byte is a valid `MaybeUninit<u8>`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_mut_ptr().cast::<u8>(), s.len())
+            }
+        }
     };
     if parts <= 1 {
-        one(src, dst);
+        work.into_iter().for_each(one);
         return;
     }
-    let step = part_bytes(src.len(), parts, 4096);
-    std::thread::scope(|sc| {
-        for (s, d) in src.chunks(step).zip(dst.chunks_mut(step)) {
-            sc.spawn(move || one(s, d));
+    crew.scope(|sc| {
+        for list in work {
+            sc.spawn(move |_| one(list));
         }
     });
 }
@@ -515,8 +608,12 @@ mod tests {
             drop(be.upload(&vec![0xffu8; n + 3]).unwrap());
             let buf = be.upload(&vec![7u8; n]).unwrap();
             let mut raw = vec![MaybeUninit::new(1u8); n + 3];
-            be.stage_down(buf.raw(), &[(0, n + 3)], &mut raw, "test")
-                .unwrap();
+            let job = Down {
+                src: buf.raw(),
+                spans: vec![(0, n + 3)],
+                dst: &mut raw,
+            };
+            be.stage_down(vec![job], "test").unwrap();
             // SAFETY: initialised above and written by the download.
             let raw: Vec<u8> = raw.iter().map(|b| unsafe { b.assume_init() }).collect();
             assert_eq!(&raw[n..], &[0, 0, 0], "n = {n}");
@@ -544,6 +641,54 @@ mod tests {
         assert!(st.down.lock().unwrap().idle.len() <= st.keep);
         assert!(be.release_staging() > 0);
         assert_eq!(st.up.lock().unwrap().live + st.down.lock().unwrap().live, 0);
+    }
+
+    /// Several downloads in one pipeline: a byte buffer of odd length (its
+    /// end copied rounded up, the next piece realigned) between word
+    /// buffers, the whole longer than two chunks.
+    #[test]
+    fn jobs_share_one_pipeline() {
+        let Ok(be) = WgpuBackend::new() else {
+            println!("SKIPPED: no wgpu adapter");
+            return;
+        };
+        let chunk = be.ctx.staging.chunk as usize;
+        let w1: Vec<u32> = (0..(chunk / 4 + 9) as u32).collect();
+        let bytes: Vec<u8> = (0..chunk / 2 + 3).map(|i| (i % 251) as u8).collect();
+        let w2: Vec<u32> = (0..(chunk / 3) as u32).map(|i| !i).collect();
+        let (d1, db, d2) = (
+            be.upload(&w1).unwrap(),
+            be.upload(&bytes).unwrap(),
+            be.upload(&w2).unwrap(),
+        );
+        let mut o1: Vec<u32> = Vec::with_capacity(w1.len());
+        let mut ob: Vec<u8> = Vec::with_capacity(bytes.len());
+        let mut o2: Vec<u32> = Vec::with_capacity(w2.len());
+        let jobs = vec![
+            Down {
+                src: d1.raw(),
+                spans: vec![(0, 4 * w1.len())],
+                dst: crate::buffer::spare_bytes(&mut o1, w1.len()),
+            },
+            Down {
+                src: db.raw(),
+                spans: vec![(0, bytes.len())],
+                dst: crate::buffer::spare_bytes(&mut ob, bytes.len()),
+            },
+            Down {
+                src: d2.raw(),
+                spans: vec![(0, 4 * w2.len())],
+                dst: crate::buffer::spare_bytes(&mut o2, w2.len()),
+            },
+        ];
+        be.stage_down(jobs, "test").unwrap();
+        // SAFETY: the download wrote every byte of the three.
+        unsafe {
+            o1.set_len(w1.len());
+            ob.set_len(bytes.len());
+            o2.set_len(w2.len());
+        }
+        assert!(o1 == w1 && ob == bytes && o2 == w2);
     }
 
     /// A fill that fails reports the first bad element of the whole upload,
