@@ -1,6 +1,8 @@
 //! The GPU as users meet it, through the host API.
 //!
-//! Usage: `host_bench [--reps N] [--no-sweep] [--no-cold] [FILTER...]`.
+//! Usage: `host_bench [--reps N] [--no-sweep] [--no-cold] [FILTER...]`, or
+//! `host_bench [--reps N] --sweep-wgpu` (part 3 with the wgpu backend in
+//! CUDA's place; built with the `wgpu` feature).
 //!
 //! 1. The machine's page-locked host <-> device bandwidth (256 MiB copies,
 //!    CUDA events).
@@ -512,13 +514,14 @@ impl trident_core::MaxFlow for ArcBackend {
     }
 }
 
-/// Rayon and CUDA host-to-host over growing sizes of one primitive; prints
-/// each size and the first work from which CUDA is faster.
+/// Rayon and a GPU backend (`gpu_name`) host-to-host over growing sizes of
+/// one primitive; prints each size and the first work from which the GPU
+/// is faster.
 fn sweep(
     what: &str,
     unit: &str,
     sizes: Vec<(f64, Case)>,
-    cuda: &dyn Primitives,
+    (gpu_name, cuda): (&str, &dyn Primitives),
     rayon: &dyn Primitives,
     reps: usize,
 ) -> Result<()> {
@@ -534,7 +537,7 @@ fn sweep(
         println!(
             "| {what} | {} | {work:.3e} | {r:.3} | {c:.3} | {} |",
             case.name,
-            if c < r { "cuda" } else { "rayon" }
+            if c < r { gpu_name } else { "rayon" }
         );
         if prev.is_none() {
             first_cuda = c < r;
@@ -549,24 +552,28 @@ fn sweep(
         prev = Some((work, r));
     }
     match (cross, first_cuda) {
-        (Some(_), true) => println!("crossover {what}: CUDA faster at every size of the sweep"),
-        (Some(w), false) => println!("crossover {what}: {unit} = {w:.3e}"),
-        (None, _) => println!("crossover {what}: CUDA never faster in the sweep"),
+        (Some(_), true) => {
+            println!("crossover {what}: {gpu_name} faster at every size of the sweep")
+        }
+        (Some(w), false) => println!("crossover {what} ({gpu_name}): {unit} = {w:.3e}"),
+        (None, _) => println!("crossover {what}: {gpu_name} never faster in the sweep"),
     }
     Ok(())
 }
 
-fn sweeps(reps: usize) -> Result<()> {
-    let cuda = CudaBackend::new(0)?;
+/// The crossover sweeps of every primitive, rayon against `gpu` (named
+/// `name`: CUDA, or wgpu with `--sweep-wgpu`).
+fn sweeps(name: &str, gpu: &dyn Primitives, reps: usize) -> Result<()> {
+    let cuda = (name, gpu);
     let rayon = RayonBackend::new()?;
     println!();
-    println!("| primitive | case | work | rayon (ms) | CUDA (ms) | faster |");
+    println!("| primitive | case | work | rayon (ms) | {name} (ms) | faster |");
     println!("| --- | --- | --- | --- | --- | --- |");
     let gemm = [64, 96, 128, 192, 256, 384, 512, 768, 1024]
         .into_iter()
         .map(|n| ((n * n * n) as f64, gemm_case(n)))
         .collect();
-    sweep("dense_gemm", "m*n*k", gemm, &cuda, &rayon, reps)?;
+    sweep("dense_gemm", "m*n*k", gemm, cuda, &rayon, reps)?;
     let sp = [16, 32, 45, 64, 100, 160, 256, 400, 640]
         .into_iter()
         .map(|g| {
@@ -575,12 +582,12 @@ fn sweeps(reps: usize) -> Result<()> {
             (w, spgemm_case(&format!("poisson2d-{g}"), p.clone(), p))
         })
         .collect();
-    sweep("sparse_gemm", "nnz(A)+nnz(B)", sp, &cuda, &rayon, reps)?;
+    sweep("sparse_gemm", "nnz(A)+nnz(B)", sp, cuda, &rayon, reps)?;
     let pr = [1000, 4000, 16000, 64000, 256000]
         .into_iter()
         .map(|n| ((2 * n) as f64, pairs_case(n, n)))
         .collect();
-    sweep("nearest_pairs", "|A|+|B|", pr, &cuda, &rayon, reps)?;
+    sweep("nearest_pairs", "|A|+|B|", pr, cuda, &rayon, reps)?;
     let omp = [1000, 4000, 16000, 64000, 256000, 1_000_000]
         .into_iter()
         .map(|s| {
@@ -599,7 +606,7 @@ fn sweeps(reps: usize) -> Result<()> {
             )
         }))
         .collect();
-    sweep("sparse_coder", "n*atoms*signals", omp, &cuda, &rayon, reps)?;
+    sweep("sparse_coder", "n*atoms*signals", omp, cuda, &rayon, reps)?;
     let cut = [32, 64, 128, 256, 512, 1024, 2048]
         .into_iter()
         .map(|n| ((n * n) as f64, cut_case(n)))
@@ -608,7 +615,7 @@ fn sweeps(reps: usize) -> Result<()> {
             ((n * n * n) as f64, grid_case(name, cases::cut3d(n, SEED)))
         }))
         .collect();
-    sweep("max_flow (grid)", "nodes", cut, &cuda, &rayon, reps)?;
+    sweep("max_flow (grid)", "nodes", cut, cuda, &rayon, reps)?;
     Ok(())
 }
 
@@ -712,6 +719,25 @@ fn main() {
             }
             "--no-sweep" => do_sweep = false,
             "--no-cold" => do_cold = false,
+            "--sweep-wgpu" => {
+                // The crossovers of the wgpu backend (no CUDA involved).
+                #[cfg(feature = "wgpu")]
+                let r = trident_wgpu::WgpuBackend::new().and_then(|w| {
+                    w.warm_up()?;
+                    use trident_core::Backend;
+                    println!("{}  (reps {reps}, medians)", w.describe());
+                    sweeps("wgpu", &w, reps)
+                });
+                #[cfg(not(feature = "wgpu"))]
+                let r: Result<()> = Err(trident_core::Error::Unsupported(
+                    "host_bench was built without the `wgpu` feature".into(),
+                ));
+                if let Err(e) = r {
+                    eprintln!("host_bench --sweep-wgpu: {e}");
+                    std::process::exit(1);
+                }
+                return;
+            }
             "--first-call" => {
                 let p = args.next().unwrap_or_default();
                 if let Err(e) = first_call(&p) {
@@ -732,7 +758,7 @@ fn main() {
             budget_section(&cuda, reps)?;
         }
         if do_sweep {
-            sweeps(reps)?;
+            sweeps("cuda", &cuda, reps)?;
         }
         if do_cold {
             cold_section()?;
