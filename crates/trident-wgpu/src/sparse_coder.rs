@@ -278,6 +278,17 @@ fn encode_host<T: Scalar>(
             })?;
         }
         let part = be.download_codes(&c)?;
+        if count == l {
+            // One chunk (the usual case: chunks hold 1 GiB of signals): its
+            // codes are the answer, converted in place (T is f32 here).
+            let wide = |v: Vec<f32>| v.into_iter().map(|x| T::from_f64(x as f64)).collect();
+            return Ok(SparseCodes {
+                offsets: part.offsets,
+                atoms: part.atoms,
+                coefs: wide(part.coefs),
+                residual_norm2: wide(part.residual_norm2),
+            });
+        }
         let base = codes.atoms.len();
         codes
             .offsets
