@@ -159,6 +159,34 @@ pub trait NearestPairsDevice: DeviceMemory {
     ) -> Result<Vec<Pair>>;
 }
 
+/// A search structure over B built once in device memory and kept, so that
+/// many query sets search the same B without rebuilding it: a database
+/// indexed once, as FAISS's indexes are. Answers are those of
+/// [`NearestPairsDevice`] on the same points, bit for bit.
+pub trait NearestIndexDevice: NearestPairsDevice {
+    /// The backend's structure over B; it holds its own copy of B's points,
+    /// so the buffer it was built from may be dropped.
+    type PointIndex: Send + Sync;
+    /// Builds the structure over `b` (at least one point).
+    fn index_points(&self, b: &Self::Buffer<Point>) -> Result<Self::PointIndex>;
+    /// Points in an index.
+    fn index_len(&self, index: &Self::PointIndex) -> usize;
+    /// [`NearestPairsDevice::nearest_device`] against an index.
+    fn nearest_indexed(
+        &self,
+        a: &Self::Buffer<Point>,
+        index: &Self::PointIndex,
+        out: &mut Self::Buffer<Neighbor>,
+    ) -> Result<()>;
+    /// [`NearestPairsDevice::closest_pairs_device`] against an index.
+    fn closest_pairs_indexed(
+        &self,
+        a: &Self::Buffer<Point>,
+        index: &Self::PointIndex,
+        k: usize,
+    ) -> Result<Vec<Pair>>;
+}
+
 /// Max-flow grid cuts on grids kept in device memory (networks have no
 /// device form: their answer, per-arc flows, is finished on the host).
 pub trait MaxFlowDevice: DeviceMemory {

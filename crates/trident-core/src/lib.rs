@@ -84,7 +84,7 @@ pub use coder::{Dictionary, SparseCoder, SparseCodes, StopRule, omp_zero_correla
 pub use dense::{DenseGemm, GemmDims, GemmParams, MatMut, MatRef, Op, Precision};
 pub use device::{
     DenseGemmDevice, DeviceCodes, DeviceCsr, DeviceMat, DeviceMemory, Element, MaxFlowDevice,
-    NearestPairsDevice, SparseCoderDevice, SparseGemmDevice,
+    NearestIndexDevice, NearestPairsDevice, SparseCoderDevice, SparseGemmDevice,
 };
 pub use error::{Error, Result};
 pub use flow::{Dir, FlowArc, FlowNetwork, GridCut, GridGraph, MaxFlow, NetworkFlow};

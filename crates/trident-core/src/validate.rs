@@ -591,6 +591,33 @@ pub fn closest_pairs_device<M: DeviceMemory + ?Sized>(
     b_not_empty(b)
 }
 
+/// Checks the points a kept index is built over: a point count, B not empty.
+pub fn index_points<M: DeviceMemory + ?Sized>(mem: &M, b: &M::Buffer<Point>) -> Result<()> {
+    let b = mem.buffer_len(b);
+    point_count("b", b)?;
+    b_not_empty(b)
+}
+
+/// Checks a device `nearest` call against an index of `index_len` points.
+pub fn nearest_indexed<M: DeviceMemory + ?Sized>(
+    mem: &M,
+    a: &M::Buffer<Point>,
+    index_len: usize,
+    out: &M::Buffer<Neighbor>,
+) -> Result<()> {
+    let a = mem.buffer_len(a);
+    point_count("a", a)?;
+    nearest_sizes(a, index_len, mem.buffer_len(out))
+}
+
+/// Checks a device `closest_pairs` call against an index: A's point count.
+pub fn closest_pairs_indexed<M: DeviceMemory + ?Sized>(
+    mem: &M,
+    a: &M::Buffer<Point>,
+) -> Result<()> {
+    point_count("a", mem.buffer_len(a))
+}
+
 fn device_points<M: DeviceMemory + ?Sized>(
     mem: &M,
     a: &M::Buffer<Point>,

@@ -64,7 +64,7 @@ pub use error::{DriverFailure, KernelCompileFailure, driver_error};
 pub use max_flow::{
     DEFAULT_FLOW_BUDGET, DEFAULT_NETWORK_RELABEL_PERIOD, DEFAULT_RELABEL_PERIOD, GridOnDevice,
 };
-pub use nearest_pairs::DEFAULT_CELL_TARGET;
+pub use nearest_pairs::{CudaPointIndex, DEFAULT_CELL_TARGET};
 pub use requirements::{MIN_COMPUTE_CAPABILITY, check_versions};
 pub use tuning::Tuning;
 

@@ -24,8 +24,8 @@
 
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 use trident_core::{
-    Coord, Element, Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point,
-    RadiusNeighbors, Result, scale_coord, scaled_for_range, unscale_d2, validate,
+    Coord, Element, Error, NearestIndexDevice, NearestPairs, NearestPairsDevice, Neighbor, Pair,
+    Point, RadiusNeighbors, Result, scale_coord, scaled_for_range, unscale_d2, validate,
 };
 
 use crate::CudaBackend;
@@ -198,7 +198,6 @@ struct BGrid<T: DevCoord> {
     grid: CudaBuffer<u32>,
     table: CudaBuffer<[u32; 4]>,
     pts: CudaBuffer<[T; 4]>,
-    coarse: CudaBuffer<u32>,
 }
 
 /// What a radius search returns before scaling back: offsets, indices, d2.
@@ -348,24 +347,22 @@ impl CudaBackend {
             &tp,
             &pp
         );
-        Ok(BGrid {
-            grid,
-            table,
-            pts,
-            coarse,
-        })
+        // `coarse` may go: its release is ordered after the kernels on the stream.
+        Ok(BGrid { grid, table, pts })
     }
 
     /// Indices of A ordered by the Morton code of their coarse cell.
     fn order_queries<T: DevCoord>(
         &self,
         a: &CudaBuffer<Point<T>>,
-        g: &mut BGrid<T>,
+        g: &BGrid<T>,
     ) -> Result<CudaBuffer<u32>> {
         let na = count_u32("a", a.len())?;
-        self.memset_zero(&mut g.coarse)?;
+        // A's own coarse counts: the grid is read-only here, so a kept index
+        // can serve several calls at once.
+        let counts = self.alloc_zeroed_named::<u32>(COARSE_CELLS, "nearest_pairs query counts")?;
         let order = self.alloc::<u32>(a.len(), "nearest_pairs query order")?;
-        let (ap, gp, cp, op) = (a.ptr(), g.grid.ptr(), g.coarse.ptr(), order.ptr());
+        let (ap, gp, cp, op) = (a.ptr(), g.grid.ptr(), counts.ptr(), order.ptr());
         launch!(
             self,
             &typed::<T>("np_coarse_count"),
@@ -375,7 +372,7 @@ impl CudaBackend {
             &gp,
             &cp
         );
-        self.scan_u32(&g.coarse, COARSE_CELLS)?;
+        self.scan_u32(&counts, COARSE_CELLS)?;
         launch!(
             self,
             &typed::<T>("np_order_a"),
@@ -399,8 +396,21 @@ impl CudaBackend {
         if a.is_empty() {
             return Ok(());
         }
-        let mut g = self.build_grid(b, T::ZERO)?;
-        let order = self.order_queries(a, &mut g)?;
+        let g = self.build_grid(b, T::ZERO)?;
+        self.nearest_with(a, &g, out)
+    }
+
+    /// [`Self::nearest_into`] on a grid already built over B.
+    fn nearest_with<T: DevCoord>(
+        &self,
+        a: &CudaBuffer<Point<T>>,
+        g: &BGrid<T>,
+        out: &CudaBuffer<T::DevNeighbor>,
+    ) -> Result<()> {
+        if a.is_empty() {
+            return Ok(());
+        }
+        let order = self.order_queries(a, g)?;
         let na = a.len() as u32;
         let (ap, op, gp, tp, pp, outp) = (
             a.ptr(),
@@ -438,8 +448,8 @@ impl CudaBackend {
         if k == 0 || a.is_empty() {
             return Ok(());
         }
-        let mut g = self.build_grid(b, T::ZERO)?;
-        let order = self.order_queries(a, &mut g)?;
+        let g = self.build_grid(b, T::ZERO)?;
+        let order = self.order_queries(a, &g)?;
         let (na, k32) = (a.len() as u32, count_u32("k", k)?);
         let (ap, op, gp, tp, pp, outp) = (
             a.ptr(),
@@ -472,8 +482,19 @@ impl CudaBackend {
         b: &CudaBuffer<Point<T>>,
         k: usize,
     ) -> Result<Vec<Pair<T>>> {
+        let g = self.build_grid(b, T::ZERO)?;
+        self.closest_pairs_with(a, &g, k)
+    }
+
+    /// [`Self::closest_pairs_on`] on a grid already built over B.
+    fn closest_pairs_with<T: DevCoord>(
+        &self,
+        a: &CudaBuffer<Point<T>>,
+        g: &BGrid<T>,
+        k: usize,
+    ) -> Result<Vec<Pair<T>>> {
         let nbrs = self.alloc::<T::DevNeighbor>(a.len(), "closest_pairs neighbours")?;
-        self.nearest_into(a, b, &nbrs)?;
+        self.nearest_with(a, g, &nbrs)?;
         let na = a.len() as u32;
         let k32 = count_u32("k", k)?;
         let hist = self.alloc_zeroed_named::<u32>(65536, "closest_pairs histogram")?;
@@ -744,8 +765,8 @@ impl CudaBackend {
         // Decided in `T`, as the contract says: d2 <= r * r.
         let r2 = r * r;
         // Cells of at least r / 2: a ball then spans at most ~6 per axis.
-        let mut g = self.build_grid(b, r * T::from_f64(0.5))?;
-        let order = self.order_queries(a, &mut g)?;
+        let g = self.build_grid(b, r * T::from_f64(0.5))?;
+        let order = self.order_queries(a, &g)?;
         let counts = self.alloc_zeroed_named::<u64>(n + 1, "within row offsets")?;
         let tiles = self.alloc_zeroed_named::<u64>(n + 1, "within sort tiles")?;
         let meta = self.alloc_zeroed_named::<u64>(4, "within totals")?;
@@ -968,6 +989,54 @@ impl NearestPairsDevice for CudaBackend {
         }
         self.prepare_np::<f32>(&["np_nearest", "np_hist", "np_compact"], &["np_select"])?;
         self.closest_pairs_on::<f32>(a, b, k)
+    }
+}
+
+/// B's grid built once and kept ([`NearestIndexDevice`]): the hash table of
+/// cells and B's points grouped by cell, which is all a query reads.
+pub struct CudaPointIndex {
+    grid: BGrid<f32>,
+    len: usize,
+}
+
+impl NearestIndexDevice for CudaBackend {
+    type PointIndex = CudaPointIndex;
+
+    fn index_points(&self, b: &CudaBuffer<Point>) -> Result<CudaPointIndex> {
+        validate::index_points(self, b)?;
+        self.prepare_np::<f32>(&["np_nearest", "np_hist", "np_compact"], &["np_select"])?;
+        Ok(CudaPointIndex {
+            grid: self.build_grid(b, 0.0)?,
+            len: b.len(),
+        })
+    }
+
+    fn index_len(&self, index: &CudaPointIndex) -> usize {
+        index.len
+    }
+
+    fn nearest_indexed(
+        &self,
+        a: &CudaBuffer<Point>,
+        index: &CudaPointIndex,
+        out: &mut CudaBuffer<Neighbor>,
+    ) -> Result<()> {
+        validate::nearest_indexed(self, a, index.len, out)?;
+        self.nearest_with::<f32>(a, &index.grid, out)
+    }
+
+    fn closest_pairs_indexed(
+        &self,
+        a: &CudaBuffer<Point>,
+        index: &CudaPointIndex,
+        k: usize,
+    ) -> Result<Vec<Pair>> {
+        validate::closest_pairs_indexed(self, a)?;
+        let k = k.min(a.len());
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        self.closest_pairs_with::<f32>(a, &index.grid, k)
     }
 }
 
