@@ -371,12 +371,24 @@ __device__ __forceinline__ void insert(const R* __restrict__ P, u32 n, const Gri
     }
 }
 
+// One atomic per warp rather than per cell (millions of cells would queue on
+// one counter): the lanes' counts are scanned with shuffles, the warp's last
+// lane claims their sum, and each cell starts at that base plus the counts of
+// the lanes below it. Needs whole warps (blocks of a multiple of 32 threads).
 __device__ __forceinline__ void assign_starts(Slot* __restrict__ table, u32 size, GridHead* G) {
     const u32 s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= size) return;
-    const u32 c = table[s].count;
-    if (c == 0) return;
-    table[s].start = atomicAdd(&G->total, c);
+    const u32 lane = threadIdx.x & 31u;
+    const u32 c = s < size ? table[s].count : 0u;
+    u32 incl = c;
+    for (u32 d = 1; d < 32u; d <<= 1) {
+        const u32 v = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += v;
+    }
+    u32 base = 0;
+    if (lane == 31u && incl != 0u) base = atomicAdd(&G->total, incl);
+    base = __shfl_sync(0xffffffffu, base, 31);
+    if (c == 0u) return;
+    table[s].start = base + incl - c;
     table[s].count = 0;  // refilled by the scatter
 }
 
