@@ -14,6 +14,10 @@ use trident_core::{Error, Neighbor, Pair, Point, RadiusNeighbors, Result};
 use crate::comm::{CommExt, ReduceOp};
 use crate::sharded::{ShardCoord, Sharded, bits, even_split};
 
+/// The largest candidate exchange done as one fixed-size gather (u64 words
+/// over all ranks); a larger `k` gathers variable-length rows instead.
+const FIXED_GATHER_WORDS: usize = 1 << 16;
+
 fn type_code<T: ShardCoord>() -> u64 {
     std::mem::size_of::<T>() as u64
 }
@@ -31,13 +35,22 @@ impl<'a> Sharded<'a> {
         b: &[Point<T>],
         extra: &[(&'static str, u64)],
     ) -> Result<()> {
+        self.agree(&self.points_items(b, extra))
+    }
+
+    /// What every rank must pass alike for a call on the replicated B.
+    fn points_items<T: ShardCoord>(
+        &self,
+        b: &[Point<T>],
+        extra: &[(&'static str, u64)],
+    ) -> Vec<(&'static str, u64)> {
         let mut items = vec![
             ("b.len", b.len() as u64),
             ("coordinate type", type_code::<T>()),
         ];
         items.extend_from_slice(extra);
         items.push(self.replica("b (contents)", b));
-        self.agree(&items)
+        items
     }
 
     /// `nearest` for this rank's rows of A against the replicated B: `out`
@@ -73,40 +86,78 @@ impl<'a> Sharded<'a> {
         b: &[Point<T>],
         k: usize,
     ) -> Result<Vec<Pair<T>>> {
-        self.points_agree(b, &[("k", k as u64)])?;
-        let (first, _) = self.offsets(a.len())?;
-        let local = self.settle(T::pairs(self.backend()).closest_pairs(a, b, k))?;
-        self.merge_closest(first, &local, k)
+        let items = self.points_items(b, &[("k", k as u64)]);
+        self.closest_across(&items, a.len(), k, || {
+            T::pairs(self.backend()).closest_pairs(a, b, k)
+        })
+    }
+
+    /// Every sharded `closest_pairs`: the agreement on `items` and the rows'
+    /// offsets in one exchange, the local call's outcome and length in a
+    /// second, the candidates merged from a third (three collectives, each
+    /// a few microseconds on NVLink, whatever the number of ranks).
+    pub(crate) fn closest_across<T: ShardCoord>(
+        &self,
+        items: &[(&'static str, u64)],
+        local_rows: usize,
+        k: usize,
+        local: impl FnOnce() -> Result<Vec<Pair<T>>>,
+    ) -> Result<Vec<Pair<T>>> {
+        let (first, _) = self.agree_rows(items, local_rows)?;
+        let (local, lens) = self.settle_sized(local(), Vec::len)?;
+        self.merge_closest(first, &local, &lens, k)
     }
 
     /// The `k` closest pairs over all ranks from each rank's own `k`
-    /// closest (`first`: this rank's first row of A), under one device's
-    /// tie rule (distance, then the global row of A).
+    /// closest (`first`: this rank's first row of A; `lens`: every rank's
+    /// count), under one device's tie rule (distance, then the global row
+    /// of A).
     pub(crate) fn merge_closest<T: ShardCoord>(
         &self,
         first: usize,
         local: &[Pair<T>],
+        lens: &[u64],
         k: usize,
     ) -> Result<Vec<Pair<T>>> {
-        let ia: Vec<u64> = local
-            .iter()
-            .map(|p| (first + p.a as usize) as u64)
-            .collect();
-        let ib: Vec<u32> = local.iter().map(|p| p.b).collect();
-        let d2: Vec<T> = local.iter().map(|p| p.d2).collect();
-        let (ia, ib, d2) = (
-            self.gather_rows(&ia)?,
-            self.gather_rows(&ib)?,
-            self.gather_rows(&d2)?,
-        );
-        let mut all: Vec<Pair<T>> = Vec::with_capacity(ia.len());
-        for ((&a, &b), &d2) in ia.iter().zip(&ib).zip(&d2) {
-            let a = u32::try_from(a).map_err(|_| Error::TooLarge {
+        let global = |p: &Pair<T>| (first + p.a as usize) as u64;
+        let row = |a: u64| {
+            u32::try_from(a).map_err(|_| Error::TooLarge {
                 field: "a.len",
                 value: u128::from(a) + 1,
                 limit: u128::from(u32::MAX),
-            })?;
-            all.push(Pair { a, b, d2 });
+            })
+        };
+        let most = lens.iter().copied().max().unwrap_or(0) as usize;
+        let mut all: Vec<Pair<T>> = Vec::with_capacity(lens.iter().sum::<u64>() as usize);
+        if 3 * most * lens.len() <= FIXED_GATHER_WORDS {
+            // One exchange: each rank's pairs as (row, b, d2 widened to f64,
+            // exactly) in `most` slots.
+            let mut mine = vec![0u64; 3 * most];
+            for (slot, p) in mine.chunks_exact_mut(3).zip(local) {
+                slot.copy_from_slice(&[global(p), u64::from(p.b), p.d2.to_f64().to_bits()]);
+            }
+            let words = self.comm().all_gather_fixed(&mine)?;
+            for (r, &len) in lens.iter().enumerate() {
+                for w in words[3 * most * r..].chunks_exact(3).take(len as usize) {
+                    all.push(Pair {
+                        a: row(w[0])?,
+                        b: w[1] as u32,
+                        d2: T::from_f64(f64::from_bits(w[2])),
+                    });
+                }
+            }
+        } else {
+            let ia: Vec<u64> = local.iter().map(global).collect();
+            let ib: Vec<u32> = local.iter().map(|p| p.b).collect();
+            let d2: Vec<T> = local.iter().map(|p| p.d2).collect();
+            let (ia, ib, d2) = (
+                self.gather_rows(&ia)?,
+                self.gather_rows(&ib)?,
+                self.gather_rows(&d2)?,
+            );
+            for ((&a, &b), &d2) in ia.iter().zip(&ib).zip(&d2) {
+                all.push(Pair { a: row(a)?, b, d2 });
+            }
         }
         all.sort_by(|x, y| {
             x.d2.partial_cmp(&y.d2)

@@ -8,8 +8,8 @@
 //! are not digested).
 
 use trident_core::{
-    DenseGemmDevice, DeviceCodes, DeviceCsr, DeviceMat, Dictionary, GemmParams, NearestPairsDevice,
-    Pair, Point, Result, SparseCoderDevice, SparseGemmDevice, StopRule,
+    DenseGemmDevice, DeviceCodes, DeviceCsr, DeviceMat, Dictionary, GemmParams, NearestIndexDevice,
+    NearestPairsDevice, Pair, Point, Result, SparseCoderDevice, SparseGemmDevice, StopRule,
 };
 
 use crate::sharded::{ShardScalar, Sharded, bits};
@@ -25,10 +25,27 @@ impl Sharded<'_> {
         b: &D::Buffer<Point>,
         k: usize,
     ) -> Result<Vec<Pair>> {
-        self.agree(&[("b.len", dev.buffer_len(b) as u64), ("k", k as u64)])?;
-        let (first, _) = self.offsets(dev.buffer_len(a))?;
-        let local = self.settle(dev.closest_pairs_device(a, b, k))?;
-        self.merge_closest(first, &local, k)
+        let items = [("b.len", dev.buffer_len(b) as u64), ("k", k as u64)];
+        self.closest_across(&items, dev.buffer_len(a), k, || {
+            dev.closest_pairs_device(a, b, k)
+        })
+    }
+
+    /// [`Sharded::closest_pairs_resident`] against B's index, built once on
+    /// every rank ([`NearestIndexDevice::index_points`]) and kept between
+    /// calls: a call then costs each rank only its own queries, so it
+    /// scales with the ranks. The same pairs as the unindexed call.
+    pub fn closest_pairs_indexed<D: NearestIndexDevice>(
+        &self,
+        dev: &D,
+        a: &D::Buffer<Point>,
+        index: &D::PointIndex,
+        k: usize,
+    ) -> Result<Vec<Pair>> {
+        let items = [("b.len", dev.index_len(index) as u64), ("k", k as u64)];
+        self.closest_across(&items, dev.buffer_len(a), k, || {
+            dev.closest_pairs_indexed(a, index, k)
+        })
     }
 
     /// [`Sharded::encode`] on device-resident signals (this rank's rows);

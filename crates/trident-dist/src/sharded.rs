@@ -67,14 +67,25 @@ impl<'a> Sharded<'a> {
     /// (shapes, scalars as bits, digests of replicated inputs): a mismatch is
     /// the same `InvalidArgument` on every rank, naming the item and the ranks.
     pub(crate) fn agree(&self, items: &[(&'static str, u64)]) -> Result<()> {
+        self.agree_rows(items, 0).map(drop)
+    }
+
+    /// [`Self::agree`] and [`Self::offsets`] in one exchange: `local_rows`
+    /// rides along with the checked items (it may differ between ranks).
+    pub(crate) fn agree_rows(
+        &self,
+        items: &[(&'static str, u64)],
+        local_rows: usize,
+    ) -> Result<(usize, usize)> {
         let flag = [(
             "check_replicas (set on some ranks only)",
             u64::from(self.check_replicas),
         )];
         let items: Vec<(&'static str, u64)> = flag.iter().chain(items).copied().collect();
-        let values: Vec<u64> = items.iter().map(|&(_, v)| v).collect();
+        let mut values: Vec<u64> = items.iter().map(|&(_, v)| v).collect();
+        values.push(local_rows as u64);
         let all = self.comm().all_gather_fixed(&values)?;
-        let n = items.len();
+        let n = values.len();
         for (i, &(name, _)) in items.iter().enumerate() {
             let want = all[i];
             if let Some(r) = (1..self.cluster.size()).find(|r| all[r * n + i] != want) {
@@ -87,7 +98,9 @@ impl<'a> Sharded<'a> {
                 ));
             }
         }
-        Ok(())
+        let rows = |r: usize| all[r * n + n - 1] as usize;
+        let first = (0..self.cluster.rank()).map(rows).sum();
+        Ok((first, (0..self.cluster.size()).map(rows).sum()))
     }
 
     /// The agreement item for a replicated input: its digest when replicas
@@ -102,6 +115,16 @@ impl<'a> Sharded<'a> {
     /// is the failing rank's own error there and `RankFailed` elsewhere.
     pub(crate) fn settle<R>(&self, local: Result<R>) -> Result<R> {
         settle(self.comm(), local)
+    }
+
+    /// [`Self::settle`] that also gathers each rank's `size(result)` (0
+    /// where it failed) in the same exchange.
+    pub(crate) fn settle_sized<R>(
+        &self,
+        local: Result<R>,
+        size: impl Fn(&R) -> usize,
+    ) -> Result<(R, Vec<u64>)> {
+        settle_with(self.comm(), local, size)
     }
 
     /// Every rank's `local` rows, concatenated in rank order, on every rank.
@@ -235,14 +258,26 @@ pub fn digest<T: Pod>(data: &[T]) -> u64 {
 /// [`Sharded::settle`] on any communicator: every rank's outcome, so that a
 /// failure anywhere is an error everywhere.
 pub(crate) fn settle<R>(comm: &dyn Communicator, local: Result<R>) -> Result<R> {
+    settle_with(comm, local, |_| 0).map(|(r, _)| r)
+}
+
+/// [`settle`] with each rank's `size(result)` gathered beside its outcome.
+fn settle_with<R>(
+    comm: &dyn Communicator,
+    local: Result<R>,
+    size: impl Fn(&R) -> usize,
+) -> Result<(R, Vec<u64>)> {
     let code = match &local {
         Ok(_) => 0,
         Err(Error::BackendUnavailable(_)) => 1,
         Err(_) => 2,
     };
-    let codes = comm.all_gather_u64(code)?;
+    let mine = [code, local.as_ref().map_or(0, size) as u64];
+    let all = comm.all_gather_fixed(&mine)?;
+    let codes: Vec<u64> = all.iter().step_by(2).copied().collect();
     if codes.iter().all(|&c| c == 0) {
-        return local;
+        let sizes = all.iter().skip(1).step_by(2).copied().collect();
+        return local.map(|r| (r, sizes));
     }
     let text = local
         .as_ref()

@@ -341,7 +341,8 @@ fn resident_calls_equal_host_calls_on_two_gpus() {
 #[ignore = "a rank of resident_calls_equal_host_calls_on_two_gpus"]
 fn child_resident() {
     use trident_core::{
-        DeviceMat, DeviceMemory, GemmParams, MatMut, MatRef, SparseCoderDevice, SparseGemmDevice,
+        DeviceMat, DeviceMemory, GemmParams, MatMut, MatRef, NearestIndexDevice, SparseCoderDevice,
+        SparseGemmDevice,
     };
     use trident_dist::{Sharded, even_split};
     if std::env::var_os(CHILD).is_none() {
@@ -359,6 +360,15 @@ fn child_resident() {
     let host = s.closest_pairs(a, &c.b, 100).unwrap();
     let (da, db) = (dev.upload(a).unwrap(), dev.upload(&c.b).unwrap());
     assert_eq!(s.closest_pairs_resident(&dev, &da, &db, 100).unwrap(), host);
+    // And against B's index, built once and kept: twice, with B's buffer gone.
+    let index = dev.index_points(&db).unwrap();
+    drop(db);
+    for _ in 0..2 {
+        assert_eq!(
+            s.closest_pairs_indexed(&dev, &da, &index, 100).unwrap(),
+            host
+        );
+    }
 
     // GEMM: rows of A and C cut, B replicated; the same kernels, so the same bits.
     let g = trident_testkit::cases::gemm::<f32>(300, seed);

@@ -170,6 +170,16 @@ fn child_primitives() {
             "closest_pairs k = {kk}"
         );
     }
+    // Past the one-exchange merge's size: every pair of 30,000 rows.
+    let big = rng.points(30_000);
+    let big_rows = even_split(big.len(), size, rank);
+    assert_eq!(
+        sharded
+            .closest_pairs(&big[big_rows], &b, big.len())
+            .unwrap(),
+        backend.closest_pairs(&big, &b, big.len()).unwrap(),
+        "closest_pairs of every row"
+    );
     let r = 0.08f32;
     let within = sharded.within(&a[rows.clone()], &b, r, usize::MAX).unwrap();
     assert_eq!(
