@@ -26,8 +26,12 @@
 //! ranks' exchanges travel: `omp-16M` (the omp-64x256-k16 signals, 1M
 //! distinct ones repeated), `pairs-100M-40M` (closest 100 pairs, uniform,
 //! generated in 1M-point chunks so a rank builds only its own), `gemm-32768`
-//! (rows of A and C, B replicated), `spgemm-uniform-16M-8` and
+//! (rows of A and C, B replicated), `gram-200K-4096` (C = A A^T of 200,000
+//! embeddings of 4,096 dims: 160 GB of C, more than one GPU holds; one rank
+//! alone computes it in four row blocks), `spgemm-uniform-16M-8` and
 //! `spgemm-rmat-20-8` (A's rows cut by products, B replicated).
+//! `pairs-100M-40M` also times B's index built once and the queries against
+//! it (`closest_pairs_indexed`).
 
 use std::time::Instant;
 
@@ -268,7 +272,7 @@ fn resident_case(
     reps: usize,
 ) -> Result<Vec<(String, f64)>> {
     use rayon::prelude::*;
-    use trident_core::{DeviceMat, DeviceMemory, GemmParams, SparseGemmDevice};
+    use trident_core::{DeviceMat, DeviceMemory, GemmParams, NearestIndexDevice, SparseGemmDevice};
     use trident_testkit::nearest_pairs::generate::uniform_points;
     let dev = trident_cuda::CudaBackend::new(device)?;
     let (rank, size) = (s.cluster().rank(), s.cluster().size());
@@ -331,6 +335,22 @@ fn resident_case(
                     s.closest_pairs_resident(&dev, &a, &b, 100).map(drop)
                 })?,
             ));
+            // B's index built once and kept: the build alone, then the
+            // queries against it.
+            out.push((
+                "index_points (B)".into(),
+                time(s, reps, || {
+                    drop(dev.index_points(&b)?);
+                    dev.synchronize()
+                })?,
+            ));
+            let index = dev.index_points(&b)?;
+            out.push((
+                "closest_pairs_indexed 100".into(),
+                time(s, reps, || {
+                    s.closest_pairs_indexed(&dev, &a, &index, 100).map(drop)
+                })?,
+            ));
         }
         "gemm-32768" => {
             const N: usize = 32768;
@@ -360,6 +380,83 @@ fn resident_case(
                 })?,
             ));
         }
+        "gram-200K-4096" => {
+            // C = A A^T for 200,000 embeddings of 4,096 dims: C alone is
+            // 160 GB in f32, more than one GPU holds. Each rank keeps its rows
+            // of A and C and all of A as B (op(B) = A^T); one rank alone
+            // computes its C in four row blocks, one after another, each
+            // overwriting the last.
+            const M: usize = 200_000;
+            const K: usize = 4_096;
+            let rows = even_split(M, size, rank);
+            let pieces = if size == 1 { 4 } else { 1 };
+            let block = rows.len().div_ceil(pieces);
+            let full = fill(0, M * K, 3);
+            let b = DeviceMat {
+                buf: dev.upload(&full)?,
+                rows: M,
+                cols: K,
+                ld: K,
+            };
+            let a: Vec<DeviceMat<_>> = (0..pieces)
+                .map(|p| {
+                    let r = rows.start + p * block..(rows.start + (p + 1) * block).min(rows.end);
+                    Ok(DeviceMat {
+                        buf: dev.upload(&full[r.start * K..r.end * K])?,
+                        rows: r.len(),
+                        cols: K,
+                        ld: K,
+                    })
+                })
+                .collect::<Result<_>>()?;
+            let mut c = DeviceMat {
+                buf: dev.alloc_zeroed::<f32>(block * M)?,
+                rows: block,
+                cols: M,
+                ld: M,
+            };
+            let p = GemmParams::<f32> {
+                op_b: trident::Op::T,
+                ..GemmParams::default()
+            };
+            out.push((
+                format!(
+                    "gemm_resident f32 (C {} GB in all)",
+                    M * M * 4 / 1_000_000_000
+                ),
+                time(s, reps, || {
+                    for a in &a {
+                        c.rows = a.rows;
+                        s.gemm_resident(&dev, &p, a, &b, &mut c)?;
+                    }
+                    dev.synchronize()
+                })?,
+            ));
+            // The last block's first row against f64 dot products, within
+            // the worst-case bound of any summation order, k eps sum |a b|.
+            let last = a.last().expect("one block at least");
+            let r0 = rows.start + (pieces - 1) * block;
+            let mut row = vec![0f32; M];
+            dev.download_into(&c.buf, &mut row)?;
+            let x = &full[r0 * K..(r0 + 1) * K];
+            let eps = f64::from(f32::EPSILON) / 2.0;
+            let bad = (0..M)
+                .into_par_iter()
+                .filter(|&j| {
+                    let y = &full[j * K..(j + 1) * K];
+                    let (dot, mag) = x.iter().zip(y).fold((0f64, 0f64), |(d, m), (&u, &v)| {
+                        let t = f64::from(u) * f64::from(v);
+                        (d + t, m + t.abs())
+                    });
+                    (f64::from(row[j]) - dot).abs() > K as f64 * eps * mag * 1.01
+                })
+                .count();
+            if bad > 0 || last.rows == 0 {
+                return Err(trident::Error::Backend(
+                    format!("gram: {bad} of row {r0}'s {M} entries outside the bound").into(),
+                ));
+            }
+        }
         "spgemm-uniform-16M-8" | "spgemm-rmat-20-8" => {
             use trident_testkit::sparse_gemm::generate::{rmat, uniform_rows};
             let m = if name == "spgemm-rmat-20-8" {
@@ -381,7 +478,7 @@ fn resident_case(
         }
         _ => {
             return Err(trident::Error::Unsupported(format!(
-                "{name}: no resident case (omp-16M, pairs-100M-40M, gemm-32768, spgemm-uniform-16M-8, spgemm-rmat-20-8)"
+                "{name}: no resident case (omp-16M, pairs-100M-40M, gemm-32768, gram-200K-4096, spgemm-uniform-16M-8, spgemm-rmat-20-8)"
             )));
         }
     }
