@@ -45,6 +45,7 @@ pub use context::WgpuOptions;
 pub use dense_gemm::GemmTile;
 pub use error::WgpuFailure;
 pub use max_flow::WgpuGrid;
+pub use nearest_pairs::WgpuPointIndex;
 pub use pipeline::{Arg, Bind, Encoder, Kernel, Shader};
 pub use profile::{GpuTimer, KernelTime};
 pub use tuning::Tuning;

@@ -46,8 +46,8 @@
 
 use crate::error::failure;
 use trident_core::{
-    Error, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point, RadiusNeighbors, Result,
-    unscale_d2, validate,
+    Error, NearestIndexDevice, NearestPairs, NearestPairsDevice, Neighbor, Pair, Point,
+    RadiusNeighbors, Result, unscale_d2, validate,
 };
 
 use crate::WgpuBackend;
@@ -285,6 +285,20 @@ impl WgpuBackend {
         out: &WgpuBuffer<Neighbor>,
     ) -> Result<()> {
         self.np_record_grid(enc, w, b, nb, 0.0, out)?;
+        self.np_record_query(enc, w, a, na, knn, out)
+    }
+
+    /// Records the queries of A once the grid on B is built (in this
+    /// encoder, or kept in an index).
+    fn np_record_query(
+        &self,
+        enc: &mut Encoder<'_>,
+        w: &Work,
+        a: &WgpuBuffer<f32>,
+        na: usize,
+        knn: Option<usize>,
+        out: &WgpuBuffer<Neighbor>,
+    ) -> Result<()> {
         let pa = self.np_params(w, na, knn.unwrap_or(1), self.np_budget())?;
         self.np_record_order(enc, w, a, na, &pa, out)?;
         let query = if knn.is_some() { &KNN } else { &NEAREST };
@@ -501,7 +515,7 @@ impl WgpuBackend {
         &self,
         w: &Work,
         a: &WgpuBuffer<Point>,
-        b: &WgpuBuffer<Point>,
+        b: PointsOf<'_>,
         knn: Option<usize>,
         out: &WgpuBuffer<Neighbor>,
     ) -> Result<usize> {
@@ -512,7 +526,17 @@ impl WgpuBackend {
             return Ok(0);
         }
         let ha = self.download_vec(a)?;
-        let hb = self.download_vec(b)?;
+        let hb = match b {
+            PointsOf::Buffer(b) => self.download_vec(b)?,
+            PointsOf::Grid(pts) => {
+                // B grouped by cell, each point with its index: back in order.
+                let mut hb = vec![[0f32; 3]; pts.len()];
+                for [x, y, z, i] in self.download_vec(pts)? {
+                    hb[i as usize] = [f32::from_bits(x), f32::from_bits(y), f32::from_bits(z)];
+                }
+                hb
+            }
+        };
         let mut ho = self.download_vec(out)?;
         let k = knn.unwrap_or(1);
         let mut fixed = 0;
@@ -593,7 +617,7 @@ impl WgpuBackend {
         let mut enc = self.encoder("nearest_pairs");
         self.np_record(&mut enc, &w, &fa, na, &fb, nb, knn, out)?;
         enc.submit();
-        self.np_finish_cut(&w, a, b, knn, out)
+        self.np_finish_cut(&w, a, PointsOf::Buffer(b), knn, out)
     }
 
     fn np_closest(
@@ -612,17 +636,32 @@ impl WgpuBackend {
         let (fa, fb) = (a.cast_ref::<f32>()?, b.cast_ref::<f32>()?);
         let mut enc = self.encoder("closest_pairs");
         self.np_record(&mut enc, &w, &fa, na, &fb, nb, None, &near)?;
-        self.np_record_top(&mut enc, &w, &fa, na, k, &near)?;
+        self.np_closest_from(enc, &w, a, PointsOf::Buffer(b), k, &near)
+    }
+
+    /// The top k of `near` (A's nearest, recorded in `enc`), with the
+    /// queries a CPU adapter's loop cap left finished on the host.
+    fn np_closest_from(
+        &self,
+        mut enc: Encoder<'_>,
+        w: &Work,
+        a: &WgpuBuffer<Point>,
+        b: PointsOf<'_>,
+        k: usize,
+        near: &WgpuBuffer<Neighbor>,
+    ) -> Result<Vec<Pair>> {
+        let (na, fa) = (a.len(), a.cast_ref::<f32>()?);
+        self.np_record_top(&mut enc, w, &fa, na, k, near)?;
         enc.submit();
         let mut c = vec![Cand::default(); k];
         self.download_into(&w.cand, &mut c)?;
         // The top-k above ran on every query's answer; if some queries ran
         // out of loop budget (llvmpipe only), it runs again once the host has
         // recomputed them.
-        if self.np_finish_cut(&w, a, b, None, &near)? > 0 {
+        if self.np_finish_cut(w, a, b, None, near)? > 0 {
             let mut enc = self.encoder("closest_pairs after host fix-up");
             enc.zero(&w.gw);
-            self.np_record_top(&mut enc, &w, &fa, na, k, &near)?;
+            self.np_record_top(&mut enc, w, &fa, na, k, near)?;
             enc.submit();
             self.download_into(&w.cand, &mut c)?;
         }
@@ -635,6 +674,119 @@ impl WgpuBackend {
                 d2: c.d2,
             })
             .collect())
+    }
+}
+
+/// Where B's points are, for the queries finished on the host: a buffer in
+/// B's order, or a grid's points grouped by cell, each with its index.
+enum PointsOf<'a> {
+    Buffer(&'a WgpuBuffer<Point>),
+    Grid(&'a WgpuBuffer<[u32; 4]>),
+}
+
+/// B's grid built once and kept ([`NearestIndexDevice`]): its parameters,
+/// the cell table and B grouped by cell, which is all a query reads.
+pub struct WgpuPointIndex {
+    gp: WgpuBuffer<u32>,
+    table: WgpuBuffer<[u32; 4]>,
+    pts: WgpuBuffer<[u32; 4]>,
+    tmask: u32,
+}
+
+impl WgpuBackend {
+    /// Builds and keeps the grid on B.
+    fn np_index(&self, b: &WgpuBuffer<Point>) -> Result<WgpuPointIndex> {
+        let nb = b.len();
+        let w = self.np_work(0, nb, 0)?;
+        let unused = self.alloc::<Neighbor>(1, "nearest_pairs index (no output)")?;
+        let mut enc = self.encoder("nearest_pairs index");
+        self.np_record_grid(&mut enc, &w, &b.cast_ref::<f32>()?, nb, 0.0, &unused)?;
+        enc.submit();
+        Ok(WgpuPointIndex {
+            gp: w.gp,
+            table: w.table,
+            pts: w.pts,
+            tmask: w.tmask,
+        })
+    }
+
+    /// A query's scratch around a kept grid: the grid's buffers shared (only
+    /// read by the queries), everything a query writes fresh and zeroed.
+    fn np_query_work(&self, index: &WgpuPointIndex, na: usize, pairs_k: usize) -> Result<Work> {
+        let top = pairs_k > 0;
+        let w = Work {
+            gw: self.alloc_uninit(GRID_WORDS, "nearest_pairs grid words")?,
+            gp: index.gp.cast_ref()?,
+            cnt: self.alloc_uninit(COARSE_CELLS, "nearest_pairs coarse counts")?,
+            tkey: self.alloc_uninit(1, "nearest_pairs cell keys (unused)")?,
+            tcnt: self.alloc_uninit(1, "nearest_pairs cell counts (unused)")?,
+            table: index.table.cast_ref()?,
+            pts: index.pts.cast_ref()?,
+            order: self.alloc_uninit(na.max(1), "nearest_pairs query order")?,
+            hist: self.alloc_uninit(if top { 4 * NBINS } else { 1 }, "closest_pairs histograms")?,
+            cand: self.alloc_uninit(pairs_k.max(1), "closest_pairs candidates")?,
+            tmask: index.tmask,
+        };
+        let mut enc = self.encoder("nearest_pairs query scratch");
+        for fresh in [&w.gw, &w.cnt, &w.tkey, &w.tcnt, &w.order, &w.hist] {
+            enc.zero(fresh);
+        }
+        enc.zero(&w.cand);
+        enc.submit();
+        Ok(w)
+    }
+}
+
+impl NearestIndexDevice for WgpuBackend {
+    type PointIndex = WgpuPointIndex;
+
+    fn index_points(&self, b: &WgpuBuffer<Point>) -> Result<WgpuPointIndex> {
+        validate::index_points(self, b)?;
+        self.scoped("index_points", || self.np_index(b))
+    }
+
+    fn index_len(&self, index: &WgpuPointIndex) -> usize {
+        index.pts.len()
+    }
+
+    fn nearest_indexed(
+        &self,
+        a: &WgpuBuffer<Point>,
+        index: &WgpuPointIndex,
+        out: &mut WgpuBuffer<Neighbor>,
+    ) -> Result<()> {
+        validate::nearest_indexed(self, a, index.pts.len(), out)?;
+        if a.is_empty() {
+            return Ok(());
+        }
+        self.scoped("nearest_indexed", || {
+            let w = self.np_query_work(index, a.len(), 0)?;
+            let mut enc = self.encoder("nearest_indexed");
+            self.np_record_query(&mut enc, &w, &a.cast_ref()?, a.len(), None, out)?;
+            enc.submit();
+            self.np_finish_cut(&w, a, PointsOf::Grid(&index.pts), None, out)
+                .map(drop)
+        })
+    }
+
+    fn closest_pairs_indexed(
+        &self,
+        a: &WgpuBuffer<Point>,
+        index: &WgpuPointIndex,
+        k: usize,
+    ) -> Result<Vec<Pair>> {
+        validate::closest_pairs_indexed(self, a)?;
+        let k = k.min(a.len());
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        self.scoped("closest_pairs_indexed", || {
+            let w = self.np_query_work(index, a.len(), k)?;
+            let near = self.alloc::<Neighbor>(a.len(), "closest_pairs nearest")?;
+            let mut enc = self.encoder("closest_pairs_indexed");
+            self.np_record_query(&mut enc, &w, &a.cast_ref()?, a.len(), None, &near)?;
+            self.np_closest_from(enc, &w, a, PointsOf::Grid(&index.pts), k, &near)
+        })
     }
 }
 

@@ -8,11 +8,12 @@
 //! shared checkers (`trident_testkit::check`, the contract's tolerances) and
 //! index by index against the reference (coordinates below 2^11, so every f32
 //! distance is exact and ties go to the smaller index).
+//! B's kept index (`NearestIndexDevice`) is held to the same answers.
 //! An unavailable backend is reported as SKIPPED unless named in
 //! TRIDENT_REQUIRE_BACKENDS.
 #![allow(missing_docs)]
 
-use trident_core::{Error, NearestPairs, Neighbor, Point};
+use trident_core::{DeviceMemory, Error, NearestIndexDevice, NearestPairs, Neighbor, Point};
 use trident_reference::ReferenceBackend;
 use trident_testkit::nearest_pairs::generate::PairsCase;
 use trident_testkit::problem::Input;
@@ -53,10 +54,9 @@ fn uneven() -> (Vec<Point>, Vec<Point>) {
     (a, b)
 }
 
-#[test]
-fn uneven_data_matches_reference() {
-    let be = match WgpuBackend::new() {
-        Ok(b) => b,
+fn backend() -> Option<WgpuBackend> {
+    match WgpuBackend::new() {
+        Ok(b) => Some(b),
         Err(Error::BackendUnavailable(reason)) => {
             let required = std::env::var("TRIDENT_REQUIRE_BACKENDS")
                 .is_ok_and(|v| v.split(',').any(|n| matches!(n.trim(), "wgpu" | "all")));
@@ -65,9 +65,16 @@ fn uneven_data_matches_reference() {
                 "backend wgpu is required but unavailable: {reason}"
             );
             eprintln!("SKIPPED: backend wgpu unavailable: {reason}");
-            return;
+            None
         }
         Err(e) => panic!("constructing the wgpu backend failed: {e}"),
+    }
+}
+
+#[test]
+fn uneven_data_matches_reference() {
+    let Some(be) = backend() else {
+        return;
     };
     let (a, b) = uneven();
     for (knn_k, pairs_k) in [(1, 1), (8, 20), (3, a.len() + 5)] {
@@ -99,4 +106,33 @@ fn uneven_data_matches_reference() {
     assert_eq!(got, want, "knn");
     let want = ReferenceBackend.closest_pairs(&a, &b, 50).unwrap();
     assert_eq!(be.closest_pairs(&a, &b, 50).unwrap(), want, "closest_pairs");
+}
+
+/// B's kept index answers as the plain device calls (the shared suite), and
+/// on the uneven data as the reference: on llvmpipe its queries that run out
+/// of loop budget are finished on the host from the index's own points.
+#[test]
+fn a_kept_index_matches_plain_calls_and_reference() {
+    let Some(be) = backend() else {
+        return;
+    };
+    trident_testkit::nearest_pairs::device::kept_index_matches_plain_calls(
+        &be,
+        trident_testkit::DEFAULT_SEED,
+    );
+    let (a, b) = uneven();
+    let index = be.index_points(&be.upload(&b).unwrap()).unwrap();
+    let da = be.upload(&a).unwrap();
+    let mut out = be.alloc_zeroed::<Neighbor>(a.len()).unwrap();
+    be.nearest_indexed(&da, &index, &mut out).unwrap();
+    let (mut want, mut got) = (vec![Neighbor::default(); a.len()], vec![]);
+    ReferenceBackend.nearest(&a, &b, &mut want).unwrap();
+    got.resize(a.len(), Neighbor::default());
+    be.download(&out, &mut got).unwrap();
+    assert_eq!(got, want, "nearest_indexed");
+    assert_eq!(
+        be.closest_pairs_indexed(&da, &index, 50).unwrap(),
+        ReferenceBackend.closest_pairs(&a, &b, 50).unwrap(),
+        "closest_pairs_indexed"
+    );
 }

@@ -1,12 +1,14 @@
 //! NearestPairs in the test kit, in one folder: `generate` (input generators),
 //! `catalog` (the named cases), `check` (the checker, under
-//! `docs/tolerances.md`) and `conformance` (the suite every backend runs).
+//! `docs/tolerances.md`), `conformance` (the suite every backend runs) and
+//! `device` (a GPU backend's kept index against its plain device calls).
 //! The reference's independent certificates are separate, in
 //! `trident_reference::certify`.
 
 pub(crate) mod catalog;
 pub mod check;
 pub mod conformance;
+pub mod device;
 pub mod generate;
 pub mod problem;
 
