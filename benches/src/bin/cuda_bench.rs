@@ -23,8 +23,8 @@ use cudarc::cublas::{CudaBlas, result as blas, sys as blas_sys};
 use cudarc::cusparse::{result as sparse, sys as sp};
 use trident_core::{
     CsrMatrix, DenseGemm, DenseGemmDevice, DeviceMat, DeviceMemory, Error, GemmParams, MatMut,
-    MatRef, NearestPairs, NearestPairsDevice, Neighbor, Precision, Result, SparseGemm,
-    SparseGemmDevice, dist2,
+    MatRef, NearestIndexDevice, NearestPairs, NearestPairsDevice, Neighbor, Precision, Result,
+    SparseGemm, SparseGemmDevice, dist2,
 };
 use trident_cuda::{CudaBackend, CudaBuffer, DEFAULT_CELL_TARGET, GemmTile, Tuning};
 use trident_testkit::cases;
@@ -397,6 +397,19 @@ fn pairs_rows(ctx: &Bench, name: &str, case: &cases::PairsCase) -> Result<Vec<Ro
             },
         });
     }
+    // How the call splits: B's grid built alone, then the queries against
+    // it kept (`NearestIndexDevice`).
+    let build = ctx.time(|| be.index_points(&db).map(drop))?;
+    let index = be.index_points(&db)?;
+    let queries = ctx.time(|| be.closest_pairs_indexed(&da, &index, k).map(drop))?;
+    rows.push(Row {
+        case: format!("{name} closest_pairs_indexed({k})"),
+        ours_ms: queries,
+        peer_ms: None,
+        figure: format!("index_points alone {build:.3} ms"),
+        h2h_ms: None,
+        check: String::new(),
+    });
     let mut knn = be.alloc::<Neighbor>(na * case.knn_k, "knn out")?;
     let knn_ms = ctx.time(|| be.knn_device(&da, &db, case.knn_k, &mut knn))?;
     rows.push(Row {
