@@ -63,6 +63,8 @@ typedef unsigned long long u64;
 #define COARSE_BITS 7
 #define COARSE (1 << COARSE_BITS)
 #define MAX_CELLS_AXIS (1 << 20)
+// Grid cells per point of B at most, over the coarse box's volume (finalize).
+#define MAX_CELLS_PER_POINT 8.0
 // Rows of a radius search with at most SHORT_ROW pairs are sorted in registers.
 #define SHORT_ROW 32
 // Longer rows: tiles of TILE pairs, one block of TILE_THREADS each.
@@ -311,6 +313,15 @@ __device__ __forceinline__ void finalize(Grid<R>* G, u32 n, R min_h) {
                       (1.0 / ((double)G->cinv[2] * s));
     const double dens = (double)G->s2 / ((double)n * vc);
     double h = cbrt((double)G->target / dens) * s;
+    // h follows the density where B's points are (two coarse sides for
+    // isolated points, however few), so on clustered or sparse B a query
+    // far from them walks up to (distance / h)^3 empty cells: 3,000 queries
+    // spread over a box holding five tight clusters of 15,000 points kept an
+    // H200 busy for minutes. Floor, as in the wgpu shader: at most
+    // MAX_CELLS_PER_POINT cells per point over the coarse box's volume (in
+    // units of s^3, as vc). Any h keeps the search exact.
+    const double box = (double)COARSE * (double)COARSE * (double)COARSE * vc;
+    h = fmax(h, cbrt(box / (MAX_CELLS_PER_POINT * (double)n)) * s);
     if (!(h > 0.0) || !isfinite(h)) h = s;
     // A radius search asks for cells of at least r / 2; a cell wider than
     // twice B's extent would only weaken the bounds.
