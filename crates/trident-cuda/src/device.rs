@@ -614,6 +614,46 @@ impl CudaBackend {
             .map_err(driver_error("device -> device copy"))
     }
 
+    /// Copies `dst.len()` elements of `src` from element `at` on into
+    /// `dst`, on the stream.
+    pub fn copy_range<T: Element>(
+        &self,
+        src: &CudaBuffer<T>,
+        at: usize,
+        dst: &mut CudaBuffer<T>,
+    ) -> Result<()> {
+        if at.checked_add(dst.len).is_none_or(|end| end > src.len) {
+            return Err(Error::dim(
+                "dst",
+                format!(
+                    "{} elements from {at} run past a buffer of {}",
+                    dst.len, src.len
+                ),
+            ));
+        }
+        let size = std::mem::size_of::<T>();
+        // SAFETY: the source run lies inside `src` (checked above), the
+        // destination is all of `dst`; two distinct allocations.
+        unsafe { self.copy_raw(dst.ptr(), src.ptr() + (at * size) as u64, dst.num_bytes()) }
+    }
+
+    /// Copies `bytes` bytes between device addresses of this device, on the
+    /// stream.
+    ///
+    /// # Safety
+    /// Both runs lie inside live allocations of this device and do not
+    /// overlap.
+    pub(crate) unsafe fn copy_raw(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller's contract.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream())
+        }
+        .map_err(driver_error("device -> device copy"))
+    }
+
     /// The entry point `function` of `src`, compiling the module (or, for a
     /// [`KernelSource::per_entry`] module, that entry alone) with NVRTC for
     /// this device's `sm_XX` on first use. The module is cached per backend

@@ -62,7 +62,8 @@ pub use dense_gemm::GemmTile;
 pub use device::{CudaBuffer, KernelSource};
 pub use error::{DriverFailure, KernelCompileFailure, driver_error};
 pub use max_flow::{
-    DEFAULT_FLOW_BUDGET, DEFAULT_NETWORK_RELABEL_PERIOD, DEFAULT_RELABEL_PERIOD, GridOnDevice,
+    DEFAULT_FLOW_BUDGET, DEFAULT_NETWORK_RELABEL_PERIOD, DEFAULT_RELABEL_PERIOD, GridLayers,
+    GridOnDevice, GridPreflow,
 };
 pub use nearest_pairs::{CudaPointIndex, DEFAULT_CELL_TARGET};
 pub use requirements::{MIN_COMPUTE_CAPABILITY, check_versions};

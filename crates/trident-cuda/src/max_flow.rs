@@ -46,10 +46,16 @@
 //! network kernels are schedule-free (`kernels/max_flow.cu` says how): the
 //! same input gives the same bits.
 //!
-//! Counters are `i32` when the sum of all capacities fits (half the memory
-//! traffic), else `i64`; every residual, excess and partial flow is bounded
-//! by that sum, so nothing wraps. `trident-core` already guarantees the sum
+//! Counters are `i32` when every value a solve can reach fits (half the
+//! memory traffic), else `i64`. Grids: the net flow on an arc never exceeds
+//! its capacity, so a node's excess stays within its source capacity plus
+//! the capacities of the arcs into it, a residual within the capacities of
+//! its arc pair, a sink residual within the sink capacity ([`counter_peak`]);
+//! large grids whose capacities sum past `i32` usually still qualify.
+//! Networks: by the sum of all capacities. `trident-core` guarantees that sum
 //! fits `i64`, so the `i64` kernels take every valid input.
+
+use std::ops::Range;
 
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use trident_core::flow::finish;
@@ -152,15 +158,57 @@ impl Counter for i64 {
     }
 }
 
-/// `true` when `i32` counters hold every value a solve with capacities
-/// summing to `total` can produce.
-fn fits_i32(total: i64) -> bool {
-    total <= i32::MAX as i64
+/// `true` when `i32` counters hold every value up to `peak`.
+fn fits_i32(peak: i64) -> bool {
+    peak <= i32::MAX as i64
+}
+
+/// The largest value a counter of a solve of `g` can hold: the sum of all
+/// capacities when it fits `i32` (no pass over the grid), else the
+/// per-node bound of the module documentation (the largest of: a node's
+/// source capacity plus the capacities into it, an arc pair's capacities, a
+/// sink capacity), computed on all cores.
+fn counter_peak(g: &GridGraph) -> i64 {
+    let total = g.capacity_sum();
+    if fits_i32(total) {
+        return total;
+    }
+    let n = g.nodes();
+    let (src, snk, caps) = (g.source(), g.sink(), g.caps());
+    let peak_of = |nodes: Range<usize>| -> i64 {
+        let mut peak = 0i64;
+        for v in nodes {
+            let mut excess = src[v];
+            for &d in g.dirs() {
+                if let Some(u) = g.neighbor(v, d) {
+                    let into = caps[d.opposite() as usize * n + u];
+                    excess += into;
+                    peak = peak.max(caps[d as usize * n + v] + into);
+                }
+            }
+            peak = peak.max(excess).max(snk[v]);
+        }
+        peak
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let chunk = n.div_ceil(threads).max(1 << 16);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = (0..n)
+            .step_by(chunk)
+            .map(|a| s.spawn(move || peak_of(a..(a + chunk).min(n))))
+            .collect();
+        // A part that panicked leaves the always-safe bound.
+        parts
+            .into_iter()
+            .map(|p| p.join().unwrap_or(total))
+            .max()
+            .unwrap_or(0)
+    })
 }
 
 fn to_counter<C: Counter>(v: i64) -> Result<C> {
     C::try_from(v).map_err(|_| Error::TooLarge {
-        field: "sum of all capacities (device counter)",
+        field: "largest residual or excess (device counter)",
         value: v.max(0) as u128,
         limit: i32::MAX as u128,
     })
@@ -182,6 +230,113 @@ impl GridOnDevice {
     }
 }
 
+/// Layers `layers` of a grid (planes of a 3-D grid, rows of a 2-D one),
+/// uploaded by [`CudaBackend::upload_grid_layers`] for a solve cut across
+/// GPUs: the slab's capacities, including those of the arcs that leave it
+/// (a slab solve leaves them alone; the whole grid's solve needs them), and
+/// the whole grid's shape and sums.
+pub struct GridLayers {
+    slab: GridOnDevice,
+    layers: Range<usize>,
+    whole: Dims,
+    capacity_sum: i64,
+}
+
+impl GridLayers {
+    /// The layers this slab holds.
+    pub fn layers(&self) -> Range<usize> {
+        self.layers.clone()
+    }
+    /// The whole grid's `(depth, height, width)` (depth 1 for a 2-D grid).
+    pub fn shape(&self) -> (usize, usize, usize) {
+        let d = self.whole;
+        (d.d as usize, d.h as usize, d.w as usize)
+    }
+    /// `true` for a 6-connected (3-D) grid.
+    pub fn is_3d(&self) -> bool {
+        self.whole.dirs == 6
+    }
+    /// Number of layers of the whole grid.
+    pub fn total_layers(&self) -> usize {
+        if self.is_3d() {
+            self.whole.d as usize
+        } else {
+            self.whole.h as usize
+        }
+    }
+    /// The whole grid's sum of all capacities and sum of sink capacities.
+    pub fn sums(&self) -> (i64, i64) {
+        (self.capacity_sum, self.whole.sink_total)
+    }
+}
+
+/// The residual state of a grid solve in device memory: excess, sink
+/// residuals and neighbour residuals, in the counter type the whole grid's
+/// capacity sum picks. A slab's ([`CudaBackend::grid_layers_preflow`]) or
+/// the whole grid's ([`CudaBackend::grid_preflow_whole`], filled from the
+/// slabs), which [`CudaBackend::grid_cut_preflow`] completes.
+pub struct GridPreflow {
+    dims: Dims,
+    state: Counters,
+}
+
+/// A [`State`] of either counter type.
+enum Counters {
+    I32(State<i32>),
+    I64(State<i64>),
+}
+
+impl GridPreflow {
+    /// Number of nodes.
+    pub fn nodes(&self) -> usize {
+        self.dims.n
+    }
+
+    /// The device memory holding nodes `nodes` (`start..end`, node
+    /// numbers of this state), as `(address, bytes)` runs in a fixed order:
+    /// excess, sink residuals, then the neighbour residuals of each
+    /// direction. The same runs of two states line up, so a slab's
+    /// `regions(0..slab nodes)` go to the whole grid's `regions(its nodes)`.
+    pub fn regions(&self, nodes: Range<usize>) -> Result<Vec<(u64, usize)>> {
+        let n = self.dims.n;
+        if nodes.start > nodes.end || nodes.end > n {
+            return Err(Error::arg(
+                "nodes",
+                format!("{nodes:?} is not a range of the state's {n} nodes"),
+            ));
+        }
+        let (e, rt, rc, size) = match &self.state {
+            Counters::I32(s) => (s.e.ptr(), s.rt.ptr(), s.rc.ptr(), 4),
+            Counters::I64(s) => (s.e.ptr(), s.rt.ptr(), s.rc.ptr(), 8),
+        };
+        let bytes = nodes.len() * size;
+        let at = |base: u64, node: usize| base + (node * size) as u64;
+        let mut out = vec![(at(e, nodes.start), bytes), (at(rt, nodes.start), bytes)];
+        for d in 0..self.dims.dirs as usize {
+            out.push((at(rc, d * n + nodes.start), bytes));
+        }
+        Ok(out)
+    }
+}
+
+/// A grid's residual state on the device: neighbour residuals (`dirs * n`,
+/// direction-major), sink residuals, excess.
+struct State<C: Counter> {
+    rc: CudaBuffer<C>,
+    rt: CudaBuffer<C>,
+    e: CudaBuffer<C>,
+}
+
+/// A host grid of the shape `dm` from its arrays.
+fn grid_of(dm: Dims, source: Vec<i64>, sink: Vec<i64>, caps: Vec<i64>) -> Result<GridGraph> {
+    let (d, h, w) = (dm.d as usize, dm.h as usize, dm.w as usize);
+    if dm.dirs == 6 {
+        GridGraph::new_3d(d, h, w, source, sink, caps)
+    } else {
+        GridGraph::new_2d(h, w, source, sink, caps)
+    }
+}
+
 /// The shape and sums of a grid.
 #[derive(Clone, Copy)]
 struct Dims {
@@ -190,8 +345,9 @@ struct Dims {
     d: u32,
     dirs: u32,
     n: usize,
-    /// Sum of all capacities (picks the counter width).
-    total: i64,
+    /// The largest value a counter can reach ([`counter_peak`]; picks the
+    /// counter width).
+    peak: i64,
     /// Sum of the sink capacities (the flow value is this minus the sink
     /// residuals left).
     sink_total: i64,
@@ -208,7 +364,7 @@ impl Dims {
             d: d as u32,
             dirs: g.dirs().len() as u32,
             n,
-            total: g.capacity_sum(),
+            peak: counter_peak(g),
             sink_total: g.sink_sum(),
         })
     }
@@ -224,13 +380,16 @@ impl Dims {
 enum Start<'a> {
     Uploaded(&'a GridOnDevice),
     Host(&'a GridGraph, Dims),
+    /// A residual state already on the device ([`GridPreflow`]), of a grid
+    /// of these dimensions.
+    Preflow(Dims),
 }
 
 impl Start<'_> {
     fn dims(&self) -> Dims {
         match self {
             Start::Uploaded(g) => g.dims,
-            Start::Host(_, d) => *d,
+            Start::Host(_, d) | Start::Preflow(d) => *d,
         }
     }
 }
@@ -393,7 +552,7 @@ impl CudaBackend {
         if dm.n > 0 && finish::grid_is_thin(dm.d as usize, dm.h as usize, dm.w as usize) {
             return self.grid_on_host(g, "a thin grid", finish::grid_cut_from_start);
         }
-        if fits_i32(dm.total) {
+        if fits_i32(dm.peak) {
             self.grid_solve::<i32>(g)
         } else {
             self.grid_solve::<i64>(g)
@@ -401,19 +560,38 @@ impl CudaBackend {
     }
 
     /// Finishes a grid solve on the host from the device's residual state
-    /// (the budget ran out).
+    /// (the budget ran out, or a preflow start is thin).
     fn grid_finish<C: Counter>(
         &self,
         g: Start<'_>,
-        state: [&CudaBuffer<C>; 3],
+        st: &State<C>,
     ) -> Result<(i64, CudaBuffer<u8>)> {
         let wide = |b: &CudaBuffer<C>| -> Result<Vec<i64>> {
             Ok(self.download_vec(b)?.into_iter().map(Into::into).collect())
         };
-        let (res, sink_res, excess) = (wide(state[0])?, wide(state[1])?, wide(state[2])?);
-        self.grid_on_host(g, "over the launch budget", |graph| {
-            finish::grid_cut(graph, res, sink_res, excess)
-        })
+        let (res, sink_res, excess) = (wide(&st.rc)?, wide(&st.rt)?, wide(&st.e)?);
+        let Start::Preflow(dm) = g else {
+            return self.grid_on_host(g, "over the launch budget", |graph| {
+                finish::grid_cut(graph, res, sink_res, excess)
+            });
+        };
+        // No grid to start from but the state itself: the rest of the flow
+        // is the maximum flow of the residual grid (excess as source
+        // capacities, sink residuals as sink ones), whose canonical cut is
+        // the whole grid's (nodes reachable from the excess).
+        let sent = dm.sink_total - sink_res.iter().sum::<i64>();
+        let residual = grid_of(dm, excess, sink_res, res)?;
+        self.grid_on_host(
+            Start::Host(&residual, dm),
+            "a preflow finished on the host",
+            |graph| {
+                let cut = finish::grid_cut_from_start(graph)?;
+                Ok(GridCut {
+                    flow: sent + cut.flow,
+                    ..cut
+                })
+            },
+        )
     }
 
     /// Runs `solve` on the host copy of the grid (downloaded when the caller
@@ -428,19 +606,18 @@ impl CudaBackend {
         let graph = match g {
             Start::Host(h, _) => h,
             Start::Uploaded(g) => {
-                let (source, sink, caps) = (
+                downloaded = grid_of(
+                    g.dims,
                     self.download_vec(&g.source)?,
                     self.download_vec(&g.sink)?,
                     self.download_vec(&g.caps)?,
-                );
-                let dm = g.dims;
-                let (d, h, w) = (dm.d as usize, dm.h as usize, dm.w as usize);
-                downloaded = if dm.dirs == 6 {
-                    GridGraph::new_3d(d, h, w, source, sink, caps)?
-                } else {
-                    GridGraph::new_2d(h, w, source, sink, caps)?
-                };
+                )?;
                 &downloaded
+            }
+            Start::Preflow(_) => {
+                return Err(Error::Backend(
+                    "max_flow: a preflow start has no host grid".into(),
+                ));
             }
         };
         let t0 = std::time::Instant::now();
@@ -456,26 +633,81 @@ impl CudaBackend {
 
     fn grid_solve<C: Counter>(&self, g: Start<'_>) -> Result<(i64, CudaBuffer<u8>)> {
         let dm = g.dims();
-        let n = dm.n;
-        let mut labels = self.alloc::<u8>(n, "max_flow labels")?;
-        if n == 0 {
-            return Ok((0, labels));
+        if dm.n == 0 {
+            return Ok((0, self.alloc::<u8>(0, "max_flow labels")?));
         }
-        to_counter::<C>(dm.total)?;
+        to_counter::<C>(dm.peak)?;
+        let st = self.grid_start::<C>(g)?;
+        self.grid_cut_state(g, st)
+    }
+
+    /// The starting residual state of a grid: allocated, then filled by
+    /// `mf_grid_init` (an uploaded grid) or by the staging workers (a host
+    /// grid).
+    fn grid_start<C: Counter>(&self, g: Start<'_>) -> Result<State<C>> {
+        let dm = g.dims();
+        let n = dm.n;
+        let st = State {
+            rc: self.alloc::<C>(dm.dirs as usize * n, "max_flow residuals")?,
+            rt: self.alloc::<C>(n, "max_flow sink residuals")?,
+            e: self.alloc::<C>(n, "max_flow excess")?,
+        };
+        if n == 0 {
+            return Ok(st);
+        }
+        let (w, h, d, nd) = (dm.w, dm.h, dm.d, dm.dirs);
+        let (rcp, rtp, ep) = (st.rc.ptr(), st.rt.ptr(), st.e.ptr());
+        match g {
+            Start::Uploaded(g) => {
+                let f = self.mf_fn(&format!("mf_grid_init_{}", C::SFX))?;
+                let (srcp, snkp, capp) = (g.source.ptr(), g.sink.ptr(), g.caps.ptr());
+                // Parameters in the order of mf_grid_init; every buffer holds n
+                // (rc: dirs * n) elements.
+                launch_kernel!(
+                    @fn self, &f, "mf_grid_init", self.mf_blocks(n),
+                    &w, &h, &d, &nd, &srcp, &snkp, &capp, &rcp, &rtp, &ep
+                );
+            }
+            Start::Host(g, _) => {
+                let t0 = std::time::Instant::now();
+                self.upload_grid_start::<C>(g, [&st.e, &st.rt, &st.rc])?;
+                tracing::debug!(
+                    ms = t0.elapsed().as_secs_f64() * 1e3,
+                    counter = C::SFX,
+                    "max_flow grid start uploaded"
+                );
+            }
+            Start::Preflow(_) => {
+                return Err(Error::Backend(
+                    "max_flow: a preflow start has its state already".into(),
+                ));
+            }
+        }
+        Ok(st)
+    }
+
+    /// Push-relabel from the state `st` until a global relabel leaves no
+    /// active node (`true`: the preflow is maximum) or the launch budget
+    /// ends (`false`: `st` is a preflow, not yet maximum).
+    fn grid_discharge<C: Counter>(
+        &self,
+        dm: Dims,
+        st: &State<C>,
+        wk: &mut Work,
+        budget: &mut Budget,
+    ) -> Result<bool> {
+        let n = dm.n;
         let sfx = C::SFX;
         let fns = Fns {
             level: self.mf_fn(&format!("mf_grid_level_{sfx}"))?,
             push: self.mf_fn(&format!("mf_grid_push_{sfx}"))?,
             relabel: self.mf_fn(&format!("mf_grid_relabel_{sfx}"))?,
         };
-        let dirs = dm.dirs as usize;
-        let rc = self.alloc::<C>(dirs * n, "max_flow residuals")?;
-        let rt = self.alloc::<C>(n, "max_flow sink residuals")?;
-        let e = self.alloc::<C>(n, "max_flow excess")?;
-        let mut wk = self.work(n, n)?;
+        let bfs_init = self.mf_fn(&format!("mf_grid_bfs_init_{sfx}"))?;
+        let collect = self.mf_fn(&format!("mf_grid_collect_{sfx}"))?;
         let (w, h, d, nd) = (dm.w, dm.h, dm.d, dm.dirs);
         let n64 = n as u64;
-        let (rcp, rtp, ep) = (rc.ptr(), rt.ptr(), e.ptr());
+        let (rcp, rtp, ep) = (st.rc.ptr(), st.rt.ptr(), st.e.ptr());
         let (hp, sp, lp, cp) = (
             wk.hgt.ptr(),
             wk.stamp.ptr(),
@@ -483,35 +715,11 @@ impl CudaBackend {
             wk.counts.ptr(),
         );
         let sweep = self.mf_blocks(n);
-        match g {
-            Start::Uploaded(g) => {
-                let f = self.mf_fn(&format!("mf_grid_init_{sfx}"))?;
-                let (srcp, snkp, capp) = (g.source.ptr(), g.sink.ptr(), g.caps.ptr());
-                // Parameters in the order of mf_grid_init; every buffer holds n
-                // (rc: dirs * n) elements.
-                launch_kernel!(
-                    @fn self, &f, "mf_grid_init", sweep,
-                    &w, &h, &d, &nd, &srcp, &snkp, &capp, &rcp, &rtp, &ep
-                );
-            }
-            Start::Host(g, _) => {
-                let t0 = std::time::Instant::now();
-                self.upload_grid_start::<C>(g, [&e, &rt, &rc])?;
-                tracing::debug!(
-                    ms = t0.elapsed().as_secs_f64() * 1e3,
-                    counter = sfx,
-                    "max_flow grid start uploaded"
-                );
-            }
-        }
-        let bfs_init = self.mf_fn(&format!("mf_grid_bfs_init_{sfx}"))?;
-        let collect = self.mf_fn(&format!("mf_grid_collect_{sfx}"))?;
         let period = self.flow_period();
         let mut tag = 0u32;
         let mut depth = 32u32;
         let mut rounds = 0u32;
         let mut levels = 0u64;
-        let mut budget = self.budget(n);
         let start_left = budget.left;
         let lv = Level::Grid {
             w,
@@ -520,11 +728,11 @@ impl CudaBackend {
             dirs: nd,
             rc: rcp,
         };
-        loop {
+        let done = loop {
             rounds += 1;
             // Global relabel.
             if !budget.take(2) {
-                return self.grid_finish(g, [&rc, &rt, &e]);
+                break false;
             }
             self.memset_zero(&mut wk.counts)?;
             // Parameters in the order of mf_grid_bfs_init.
@@ -532,8 +740,8 @@ impl CudaBackend {
                 @fn self, &bfs_init, "mf_grid_bfs_init", sweep,
                 &n64, &rtp, &hp, &lp, &cp
             );
-            let Some(got) = self.mf_bfs(&wk, &fns.level, &lv, 0, depth + 8, &mut budget)? else {
-                return self.grid_finish(g, [&rc, &rt, &e]);
+            let Some(got) = self.mf_bfs(wk, &fns.level, &lv, 0, depth + 8, budget)? else {
+                break false;
             };
             depth = got;
             levels += depth as u64;
@@ -547,10 +755,10 @@ impl CudaBackend {
             let mut counts = [0u32; 3];
             self.download_into(&wk.counts, &mut counts)?;
             if counts[0] == 0 {
-                break;
+                break true;
             }
             if !budget.take(2 * period as u64) {
-                return self.grid_finish(g, [&rc, &rt, &e]);
+                break false;
             }
             let lcfg = self.mf_blocks(counts[0] as usize);
             for step in 0..period {
@@ -566,15 +774,43 @@ impl CudaBackend {
                     &w, &h, &d, &nd, &rcp, &rtp, &ep, &hp, &lp, &cp, &step, &tag, &sp
                 );
             }
-        }
-        // Flow value.
+        };
         tracing::debug!(
             global_relabels = rounds,
             bfs_levels = levels,
             push_relabel_iterations = (rounds - 1) * period,
             launches = start_left - budget.left,
+            maximum_preflow = done,
             "max_flow grid on the device"
         );
+        Ok(done)
+    }
+
+    /// Completes a solve from the residual state `st` (a preflow of `g`):
+    /// push-relabel to a maximum preflow, then the flow value and the
+    /// canonical cut; the host finisher takes over past the launch budget.
+    fn grid_cut_state<C: Counter>(
+        &self,
+        g: Start<'_>,
+        st: State<C>,
+    ) -> Result<(i64, CudaBuffer<u8>)> {
+        let dm = g.dims();
+        let n = dm.n;
+        let mut labels = self.alloc::<u8>(n, "max_flow labels")?;
+        if n == 0 {
+            return Ok((0, labels));
+        }
+        let mut wk = self.work(n, n)?;
+        let mut budget = self.budget(n);
+        if !self.grid_discharge(dm, &st, &mut wk, &mut budget)? {
+            return self.grid_finish(g, &st);
+        }
+        let sfx = C::SFX;
+        let n64 = n as u64;
+        let (rtp, ep) = (st.rt.ptr(), st.e.ptr());
+        let (hp, lp, cp) = (wk.hgt.ptr(), wk.lists.ptr(), wk.counts.ptr());
+        let sweep = self.mf_blocks(n);
+        // Flow value.
         let out = self.alloc_zeroed_named::<i64>(1, "max_flow sink residual sum")?;
         {
             let f = self.mf_fn(&format!("mf_grid_sink_left_{sfx}"))?;
@@ -589,11 +825,16 @@ impl CudaBackend {
             // Parameters in the order of mf_cut_init.
             launch_kernel!(@fn self, &f, "mf_cut_init", sweep, &n64, &ep, &hp, &lp, &cp);
         }
-        if self
-            .mf_bfs(&wk, &fns.level, &lv, 1, 32, &mut budget)?
-            .is_none()
-        {
-            return self.grid_finish(g, [&rc, &rt, &e]);
+        let level = self.mf_fn(&format!("mf_grid_level_{sfx}"))?;
+        let lv = Level::Grid {
+            w: dm.w,
+            h: dm.h,
+            d: dm.d,
+            dirs: dm.dirs,
+            rc: st.rc.ptr(),
+        };
+        if self.mf_bfs(&wk, &level, &lv, 1, 32, &mut budget)?.is_none() {
+            return self.grid_finish(g, &st);
         }
         self.mf_labels(&wk, &mut labels)?;
         let mut left = [0i64];
@@ -855,6 +1096,161 @@ impl MaxFlowDevice for CudaBackend {
     }
 }
 
+/// A grid cut across GPUs, one slab of layers per GPU (what
+/// `trident_dist`'s `grid_cut_resident` runs): each GPU takes its slab,
+/// alone, to a maximum preflow ([`grid_layers_preflow`]); the slabs' states,
+/// put side by side ([`grid_preflow_whole`], [`place_preflow`] or a
+/// transport), form a preflow of the whole grid, which one GPU completes
+/// ([`grid_cut_preflow`]). Flow pushed inside a slab is flow of the whole
+/// grid, so the whole solve starts from a residual grid where most of it is
+/// already sent; its flow value and canonical cut are the plain solve's
+/// (both are unique).
+///
+/// [`grid_layers_preflow`]: CudaBackend::grid_layers_preflow
+/// [`grid_preflow_whole`]: CudaBackend::grid_preflow_whole
+/// [`place_preflow`]: CudaBackend::place_preflow
+/// [`grid_cut_preflow`]: CudaBackend::grid_cut_preflow
+impl CudaBackend {
+    /// Uploads layers `layers` of `g` (planes of a 3-D grid, rows of a 2-D
+    /// one).
+    pub fn upload_grid_layers(&self, g: &GridGraph, layers: Range<usize>) -> Result<GridLayers> {
+        let whole = Dims::of(g)?;
+        let (depth, height, width) = g.shape();
+        let (total, layer) = if g.is_3d() {
+            (depth, height * width)
+        } else {
+            (height, width)
+        };
+        if layers.start > layers.end || layers.end > total {
+            return Err(Error::arg(
+                "layers",
+                format!("{layers:?} is not a range of the grid's {total} layers"),
+            ));
+        }
+        let nodes = layers.start * layer..layers.end * layer;
+        let n = g.nodes();
+        let mut caps = Vec::with_capacity(g.dirs().len() * nodes.len());
+        for d in 0..g.dirs().len() {
+            caps.extend_from_slice(&g.caps()[d * n + nodes.start..d * n + nodes.end]);
+        }
+        let count = layers.len() as u32;
+        let slab = Dims {
+            h: if g.is_3d() { whole.h } else { count },
+            d: if g.is_3d() { count } else { 1 },
+            n: nodes.len(),
+            sink_total: g.sink()[nodes.clone()].iter().sum(),
+            ..whole
+        };
+        Ok(GridLayers {
+            slab: GridOnDevice {
+                dims: slab,
+                source: self
+                    .upload_named(&g.source()[nodes.clone()], "max_flow source capacities")?,
+                sink: self.upload_named(&g.sink()[nodes], "max_flow sink capacities")?,
+                caps: self.upload_named(&caps, "max_flow neighbour capacities")?,
+            },
+            layers,
+            whole,
+            capacity_sum: g.capacity_sum(),
+        })
+    }
+
+    /// Push-relabel on the slab alone (no flow leaves it) to a maximum
+    /// preflow of the slab; a slab that exhausts the launch budget, or a
+    /// thin one, hands on the preflow it has (the whole solve completes
+    /// any).
+    pub fn grid_layers_preflow(&self, s: &GridLayers) -> Result<GridPreflow> {
+        let state = if fits_i32(s.whole.peak) {
+            Counters::I32(self.slab_preflow::<i32>(s)?)
+        } else {
+            Counters::I64(self.slab_preflow::<i64>(s)?)
+        };
+        Ok(GridPreflow {
+            dims: s.slab.dims,
+            state,
+        })
+    }
+
+    fn slab_preflow<C: Counter>(&self, s: &GridLayers) -> Result<State<C>> {
+        to_counter::<C>(s.whole.peak)?;
+        let dm = s.slab.dims;
+        let st = self.grid_start::<C>(Start::Uploaded(&s.slab))?;
+        if dm.n > 0 && !finish::grid_is_thin(dm.d as usize, dm.h as usize, dm.w as usize) {
+            let mut wk = self.work(dm.n, dm.n)?;
+            let mut budget = self.budget(dm.n);
+            self.grid_discharge(dm, &st, &mut wk, &mut budget)?;
+        }
+        Ok(st)
+    }
+
+    /// Device memory for the whole grid's state of `s`'s grid (contents
+    /// unspecified until every slab is placed).
+    pub fn grid_preflow_whole(&self, s: &GridLayers) -> Result<GridPreflow> {
+        let dm = s.whole;
+        let state = if fits_i32(dm.peak) {
+            Counters::I32(self.alloc_state::<i32>(dm)?)
+        } else {
+            Counters::I64(self.alloc_state::<i64>(dm)?)
+        };
+        Ok(GridPreflow { dims: dm, state })
+    }
+
+    fn alloc_state<C: Counter>(&self, dm: Dims) -> Result<State<C>> {
+        Ok(State {
+            rc: self.alloc::<C>(dm.dirs as usize * dm.n, "max_flow residuals")?,
+            rt: self.alloc::<C>(dm.n, "max_flow sink residuals")?,
+            e: self.alloc::<C>(dm.n, "max_flow excess")?,
+        })
+    }
+
+    /// Copies a slab's state (on this device) into the whole grid's, at
+    /// layer `first` onwards.
+    pub fn place_preflow(
+        &self,
+        whole: &mut GridPreflow,
+        part: &GridPreflow,
+        first: usize,
+    ) -> Result<()> {
+        let dm = whole.dims;
+        let layer = if dm.dirs == 6 {
+            dm.w as usize * dm.h as usize
+        } else {
+            dm.w as usize
+        };
+        let start = first * layer;
+        let to = whole.regions(start..start + part.nodes())?;
+        let from = part.regions(0..part.nodes())?;
+        if to.len() != from.len() || to.first().map(|r| r.1) != from.first().map(|r| r.1) {
+            return Err(Error::arg(
+                "part",
+                "the slab's state does not match the whole grid's (directions or counter type)",
+            ));
+        }
+        for ((dst, bytes), (src, _)) in to.into_iter().zip(from) {
+            // SAFETY: both runs lie inside live state buffers of this device
+            // (regions() checked the node range), and they do not overlap
+            // (two distinct allocations).
+            unsafe { self.copy_raw(dst, src, bytes)? };
+        }
+        Ok(())
+    }
+
+    /// Completes the whole grid's preflow `p`: the flow value of the grid
+    /// and one byte per node (1 = source side of the canonical cut), as
+    /// [`MaxFlowDevice::grid_cut_device`] gives them.
+    pub fn grid_cut_preflow(&self, p: GridPreflow) -> Result<(i64, CudaBuffer<u8>)> {
+        let dm = p.dims;
+        let g = Start::Preflow(dm);
+        let thin = dm.n > 0 && finish::grid_is_thin(dm.d as usize, dm.h as usize, dm.w as usize);
+        match p.state {
+            Counters::I32(st) if thin => self.grid_finish(g, &st),
+            Counters::I64(st) if thin => self.grid_finish(g, &st),
+            Counters::I32(st) => self.grid_cut_state(g, st),
+            Counters::I64(st) => self.grid_cut_state(g, st),
+        }
+    }
+}
+
 impl MaxFlow for CudaBackend {
     fn grid_cut(&self, g: &GridGraph) -> Result<GridCut> {
         // GridGraph is valid by construction (trident_core::flow checks it).
@@ -883,6 +1279,42 @@ impl MaxFlow for CudaBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_counter_peak_is_the_per_node_bound() {
+        // 1 x 2: s -> v0 (3e9), v0 <-> v1 (2e9 / 1e9), v1 -> t (4e9): the sum
+        // is past i32; v0's excess may reach 3e9 + 1e9 and v1's sink is 4e9.
+        let g = GridGraph::new_2d(
+            1,
+            2,
+            vec![3_000_000_000, 0],
+            vec![0, 4_000_000_000],
+            vec![2_000_000_000, 0, 0, 1_000_000_000, 0, 0, 0, 0],
+        )
+        .unwrap();
+        assert_eq!(counter_peak(&g), 4_000_000_000);
+        // 300 x 300, every arc 10,000, terminals 20,000: the capacities sum
+        // to about 7.2e9, yet no counter passes 20,000 + 4 x 10,000.
+        let (h, w) = (300, 300);
+        let n = h * w;
+        let grid = GridGraph::new_2d(h, w, vec![0; n], vec![0; n], vec![0; 4 * n]).unwrap();
+        let caps = (0..4 * n)
+            .map(|a| {
+                let dir = trident_core::Dir::ALL[a / n];
+                if grid.neighbor(a % n, dir).is_some() {
+                    10_000
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let g = GridGraph::new_2d(h, w, vec![20_000; n], vec![20_000; n], caps).unwrap();
+        assert!(!fits_i32(g.capacity_sum()));
+        assert_eq!(counter_peak(&g), 60_000);
+        // A sum that fits is taken as it is.
+        let small = GridGraph::new_2d(1, 2, vec![5, 0], vec![0, 4], vec![3, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(counter_peak(&small.unwrap()), 12);
+    }
 
     #[test]
     fn counters_pick_i32_only_when_the_sum_fits() {

@@ -125,6 +125,11 @@ fn zero_and_wide_grids() {
     // Sums beyond i32: the i64 kernels.
     same_grid(&be, &remap(&g, |c| c << 36), "i64 3-D grid");
     same_grid(&be, &remap(&g2, |c| c * 1_000_000_007), "i64 2-D grid");
+    // Sums past i32 whose per-node bound fits: i32 counters on a grid
+    // that i64 ones would have taken before.
+    let big = remap(&random_grid(30, 30, 30, true, 100, s + 4), |c| c * 1_000);
+    assert!(big.capacity_sum() > i32::MAX as i64);
+    same_grid(&be, &big, "30^3 grid, sum past i32, nodes within it");
     // One node, one row, one column.
     let one = GridGraph::new_2d(1, 1, vec![4], vec![7], vec![0; 4]).expect("valid");
     same_grid(&be, &one, "1x1 grid");
@@ -317,4 +322,96 @@ fn long_paths_finish() {
     // or hands over; either way the same answer.
     let g = trident_testkit::cases::path_grid(3000, s);
     same_grid(&be, &g, "1 x 3000 path grid");
+}
+
+/// Layers `i` of `parts` of `total` (the even split the sharded call uses).
+fn even(total: usize, parts: usize, i: usize) -> std::ops::Range<usize> {
+    total * i / parts..total * (i + 1) / parts
+}
+
+/// The grid cut into `parts` slabs of layers, each taken alone to a
+/// preflow, the states placed side by side and completed on this GPU.
+fn slab_cut(be: &trident_cuda::CudaBackend, g: &GridGraph, parts: usize) -> (i64, Vec<bool>) {
+    let (d, h, _) = g.shape();
+    let layers = if g.is_3d() { d } else { h };
+    let slabs: Vec<_> = (0..parts)
+        .map(|i| {
+            be.upload_grid_layers(g, even(layers, parts, i))
+                .expect("upload layers")
+        })
+        .collect();
+    let states: Vec<_> = slabs
+        .iter()
+        .map(|s| be.grid_layers_preflow(s).expect("slab preflow"))
+        .collect();
+    let mut whole = be.grid_preflow_whole(&slabs[0]).expect("whole state");
+    for (s, p) in slabs.iter().zip(&states) {
+        be.place_preflow(&mut whole, p, s.layers().start)
+            .expect("place slab");
+    }
+    let (flow, labels) = be.grid_cut_preflow(whole).expect("complete the preflow");
+    let side = be.download_vec(&labels).expect("labels");
+    (flow, side.iter().map(|&b| b != 0).collect())
+}
+
+/// A grid cut into slabs of layers (planes of 3-D grids, rows of 2-D ones),
+/// each slab taken alone to a maximum preflow and the states completed as
+/// one: the reference's flow and canonical cut for any number of slabs
+/// (empty ones too), both counter widths, and launch budgets that stop the
+/// slabs or the whole solve early.
+#[test]
+fn slabs_completed_as_one_grid_match_the_reference() {
+    let Some(be) = backend("max_flow::slabs") else {
+        return;
+    };
+    let s = seed("max_flow::slabs");
+    let mut r = Rng::new(s);
+    let mut grids = vec![
+        (cut(120, s), "cut-120".to_string()),
+        (trident_testkit::cases::cut3d(24, s), "cut3d-24".to_string()),
+    ];
+    for i in 0..40u64 {
+        let three = i % 2 == 1;
+        let (d, h, w) = (
+            1 + pick(&mut r, 7),
+            1 + pick(&mut r, 14),
+            1 + pick(&mut r, 14),
+        );
+        let g = random_grid(d, h, w, three, [1, 5, 100][i as usize % 3], s ^ i);
+        grids.push((g, format!("random grid #{i} {d}x{h}x{w} 3d={three}")));
+    }
+    let wide = remap(&grids[1].0, |c| c << 34);
+    grids.push((wide, "cut3d-24, i64 counters".into()));
+    for (g, what) in &grids {
+        let want = reference().grid_cut(g).expect("reference grid_cut");
+        for parts in [1, 2, 3, 5] {
+            let got = slab_cut(&be, g, parts);
+            assert_eq!(got.0, want.flow, "{what}, {parts} slabs: flow value");
+            assert!(
+                got.1 == want.source_side,
+                "{what}, {parts} slabs: labels differ from the canonical cut"
+            );
+        }
+    }
+    for budget in [1u64, 7, 60] {
+        let be = be.tuned(Tuning {
+            flow_budget: Some(budget),
+            ..Tuning::default()
+        });
+        for (g, what) in grids.iter().step_by(5) {
+            let want = reference().grid_cut(g).expect("reference grid_cut");
+            let got = slab_cut(&be, g, 3);
+            assert_eq!(
+                (got.0, got.1 == want.source_side),
+                (want.flow, true),
+                "budget {budget}: {what}, 3 slabs"
+            );
+        }
+    }
+    let g = &grids[0].0;
+    let e = be
+        .upload_grid_layers(g, 100..121)
+        .err()
+        .expect("past the last row");
+    assert!(e.to_string().contains("layers"), "{e}");
 }
