@@ -31,7 +31,10 @@
 //! alone computes it in four row blocks), `spgemm-uniform-16M-8` and
 //! `spgemm-rmat-20-8` (A's rows cut by products, B replicated).
 //! `pairs-100M-40M` also times B's index built once and the queries against
-//! it (`closest_pairs_indexed`).
+//! it (`closest_pairs_indexed`). `cut3d-512`: the 512^3 segmentation volume's
+//! planes cut into one slab per GPU (`grid_cut_resident`; rank 0 also
+//! times the plain whole-grid `grid_cut_device` alone, T1), checked against
+//! the plain solve on every rank.
 
 use std::time::Instant;
 
@@ -476,9 +479,62 @@ fn resident_case(
                 })?,
             ));
         }
+        "cut3d-512" => {
+            // The segmentation volume's layers cut into one slab per GPU; every
+            // rank also solves the whole grid on its own GPU once (untimed) and
+            // checks the flow and its slab's labels against it.
+            use trident_core::MaxFlowDevice;
+            const N: usize = 512;
+            let t0 = Instant::now();
+            let g = trident_testkit::cases::cut3d(N, 1);
+            eprintln!(
+                "dist_bench: cut3d-512 generated in {:.1} s on rank {rank}",
+                t0.elapsed().as_secs_f64()
+            );
+            let layers = even_split(N, size, rank);
+            let slab = dev.upload_grid_layers(&g, layers.clone())?;
+            let whole = dev.upload_grid(&g)?;
+            let layer = N * N;
+            drop(g);
+            let (want_flow, want) = dev.grid_cut_device(&whole)?;
+            let mut want_labels = vec![0u8; layers.len() * layer];
+            let mut all = dev.download_vec(&want)?;
+            want_labels.copy_from_slice(&all[layers.start * layer..layers.end * layer]);
+            drop((want, std::mem::take(&mut all)));
+            // T1 in the same run: rank 0 alone solves the whole grid.
+            out.push((
+                "grid_cut_device (whole grid, rank 0's GPU alone)".into(),
+                time(s, reps, || {
+                    if rank == 0 {
+                        dev.grid_cut_device(&whole)?;
+                    }
+                    dev.synchronize()
+                })?,
+            ));
+            drop(whole);
+            let (flow, labels) = s.grid_cut_resident(&dev, &slab)?;
+            let got = dev.download_vec(&labels)?;
+            if flow != want_flow || got != want_labels {
+                let wrong = got.iter().zip(&want_labels).filter(|(a, b)| a != b).count();
+                return Err(trident::Error::Backend(
+                    format!(
+                        "cut3d-512: flow {flow} against one GPU's {want_flow}, {wrong} of \
+                         rank {rank}'s labels differ"
+                    )
+                    .into(),
+                ));
+            }
+            out.push((
+                "grid_cut_resident (slabs, then rank 0)".into(),
+                time(s, reps, || {
+                    s.grid_cut_resident(&dev, &slab)?;
+                    dev.synchronize()
+                })?,
+            ));
+        }
         _ => {
             return Err(trident::Error::Unsupported(format!(
-                "{name}: no resident case (omp-16M, pairs-100M-40M, gemm-32768, gram-200K-4096, spgemm-uniform-16M-8, spgemm-rmat-20-8)"
+                "{name}: no resident case (omp-16M, pairs-100M-40M, gemm-32768, gram-200K-4096, spgemm-uniform-16M-8, spgemm-rmat-20-8, cut3d-512)"
             )));
         }
     }

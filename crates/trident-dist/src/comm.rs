@@ -55,6 +55,37 @@ pub trait Communicator: Send + Sync {
     /// fit an `i32` (the transports' type): a larger one on any rank is the
     /// same `InvalidArgument` on every rank.
     fn split(&self, color: usize, key: usize) -> Result<Box<dyn Communicator>>;
+    /// The moves between device memory this transport offers, if any
+    /// (NCCL's; MPI here moves host buffers only).
+    fn device_link(&self) -> Option<&dyn DeviceLink> {
+        None
+    }
+}
+
+/// A run of device memory on this rank's GPU and the rank at the other
+/// end: what [`DeviceLink::exchange`] sends or receives.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceRegion {
+    /// Device address (`CUdeviceptr`) on the communicator's GPU.
+    pub ptr: u64,
+    /// Length in bytes.
+    pub bytes: usize,
+    /// The rank this run goes to (a send) or comes from (a receive).
+    pub peer: usize,
+}
+
+/// Point-to-point moves between the ranks' device memory (NCCL's send and
+/// receive), for calls whose data already lives on the GPUs and would only
+/// lose time going through host buffers.
+pub trait DeviceLink {
+    /// Posts every send and receive as one group and waits for them all.
+    ///
+    /// # Safety
+    /// Every region is `bytes` bytes of live device memory on this rank's
+    /// GPU (the communicator's), with no work of another stream pending on
+    /// it; receives do not overlap each other or any send. The peers post
+    /// the matching operations (same sizes, same order per pair of ranks).
+    unsafe fn exchange(&self, sends: &[DeviceRegion], recvs: &[DeviceRegion]) -> Result<()>;
 }
 
 /// One rank, no transport: what a process launched without `mpirun`,

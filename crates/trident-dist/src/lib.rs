@@ -48,7 +48,7 @@ mod sparse_coder;
 mod sparse_gemm;
 
 pub use cluster::{Cluster, ClusterOptions, Transport};
-pub use comm::{CommExt, Communicator, ReduceOp, Solo};
+pub use comm::{CommExt, Communicator, DeviceLink, DeviceRegion, ReduceOp, Solo};
 pub use grid::Grid2d;
 pub use launch::{Launch, Launcher};
 pub use sharded::{ShardCoord, ShardScalar, Sharded, digest, even_split, split_by_work};

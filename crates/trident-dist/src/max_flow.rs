@@ -27,6 +27,13 @@ use std::ops::Range;
 use trident_core::flow::finish;
 use trident_core::{Dir, GridCut, GridGraph, Result};
 
+#[cfg(feature = "nccl")]
+use trident_core::{DeviceMemory, Error};
+#[cfg(feature = "nccl")]
+use trident_cuda::{CudaBackend, CudaBuffer, GridLayers};
+
+#[cfg(feature = "nccl")]
+use crate::comm::DeviceRegion;
 use crate::comm::{CommExt, ReduceOp};
 use crate::sharded::{Sharded, even_split};
 
@@ -430,6 +437,166 @@ impl Sharded<'_> {
             got.iter_mut().for_each(|x| *x = T::default());
         }
         Ok(got)
+    }
+}
+
+#[cfg(feature = "nccl")]
+impl Sharded<'_> {
+    /// `grid_cut` of a grid whose layers (planes of a 3-D grid, rows of a
+    /// 2-D one) are cut across the ranks' GPUs: rank `r` holds layers
+    /// `even_split(layers, ranks, r)` in its device memory
+    /// ([`CudaBackend::upload_grid_layers`]). Each GPU takes its slab alone
+    /// to a maximum preflow; the slabs' states go to rank 0's GPU over NCCL
+    /// (device to device), where the whole grid's solve completes them.
+    /// Every rank gets the flow value and, on its GPU, its slab's part of
+    /// the canonical cut (one byte per node, 1 = source side): one GPU's
+    /// `grid_cut_device` answer. It gains where the slabs carry most of the
+    /// work, as in segmentation grids whose flow is mostly local; flow that
+    /// must cross slabs is left to rank 0. Needs the NCCL transport for
+    /// more than one rank.
+    pub fn grid_cut_resident(
+        &self,
+        dev: &CudaBackend,
+        slab: &GridLayers,
+    ) -> Result<(i64, CudaBuffer<u8>)> {
+        let (p, me) = (self.cluster().size(), self.cluster().rank());
+        let (depth, height, width) = slab.shape();
+        let (total, sink) = slab.sums();
+        self.agree(&[
+            ("grid.depth", depth as u64),
+            ("grid.height", height as u64),
+            ("grid.width", width as u64),
+            ("grid.dirs", if slab.is_3d() { 6 } else { 4 }),
+            ("grid capacity sum", total as u64),
+            ("grid sink sum", sink as u64),
+        ])?;
+        let layers = slab.total_layers();
+        let layer = if slab.is_3d() { width * height } else { width };
+        let want = even_split(layers, p, me);
+        let link = self.settle(if slab.layers() != want {
+            Err(Error::arg(
+                "slab.layers",
+                format!(
+                    "rank {me} holds layers {:?}; the even split of {layers} layers over {p} \
+                     ranks gives it {want:?}",
+                    slab.layers()
+                ),
+            ))
+        } else if p == 1 {
+            Ok(None)
+        } else {
+            self.comm().device_link().map(Some).ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "a grid cut across GPUs moves device memory between ranks, which needs the \
+                     NCCL transport; this cluster runs {}",
+                    self.comm().transport()
+                ))
+            })
+        })?;
+        // Every slab alone; rank 0 puts its own into the whole grid's state.
+        let t0 = std::time::Instant::now();
+        let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e3;
+        let part = self.settle(dev.grid_layers_preflow(slab))?;
+        let slab_ms = ms(t0);
+        let whole = self.settle(if me == 0 {
+            dev.grid_preflow_whole(slab).and_then(|mut w| {
+                dev.place_preflow(&mut w, &part, 0)?;
+                Ok(Some(w))
+            })
+        } else {
+            Ok(None)
+        })?;
+        // NCCL runs on its own stream: the slab kernels must be done.
+        self.settle(dev.synchronize())?;
+        if let Some(link) = link {
+            let runs = || -> Result<(Vec<DeviceRegion>, Vec<DeviceRegion>)> {
+                let mut sends = Vec::new();
+                let mut recvs = Vec::new();
+                match &whole {
+                    Some(w) => {
+                        for r in 1..p {
+                            let l = even_split(layers, p, r);
+                            for (ptr, bytes) in w.regions(l.start * layer..l.end * layer)? {
+                                recvs.push(DeviceRegion {
+                                    ptr,
+                                    bytes,
+                                    peer: r,
+                                });
+                            }
+                        }
+                    }
+                    None => {
+                        for (ptr, bytes) in part.regions(0..part.nodes())? {
+                            sends.push(DeviceRegion {
+                                ptr,
+                                bytes,
+                                peer: 0,
+                            });
+                        }
+                    }
+                }
+                Ok((sends, recvs))
+            };
+            let (sends, recvs) = self.settle(runs())?;
+            // SAFETY: the regions are runs of live state buffers on this GPU
+            // (regions() checked the ranges), the backend's stream is idle,
+            // and rank 0's receives are distinct slabs of the whole state;
+            // every rank posts its side of the same runs.
+            self.settle(unsafe { link.exchange(&sends, &recvs) })?;
+        }
+        drop(part);
+        let moved_ms = ms(t0);
+        let solved = self.settle(match whole {
+            Some(w) => dev.grid_cut_preflow(w).map(Some),
+            None => Ok(None),
+        })?;
+        let flow = solved.as_ref().map(|(f, _)| std::slice::from_ref(f));
+        let flow = self.comm().broadcast_vec(0, flow)?[0];
+        let solved_ms = ms(t0);
+        // This rank's part of the cut, from rank 0's GPU.
+        let nodes = want.len() * layer;
+        let labels = self.settle(dev.alloc::<u8>(nodes, "max_flow labels").and_then(|mut l| {
+            if let Some((_, all)) = &solved {
+                dev.copy_range(all, 0, &mut l)?;
+            }
+            dev.synchronize()?;
+            Ok(l)
+        }))?;
+        if let Some(link) = link {
+            let mut sends = Vec::new();
+            let mut recvs = Vec::new();
+            match &solved {
+                Some((_, all)) => {
+                    for r in 1..p {
+                        let l = even_split(layers, p, r);
+                        let at = all.ptr() + (l.start * layer) as u64;
+                        sends.push(DeviceRegion {
+                            ptr: at,
+                            bytes: l.len() * layer,
+                            peer: r,
+                        });
+                    }
+                }
+                None => recvs.push(DeviceRegion {
+                    ptr: labels.ptr(),
+                    bytes: nodes,
+                    peer: 0,
+                }),
+            }
+            // SAFETY: rank 0 sends runs inside its label buffer of the whole
+            // grid; each other rank receives into its own buffer of exactly
+            // its slab's nodes; both streams are idle.
+            self.settle(unsafe { link.exchange(&sends, &recvs) })?;
+        }
+        tracing::debug!(
+            rank = me,
+            slab_ms,
+            states_moved_ms = moved_ms,
+            completed_ms = solved_ms,
+            labels_ms = ms(t0),
+            "max_flow grid across GPUs (times since the call began)"
+        );
+        Ok((flow, labels))
     }
 }
 

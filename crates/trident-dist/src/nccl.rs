@@ -29,7 +29,9 @@ use std::time::{Duration, Instant};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use trident_core::{Error, Result};
 
-use crate::comm::{Communicator, ReduceOp, check_place, check_rank, split_place};
+use crate::comm::{
+    Communicator, DeviceLink, DeviceRegion, ReduceOp, check_place, check_rank, split_place,
+};
 use crate::sharded::settle;
 
 /// The 128-byte id rank 0 creates and every rank needs to join: the only
@@ -662,6 +664,9 @@ impl Communicator for NcclComm {
         check_place(child.place()?, want)?;
         Ok(Box::new(child))
     }
+    fn device_link(&self) -> Option<&dyn DeviceLink> {
+        Some(self)
+    }
     fn shift(&self, send: &[u8], to: usize, recv: &mut [u8], from: usize) -> Result<()> {
         check_rank("to", to, self.size)?;
         check_rank("from", from, self.size)?;
@@ -721,6 +726,36 @@ impl Communicator for NcclComm {
                 stream.memcpy_dtoh(d, recv).map_err(driver)?;
             }
             stream.synchronize().map_err(driver)
+        })
+    }
+}
+
+impl DeviceLink for NcclComm {
+    unsafe fn exchange(&self, sends: &[DeviceRegion], recvs: &[DeviceRegion]) -> Result<()> {
+        for r in sends.iter().chain(recvs) {
+            check_rank("peer", r.peer, self.size)?;
+        }
+        self.with(|lib, comm, stream| {
+            let s = stream.cu_stream() as *mut c_void;
+            // SAFETY: the caller vouches for the regions (live device memory
+            // of this GPU, receives disjoint); the group pairs every send
+            // with its receive so no rank waits on another's order.
+            unsafe {
+                check(lib, "ncclGroupStart", (lib.group_start)())?;
+                for r in sends.iter().filter(|r| r.bytes > 0) {
+                    let p = r.ptr as *const c_void;
+                    let code = (lib.send)(p, r.bytes, UINT8, r.peer as c_int, comm, s);
+                    check(lib, "ncclSend", code)?;
+                }
+                for r in recvs.iter().filter(|r| r.bytes > 0) {
+                    let p = r.ptr as *mut c_void;
+                    let code = (lib.recv)(p, r.bytes, UINT8, r.peer as c_int, comm, s);
+                    check(lib, "ncclRecv", code)?;
+                }
+                let end = self.blocking("ncclGroupEnd", || (lib.group_end)())?;
+                check(lib, "ncclGroupEnd", end)?;
+            }
+            self.wait(lib, comm, stream, "ncclSend/ncclRecv (device)")
         })
     }
 }

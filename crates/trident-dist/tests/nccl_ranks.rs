@@ -420,6 +420,37 @@ fn child_resident() {
         .download_csr(&s.spgemm_resident(&dev, &ca, &cb).unwrap())
         .unwrap();
     assert!(got == host, "spgemm_resident differs from spgemm");
+
+    // Grid cuts: layers cut into slabs on the GPUs, completed on rank 0's;
+    // the flow and each rank's labels against the whole grid on one device.
+    use trident_testkit::cases::{cut, cut3d, random_grid};
+    for (g, what) in [
+        (cut3d(40, seed), "cut3d-40"),
+        (random_grid(9, 17, 13, true, 30, seed), "random 9x17x13"),
+        (cut(300, seed), "cut-300 (rows)"),
+    ] {
+        let want = s.grid_cut(&g).unwrap();
+        let (d, h, _) = g.shape();
+        let layers = if g.is_3d() { d } else { h };
+        let layer = g.nodes() / layers;
+        let mine = even_split(layers, size, rank);
+        let slab = dev.upload_grid_layers(&g, mine.clone()).unwrap();
+        let (flow, labels) = s.grid_cut_resident(&dev, &slab).unwrap();
+        assert_eq!(flow, want.flow, "{what}: flow value");
+        let got = dev.download_vec(&labels).unwrap();
+        let want = &want.source_side[mine.start * layer..mine.end * layer];
+        assert!(
+            got.len() == want.len() && got.iter().zip(want).all(|(&a, &b)| (a != 0) == b),
+            "{what}: rank {rank}'s labels differ from one device's cut"
+        );
+    }
+    // A slab other than the even split is an error on every rank.
+    let g = cut3d(16, seed);
+    let slab = dev.upload_grid_layers(&g, 0..16).unwrap();
+    let Err(e) = s.grid_cut_resident(&dev, &slab) else {
+        panic!("every rank holds the wrong layers, yet the call succeeded");
+    };
+    assert!(e.to_string().contains("slab.layers"), "{e}");
     cluster.comm().barrier().unwrap();
     println!("child_resident: ok");
 }
