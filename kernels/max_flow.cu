@@ -419,6 +419,21 @@ extern "C" __global__ void mf_labels(u64 n, const u32* mark, unsigned char* out)
         out[v] = mark[v] != 0 ? 1 : 0;
 }
 
+// A grid state moving between GPUs travels as 16-bit values when every
+// counter fits (the host checks the per-node bound): `i32` counters to and
+// from `u16`, grid-stride over `n` values.
+extern "C" __global__ void mf_pack16(u64 n, const int* src, unsigned short* dst) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x)
+        dst[i] = (unsigned short)src[i];
+}
+
+extern "C" __global__ void mf_unpack16(u64 n, const unsigned short* src, int* dst) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x)
+        dst[i] = (int)src[i];
+}
+
 // ---------------------------------------------------------------- entry points
 
 // One macro per kernel (`NAME_ENTRY(entry, C)`), instantiated for both

@@ -102,6 +102,8 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "mf_net_push_i64",
     "mf_net_relabel_i64",
     "mf_labels",
+    "mf_pack16",
+    "mf_unpack16",
 ];
 
 /// Push-relabel iterations between two global relabels, by default.
@@ -316,6 +318,24 @@ impl GridPreflow {
             out.push((at(rc, d * n + nodes.start), bytes));
         }
         Ok(out)
+    }
+}
+
+impl GridPreflow {
+    /// Bytes per value when the state travels between GPUs: 2 when every
+    /// counter fits `u16` (the per-node bound), else the counter's width.
+    pub fn wire_width(&self) -> usize {
+        match &self.state {
+            Counters::I32(_) if self.dims.peak <= u16::MAX as i64 => 2,
+            Counters::I32(_) => 4,
+            Counters::I64(_) => 8,
+        }
+    }
+
+    /// Bytes of `nodes` nodes' state on the wire
+    /// ([`CudaBackend::pack_preflow`]).
+    pub fn wire_bytes(&self, nodes: usize) -> usize {
+        (2 + self.dims.dirs as usize) * nodes * self.wire_width()
     }
 }
 
@@ -1231,6 +1251,67 @@ impl CudaBackend {
             // (regions() checked the node range), and they do not overlap
             // (two distinct allocations).
             unsafe { self.copy_raw(dst, src, bytes)? };
+        }
+        Ok(())
+    }
+
+    /// Nodes `nodes` of `p`'s state in one buffer, to travel between GPUs:
+    /// the runs of [`GridPreflow::regions`] one after another,
+    /// [`GridPreflow::wire_width`] bytes a value.
+    pub fn pack_preflow(&self, p: &GridPreflow, nodes: Range<usize>) -> Result<CudaBuffer<u8>> {
+        let count = nodes.len();
+        let runs = p.regions(nodes)?;
+        let width = p.wire_width();
+        let out = self.alloc::<u8>(p.wire_bytes(count), "max_flow state on the wire")?;
+        let pack = self.mf_fn("mf_pack16")?;
+        for (i, (src, bytes)) in runs.into_iter().enumerate() {
+            let dst = out.ptr() + (i * count * width) as u64;
+            if width == 2 {
+                let n = count as u64;
+                // Parameters in the order of mf_pack16: `count` i32 values
+                // in, as many u16 out.
+                launch_kernel!(@fn self, &pack, "mf_pack16", self.mf_blocks(count), &n, &src, &dst);
+            } else {
+                // SAFETY: the run lies in the state (regions() checked it),
+                // the destination in `out`, sized for every run.
+                unsafe { self.copy_raw(dst, src, bytes)? };
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes what [`pack_preflow`](Self::pack_preflow) made of as many
+    /// nodes (of a state of the same grid) into nodes `nodes` of `p`.
+    pub fn unpack_preflow(
+        &self,
+        p: &mut GridPreflow,
+        nodes: Range<usize>,
+        packed: &CudaBuffer<u8>,
+    ) -> Result<()> {
+        let count = nodes.len();
+        if packed.len() != p.wire_bytes(count) {
+            return Err(Error::dim(
+                "packed",
+                format!(
+                    "{} bytes for {count} nodes, {} expected",
+                    packed.len(),
+                    p.wire_bytes(count)
+                ),
+            ));
+        }
+        let width = p.wire_width();
+        let unpack = self.mf_fn("mf_unpack16")?;
+        for (i, (dst, bytes)) in p.regions(nodes)?.into_iter().enumerate() {
+            let src = packed.ptr() + (i * count * width) as u64;
+            if width == 2 {
+                let n = count as u64;
+                // Parameters in the order of mf_unpack16.
+                launch_kernel!(@fn self, &unpack, "mf_unpack16", self.mf_blocks(count), &n, &src, &dst);
+            } else {
+                // SAFETY: the run lies in `packed` (its length checked) and
+                // the destination in the state (regions() checked it).
+                unsafe { self.copy_raw(dst, src, bytes)? };
+            }
         }
         Ok(())
     }

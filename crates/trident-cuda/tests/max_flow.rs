@@ -330,7 +330,8 @@ fn even(total: usize, parts: usize, i: usize) -> std::ops::Range<usize> {
 }
 
 /// The grid cut into `parts` slabs of layers, each taken alone to a
-/// preflow, the states placed side by side and completed on this GPU.
+/// preflow, the states placed side by side (all but the first packed and
+/// unpacked, as they travel between GPUs) and completed on this GPU.
 fn slab_cut(be: &trident_cuda::CudaBackend, g: &GridGraph, parts: usize) -> (i64, Vec<bool>) {
     let (d, h, _) = g.shape();
     let layers = if g.is_3d() { d } else { h };
@@ -345,9 +346,18 @@ fn slab_cut(be: &trident_cuda::CudaBackend, g: &GridGraph, parts: usize) -> (i64
         .map(|s| be.grid_layers_preflow(s).expect("slab preflow"))
         .collect();
     let mut whole = be.grid_preflow_whole(&slabs[0]).expect("whole state");
-    for (s, p) in slabs.iter().zip(&states) {
-        be.place_preflow(&mut whole, p, s.layers().start)
-            .expect("place slab");
+    let layer = g.nodes() / layers;
+    for (i, (s, p)) in slabs.iter().zip(&states).enumerate() {
+        if i == 0 {
+            be.place_preflow(&mut whole, p, s.layers().start)
+                .expect("place slab");
+        } else {
+            // The others as they travel between GPUs.
+            let packed = be.pack_preflow(p, 0..p.nodes()).expect("pack slab");
+            let nodes = s.layers().start * layer..s.layers().end * layer;
+            be.unpack_preflow(&mut whole, nodes, &packed)
+                .expect("unpack slab");
+        }
     }
     let (flow, labels) = be.grid_cut_preflow(whole).expect("complete the preflow");
     let side = be.download_vec(&labels).expect("labels");
@@ -357,8 +367,8 @@ fn slab_cut(be: &trident_cuda::CudaBackend, g: &GridGraph, parts: usize) -> (i64
 /// A grid cut into slabs of layers (planes of 3-D grids, rows of 2-D ones),
 /// each slab taken alone to a maximum preflow and the states completed as
 /// one: the reference's flow and canonical cut for any number of slabs
-/// (empty ones too), both counter widths, and launch budgets that stop the
-/// slabs or the whole solve early.
+/// (empty ones too), both counter widths, every wire width (16-bit, 32, 64),
+/// and launch budgets that stop the slabs or the whole solve early.
 #[test]
 fn slabs_completed_as_one_grid_match_the_reference() {
     let Some(be) = backend("max_flow::slabs") else {
@@ -382,6 +392,9 @@ fn slabs_completed_as_one_grid_match_the_reference() {
     }
     let wide = remap(&grids[1].0, |c| c << 34);
     grids.push((wide, "cut3d-24, i64 counters".into()));
+    // i32 counters whose values pass u16: the state travels at full width.
+    let mid = remap(&grids[1].0, |c| c * 1_000);
+    grids.push((mid, "cut3d-24 x 1000, i32 counters past u16".into()));
     for (g, what) in &grids {
         let want = reference().grid_cut(g).expect("reference grid_cut");
         for parts in [1, 2, 3, 5] {

@@ -506,44 +506,59 @@ impl Sharded<'_> {
         } else {
             Ok(None)
         })?;
+        // The other slabs travel packed (16-bit values when every counter
+        // fits), each in one run.
+        let packed = self.settle(match (&whole, link) {
+            (None, Some(_)) => dev.pack_preflow(&part, 0..part.nodes()).map(Some),
+            _ => Ok(None),
+        })?;
+        let inbox = self.settle(match &whole {
+            Some(w) if link.is_some() => (1..p)
+                .map(|r| {
+                    let nodes = even_split(layers, p, r).len() * layer;
+                    dev.alloc::<u8>(w.wire_bytes(nodes), "max_flow state on the wire")
+                })
+                .collect::<Result<Vec<_>>>(),
+            _ => Ok(Vec::new()),
+        })?;
         // NCCL runs on its own stream: the slab kernels must be done.
         self.settle(dev.synchronize())?;
         if let Some(link) = link {
-            let runs = || -> Result<(Vec<DeviceRegion>, Vec<DeviceRegion>)> {
-                let mut sends = Vec::new();
-                let mut recvs = Vec::new();
-                match &whole {
-                    Some(w) => {
-                        for r in 1..p {
-                            let l = even_split(layers, p, r);
-                            for (ptr, bytes) in w.regions(l.start * layer..l.end * layer)? {
-                                recvs.push(DeviceRegion {
-                                    ptr,
-                                    bytes,
-                                    peer: r,
-                                });
-                            }
-                        }
-                    }
-                    None => {
-                        for (ptr, bytes) in part.regions(0..part.nodes())? {
-                            sends.push(DeviceRegion {
-                                ptr,
-                                bytes,
-                                peer: 0,
-                            });
-                        }
-                    }
-                }
-                Ok((sends, recvs))
-            };
-            let (sends, recvs) = self.settle(runs())?;
-            // SAFETY: the regions are runs of live state buffers on this GPU
-            // (regions() checked the ranges), the backend's stream is idle,
-            // and rank 0's receives are distinct slabs of the whole state;
-            // every rank posts its side of the same runs.
+            let sends: Vec<DeviceRegion> = packed
+                .iter()
+                .map(|b| DeviceRegion {
+                    ptr: b.ptr(),
+                    bytes: b.len(),
+                    peer: 0,
+                })
+                .collect();
+            let recvs: Vec<DeviceRegion> = inbox
+                .iter()
+                .enumerate()
+                .map(|(i, b)| DeviceRegion {
+                    ptr: b.ptr(),
+                    bytes: b.len(),
+                    peer: i + 1,
+                })
+                .collect();
+            // SAFETY: every run is a whole live buffer on this GPU (a
+            // rank's packed state, or one receive buffer per peer sized by
+            // the same wire_bytes), the backend's stream is idle, and the
+            // sizes match on both ends (the even split and the agreed shape).
             self.settle(unsafe { link.exchange(&sends, &recvs) })?;
         }
+        let whole = self.settle(match whole {
+            Some(mut w) => inbox
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, b)| {
+                    let l = even_split(layers, p, i + 1);
+                    dev.unpack_preflow(&mut w, l.start * layer..l.end * layer, b)
+                })
+                .map(|()| Some(w)),
+            None => Ok(None),
+        })?;
+        drop((packed, inbox));
         drop(part);
         let moved_ms = ms(t0);
         let solved = self.settle(match whole {
