@@ -270,6 +270,12 @@ impl GridLayers {
     pub fn sums(&self) -> (i64, i64) {
         (self.capacity_sum, self.whole.sink_total)
     }
+    /// The largest value a counter of the whole grid's solve can reach: it
+    /// picks the counter type and the width the state travels at, so the
+    /// slabs of one grid must agree on it.
+    pub fn counter_peak(&self) -> i64 {
+        self.whole.peak
+    }
 }
 
 /// The residual state of a grid solve in device memory: excess, sink

@@ -469,6 +469,7 @@ impl Sharded<'_> {
             ("grid.dirs", if slab.is_3d() { 6 } else { 4 }),
             ("grid capacity sum", total as u64),
             ("grid sink sum", sink as u64),
+            ("grid counter peak", slab.counter_peak() as u64),
         ])?;
         let layers = slab.total_layers();
         let layer = if slab.is_3d() { width * height } else { width };
