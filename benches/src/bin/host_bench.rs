@@ -203,14 +203,20 @@ fn omp_case(name: String, c: cases::OmpCase<f32>) -> Case {
 }
 
 /// A grid cut. Up: the starting residuals (excess, sink and one per
-/// neighbour direction) in the solver's counter width (4 bytes when the
-/// capacity sum fits `i32`); down: the labels. Device time: the cut of a
-/// grid uploaded beforehand (`grid_cut_device`, which also converts the
-/// uploaded capacities).
+/// neighbour direction) in the narrowest type that holds them: 2 bytes when
+/// every capacity fits `u16` (the bench grids), else the counter width, 4
+/// bytes when the capacity sum or the per-node bound at the grid's maxima
+/// fits `i32`; down: the labels. Device time: the cut of a grid uploaded
+/// beforehand (`grid_cut_device`, which also converts the uploaded
+/// capacities).
 fn grid_case(name: String, g: trident_core::GridGraph) -> Case {
     use trident_core::MaxFlowDevice;
     let (nodes, directions) = (g.nodes(), g.dirs().len());
-    let width = if g.capacity_sum() <= i32::MAX as i64 {
+    let [source, sink, cap] = g.max_capacities();
+    let at_maxima = (source + directions as i64 * cap).max(sink);
+    let width = if source.max(sink).max(cap) <= u16::MAX as i64 {
+        2
+    } else if g.capacity_sum().min(at_maxima) <= i32::MAX as i64 {
         4
     } else {
         8

@@ -76,6 +76,10 @@ pub struct GridGraph {
     /// sink arcs keep unused).
     #[cfg_attr(feature = "serde", serde(skip_serializing))]
     sink_sum: i64,
+    /// The largest source, sink and neighbour capacity, kept from the same
+    /// check (they bound every counter of a solve without a pass).
+    #[cfg_attr(feature = "serde", serde(skip_serializing))]
+    maxima: [i64; 3],
 }
 
 impl GridGraph {
@@ -149,9 +153,11 @@ impl GridGraph {
             caps,
             capacity_sum: 0,
             sink_sum: 0,
+            maxima: [0; 3],
         };
         let mut total: i64 = 0;
         let mut after = [0i64; 3];
+        let mut maxima = [0i64; 3];
         for (k, (field, arr)) in [("source", &g.source), ("sink", &g.sink), ("caps", &g.caps)]
             .into_iter()
             .enumerate()
@@ -169,11 +175,13 @@ impl GridGraph {
                     value: total as u128 + c as u128,
                     limit: i64::MAX as u128,
                 })?;
+                maxima[k] = maxima[k].max(c);
             }
             after[k] = total;
         }
         g.sink_sum = after[1] - after[0];
         g.capacity_sum = total;
+        g.maxima = maxima;
         for d in 0..dirs {
             let dir = Dir::ALL[d];
             for v in 0..nodes {
@@ -228,6 +236,13 @@ impl GridGraph {
     /// Sum of the sink capacities.
     pub fn sink_sum(&self) -> i64 {
         self.sink_sum
+    }
+    /// The largest capacity of each kind, `[source, sink, neighbour]` (0 for
+    /// an empty grid), kept from the check at construction: with
+    /// [`capacity_sum`](Self::capacity_sum) they bound what a solve's
+    /// counters can hold, and the narrowest type that carries the grid.
+    pub fn max_capacities(&self) -> [i64; 3] {
+        self.maxima
     }
     /// All neighbour planes, `dirs().len() * nodes()` values.
     pub fn caps(&self) -> &[i64] {

@@ -279,7 +279,8 @@ fn a_state_that_is_not_a_preflow_is_a_backend_error() {
     }
 }
 
-/// The sums a grid keeps from its construction are those of its arrays.
+/// The sums and maxima a grid keeps from its construction are those of its
+/// arrays.
 #[test]
 fn grids_keep_their_capacity_sums() {
     let mut r = Rng(0x51f1_5eed);
@@ -291,5 +292,8 @@ fn grids_keep_their_capacity_sums() {
             .flat_map(|a| a.iter())
             .sum();
         assert_eq!((g.sink_sum(), g.capacity_sum()), (sink, all), "grid {i}");
+        let max = |a: &[i64]| a.iter().copied().max().unwrap_or(0);
+        let maxima = [max(g.source()), max(g.sink()), max(g.caps())];
+        assert_eq!(g.max_capacities(), maxima, "grid {i}");
     }
 }

@@ -138,26 +138,43 @@ pub const DEFAULT_FLOW_BUDGET: u64 = 1 << 17;
 
 const THREADS: u32 = 256;
 
-/// The residual counter of the kernels: `i32` or `i64`.
-trait Counter: Element + Copy + Into<i64> + TryFrom<i64> {
-    /// Suffix of the kernel names.
-    const SFX: &'static str;
-    /// `v` as a counter, for values the caller knows fit (none exceeds a
-    /// capacity sum that [`to_counter`] accepted): a plain cast, so the
-    /// staging fill vectorizes.
+/// A value type a grid start travels in: a counter, or `u16` when every
+/// starting value fits (widened on the device).
+trait Wire: Element + Copy {
+    /// `v` in this type, for values the caller knows fit (a plain cast, so
+    /// the staging fill vectorizes).
     fn narrow(v: i64) -> Self;
 }
-impl Counter for i32 {
-    const SFX: &'static str = "i32";
+impl Wire for u16 {
+    fn narrow(v: i64) -> Self {
+        v as u16
+    }
+}
+impl Wire for i32 {
     fn narrow(v: i64) -> Self {
         v as i32
     }
 }
-impl Counter for i64 {
-    const SFX: &'static str = "i64";
+impl Wire for i64 {
     fn narrow(v: i64) -> Self {
         v
     }
+}
+
+/// The residual counter of the kernels: `i32` or `i64`.
+trait Counter: Wire + Into<i64> + TryFrom<i64> {
+    /// Suffix of the kernel names.
+    const SFX: &'static str;
+    /// The kernel that widens `u16` values into this counter, if any.
+    const FROM_U16: Option<&'static str>;
+}
+impl Counter for i32 {
+    const SFX: &'static str = "i32";
+    const FROM_U16: Option<&'static str> = Some("mf_unpack16");
+}
+impl Counter for i64 {
+    const SFX: &'static str = "i64";
+    const FROM_U16: Option<&'static str> = None;
 }
 
 /// `true` when `i32` counters hold every value up to `peak`.
@@ -165,15 +182,25 @@ fn fits_i32(peak: i64) -> bool {
     peak <= i32::MAX as i64
 }
 
-/// The largest value a counter of a solve of `g` can hold: the sum of all
-/// capacities when it fits `i32` (no pass over the grid), else the
-/// per-node bound of the module documentation (the largest of: a node's
-/// source capacity plus the capacities into it, an arc pair's capacities, a
-/// sink capacity), computed on all cores.
+/// The largest value a counter of a solve of `g` can hold: the smaller of
+/// the capacity sum and the per-node bound of the module documentation taken
+/// at the grid's maxima (the largest source capacity plus one largest
+/// neighbour capacity per direction, twice the largest neighbour capacity,
+/// the largest sink capacity), both kept by the grid, so no pass. Only when
+/// neither fits `i32` is the per-node bound computed node by node (the
+/// largest of: a node's source capacity plus the capacities into it, an arc
+/// pair's capacities, a sink capacity), on all cores.
 fn counter_peak(g: &GridGraph) -> i64 {
     let total = g.capacity_sum();
-    if fits_i32(total) {
-        return total;
+    let [source, sink, cap] = g.max_capacities();
+    let dirs = g.dirs().len() as i64;
+    let at_maxima = source
+        .saturating_add(cap.saturating_mul(dirs))
+        .max(cap.saturating_mul(2))
+        .max(sink);
+    let quick = total.min(at_maxima);
+    if fits_i32(quick) {
+        return quick;
     }
     let n = g.nodes();
     let (src, snk, caps) = (g.source(), g.sink(), g.caps());
@@ -399,9 +426,10 @@ impl Dims {
 /// Where a grid solve starts: a grid uploaded as given (the device API;
 /// `mf_grid_init` turns its `i64` capacities into the starting residuals),
 /// or the caller's host grid, whose starting residuals are computed by the
-/// staging workers and go up already in the counter type: a host call moves
-/// 4 bytes per arc instead of 8 when `i32` counters serve, and runs no
-/// conversion kernel.
+/// staging workers and go up in the narrowest type that holds them: 2 bytes
+/// per arc when every capacity fits `u16` (a widening kernel spreads them
+/// into `i32` counters), else the counter's width, instead of the 8 bytes of
+/// the given `i64` arrays.
 #[derive(Clone, Copy)]
 enum Start<'a> {
     Uploaded(&'a GridOnDevice),
@@ -696,10 +724,22 @@ impl CudaBackend {
             }
             Start::Host(g, _) => {
                 let t0 = std::time::Instant::now();
-                self.upload_grid_start::<C>(g, [&st.e, &st.rt, &st.rc])?;
+                let short = g.max_capacities().iter().all(|&m| m <= u16::MAX as i64);
+                let bits = match C::FROM_U16 {
+                    Some(widen) if short => {
+                        self.upload_grid_start16(g, widen, [&st.e, &st.rt, &st.rc])?;
+                        16
+                    }
+                    _ => {
+                        let runs = [&st.e, &st.rt, &st.rc].map(|b| (b.len(), b.ptr()));
+                        self.upload_grid_start::<C>(g, runs)?;
+                        8 * std::mem::size_of::<C>()
+                    }
+                };
                 tracing::debug!(
                     ms = t0.elapsed().as_secs_f64() * 1e3,
                     counter = C::SFX,
+                    bits,
                     "max_flow grid start uploaded"
                 );
             }
@@ -868,19 +908,20 @@ impl CudaBackend {
         Ok((dm.sink_total - left[0], labels))
     }
 
-    /// Writes a host grid's starting state into `[excess, sink residuals,
-    /// neighbour residuals]` (`C` counters): each node sends `min(source,
-    /// sink)` straight through, the rest of its source capacity is excess,
-    /// the rest of its sink capacity residual (what `mf_grid_init` does on
-    /// the device). The staging workers compute it into the pinned buffers,
-    /// so no host array of it is made and only `C`-wide values cross the
-    /// bus. Every value fits `C`: none exceeds the capacity sum, which fits.
-    fn upload_grid_start<C: Counter>(&self, g: &GridGraph, dst: [&CudaBuffer<C>; 3]) -> Result<()> {
-        let size = std::mem::size_of::<C>();
-        let parts: Vec<(usize, u64)> = dst.iter().map(|b| (b.len() * size, b.ptr())).collect();
+    /// Writes a host grid's starting state into the device runs `[excess,
+    /// sink residuals, neighbour residuals]` (`(values, address)`, `W`
+    /// values): each node sends `min(source, sink)` straight through, the
+    /// rest of its source capacity is excess, the rest of its sink capacity
+    /// residual (what `mf_grid_init` does on the device). The staging
+    /// workers compute it into the pinned buffers, so no host array of it is
+    /// made and only `W`-wide values cross the bus. The caller checks that
+    /// every value fits `W`: none exceeds the largest capacity of its kind.
+    fn upload_grid_start<W: Wire>(&self, g: &GridGraph, runs: [(usize, u64); 3]) -> Result<()> {
+        let size = std::mem::size_of::<W>();
+        let parts = runs.map(|(len, ptr)| (len * size, ptr));
         let (src, snk, caps) = (g.source(), g.sink(), g.caps());
         let fill = |part: usize, off: usize, out: &mut [u8]| {
-            let out: &mut [C] = bytemuck::cast_slice_mut(out);
+            let out: &mut [W] = bytemuck::cast_slice_mut(out);
             let (at, len) = (off / size, out.len());
             match part {
                 // Excess: what the source sends beyond the sink's share;
@@ -889,19 +930,49 @@ impl CudaBackend {
                     let (own, other) = if part == 0 { (src, snk) } else { (snk, src) };
                     let (a, b) = (&own[at..at + len], &other[at..at + len]);
                     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                        *o = C::narrow(x - x.min(y));
+                        *o = W::narrow(x - x.min(y));
                     }
                 }
                 _ => {
                     for (o, &c) in out.iter_mut().zip(&caps[at..at + len]) {
-                        *o = C::narrow(c);
+                        *o = W::narrow(c);
                     }
                 }
             }
         };
-        // SAFETY: each range is a whole buffer of this backend, sized for the
-        // grid, that nothing else uses during the call.
+        // SAFETY: each run lies in a whole buffer of this backend, sized for
+        // the grid, that nothing else uses during the call.
         unsafe { self.upload_filled(&parts, fill) }
+    }
+
+    /// [`upload_grid_start`](Self::upload_grid_start) for a grid whose
+    /// capacities all fit `u16`: half the bytes of `i32` counters cross the
+    /// bus into a scratch buffer, which the kernel `widen` spreads into the
+    /// counters.
+    fn upload_grid_start16<C: Counter>(
+        &self,
+        g: &GridGraph,
+        widen: &str,
+        dst: [&CudaBuffer<C>; 3],
+    ) -> Result<()> {
+        let total: usize = dst.iter().map(|b| b.len()).sum();
+        let wire = self.alloc::<u16>(total, "max_flow grid start (16-bit)")?;
+        let mut at = wire.ptr();
+        let runs = dst.map(|b| {
+            let run = (b.len(), at);
+            at += 2 * b.len() as u64;
+            run
+        });
+        self.upload_grid_start::<u16>(g, runs)?;
+        let f = self.mf_fn(widen)?;
+        for (b, (len, src)) in dst.iter().zip(runs) {
+            let (n, dstp) = (len as u64, b.ptr());
+            // Parameters in the order of the widening kernel: `n` u16 values
+            // in, as many counters out.
+            launch_kernel!(@fn self, &f, widen, self.mf_blocks(len), &n, &src, &dstp);
+        }
+        // `wire` is freed on the stream, after the kernels that read it.
+        Ok(())
     }
 
     fn mf_labels(&self, wk: &Work, labels: &mut CudaBuffer<u8>) -> Result<()> {
@@ -1338,6 +1409,22 @@ impl CudaBackend {
     }
 }
 
+/// Labels downloaded as bytes (0 or 1, as `mf_labels` writes them) as
+/// `bool`s: the same allocation, after one OR-reduction shows every byte is
+/// 0 or 1, instead of a pass that writes a fresh vector (on cut-2048, 4 MB of
+/// new pages on the host call's critical path).
+fn bools(bytes: Vec<u8>) -> Vec<bool> {
+    if bytes.iter().fold(0u8, |m, &b| m | b) > 1 {
+        return bytes.iter().map(|&b| b != 0).collect();
+    }
+    let mut bytes = std::mem::ManuallyDrop::new(bytes);
+    let (ptr, len, cap) = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
+    // SAFETY: `bool` has the size and alignment of `u8` and every byte is 0
+    // or 1, a valid `bool`; the allocation passes whole, with its length and
+    // capacity, to the new vector, and the old one is never dropped.
+    unsafe { Vec::from_raw_parts(ptr.cast::<bool>(), len, cap) }
+}
+
 impl MaxFlow for CudaBackend {
     fn grid_cut(&self, g: &GridGraph) -> Result<GridCut> {
         // GridGraph is valid by construction (trident_core::flow checks it).
@@ -1345,7 +1432,7 @@ impl MaxFlow for CudaBackend {
         let side = self.download_vec(&labels)?;
         Ok(GridCut {
             flow,
-            source_side: side.iter().map(|&b| b != 0).collect(),
+            source_side: bools(side),
         })
     }
 
@@ -1380,27 +1467,49 @@ mod tests {
         )
         .unwrap();
         assert_eq!(counter_peak(&g), 4_000_000_000);
+        // 1 x 3: s -> v0 (2e9), v1 -> v2 (1e9), v2 -> t (1): neither the sum
+        // (3e9 + 1) nor the bound at the maxima (2e9 + 4 x 1e9) fits i32,
+        // the pass finds 2e9.
+        let mut caps = vec![0; 12];
+        caps[1] = 1_000_000_000;
+        let g = GridGraph::new_2d(1, 3, vec![2_000_000_000, 0, 0], vec![0, 0, 1], caps).unwrap();
+        assert_eq!(counter_peak(&g), 2_000_000_000);
         // 300 x 300, every arc 10,000, terminals 20,000: the capacities sum
         // to about 7.2e9, yet no counter passes 20,000 + 4 x 10,000.
         let (h, w) = (300, 300);
         let n = h * w;
         let grid = GridGraph::new_2d(h, w, vec![0; n], vec![0; n], vec![0; 4 * n]).unwrap();
-        let caps = (0..4 * n)
-            .map(|a| {
-                let dir = trident_core::Dir::ALL[a / n];
-                if grid.neighbor(a % n, dir).is_some() {
-                    10_000
-                } else {
-                    0
-                }
-            })
-            .collect();
-        let g = GridGraph::new_2d(h, w, vec![20_000; n], vec![20_000; n], caps).unwrap();
+        let caps = |c: i64| -> Vec<i64> {
+            (0..4 * n)
+                .map(|a| {
+                    let dir = trident_core::Dir::ALL[a / n];
+                    if grid.neighbor(a % n, dir).is_some() {
+                        c
+                    } else {
+                        0
+                    }
+                })
+                .collect()
+        };
+        let g = GridGraph::new_2d(h, w, vec![20_000; n], vec![20_000; n], caps(10_000)).unwrap();
         assert!(!fits_i32(g.capacity_sum()));
         assert_eq!(counter_peak(&g), 60_000);
-        // A sum that fits is taken as it is.
+        // The smaller of the sum and the bound at the maxima, without a pass:
+        // here the sum (12 against 5 + 4 x 3)...
         let small = GridGraph::new_2d(1, 2, vec![5, 0], vec![0, 4], vec![3, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(counter_peak(&small.unwrap()), 12);
+        // ... and here the maxima (arcs 3, terminals 7: the sum is about 1.3e6).
+        let g = GridGraph::new_2d(h, w, vec![7; n], vec![7; n], caps(3)).unwrap();
+        assert_eq!(counter_peak(&g), 7 + 4 * 3);
+    }
+
+    #[test]
+    fn label_bytes_become_bools() {
+        assert_eq!(bools(vec![1, 0, 0, 1]), [true, false, false, true]);
+        assert_eq!(bools(vec![]), Vec::<bool>::new());
+        // Bytes other than 0 and 1 (never written by `mf_labels`) still read
+        // as "non-zero is the source side".
+        assert_eq!(bools(vec![0, 2, 255, 1]), [false, true, true, true]);
     }
 
     #[test]

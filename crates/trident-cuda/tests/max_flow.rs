@@ -139,10 +139,11 @@ fn zero_and_wide_grids() {
     same_grid(&be, &col, "300x1 grid");
 }
 
-/// Host calls compute the starting residuals on the host, in the counter
-/// width, inside the staged upload (pieces of several MiB); the
-/// device-resident path converts the uploaded `i64` grid with a kernel.
-/// Both reach the same unique answer, with `i32` and `i64` counters.
+/// Host calls compute the starting residuals on the host, inside the staged
+/// upload (pieces of several MiB), in 16 bits when every capacity fits
+/// (widened on the device), else in the counter width; the device-resident
+/// path converts the uploaded `i64` grid with a kernel. Both reach the same
+/// unique answer, with `i32` and `i64` counters.
 #[test]
 fn staged_host_grids_match_the_device_path() {
     let Some(be) = backend("max_flow::staged_host_grids") else {
@@ -151,7 +152,11 @@ fn staged_host_grids_match_the_device_path() {
     let s = seed("max_flow::staged_host_grids");
     let g = cut(700, s);
     for (g, what) in [
-        (g.clone(), "cut-700, i32 counters"),
+        (g.clone(), "cut-700, i32 counters, 16-bit upload"),
+        (
+            remap(&g, |c| c * 1_000),
+            "cut-700 x 1000, i32 counters and upload",
+        ),
         (remap(&g, |c| c << 33), "cut-700, i64 counters"),
     ] {
         let host = be.grid_cut(&g).expect("host call");
