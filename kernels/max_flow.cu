@@ -434,6 +434,18 @@ extern "C" __global__ void mf_unpack16(u64 n, const unsigned short* src, int* ds
         dst[i] = (int)src[i];
 }
 
+// A host grid's 16-bit start: each node's excess and sink residual side by
+// side (excess in the low half), into the two counter arrays.
+extern "C" __global__ void mf_unpack_terminals16(u64 n, const unsigned int* pairs, int* e,
+                                                 int* rt) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x) {
+        unsigned int p = pairs[i];
+        e[i] = (int)(p & 0xffffu);
+        rt[i] = (int)(p >> 16);
+    }
+}
+
 // ---------------------------------------------------------------- entry points
 
 // One macro per kernel (`NAME_ENTRY(entry, C)`), instantiated for both
