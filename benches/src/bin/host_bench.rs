@@ -589,7 +589,7 @@ fn sweeps(name: &str, gpu: &dyn Primitives, reps: usize) -> Result<()> {
         })
         .collect();
     sweep("sparse_gemm", "nnz(A)+nnz(B)", sp, cuda, &rayon, reps)?;
-    let pr = [1000, 4000, 16000, 64000, 256000]
+    let pr = [100, 300, 1000, 4000, 16000, 64000, 256000]
         .into_iter()
         .map(|n| ((2 * n) as f64, pairs_case(n, n)))
         .collect();

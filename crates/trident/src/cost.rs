@@ -54,9 +54,18 @@ pub struct CostModel {
 /// ms, CUDA 0.148) to 192^3 (0.206, 0.189); SpGEMM of 2-D Laplacians
 /// 2.4e3 nnz (0.293, 0.290: a tie) to 1.0e4 (0.413, 0.325), after which
 /// CUDA won every size but one (1.6e6: 2.58 against 2.91) up to 4.1e6;
-/// nearest pairs 2K (0.70, 1.85) to 8K points (1.45, 0.97); grid cuts
-/// cut-256, 6.6e4 nodes (1.27, 1.52) to cut-512, 2.6e5 (2.81, 2.41), CUDA
-/// then winning every larger 2-D and 3-D grid (cut3d-256 219 against 59 ms).
+/// grid cuts cut-256, 6.6e4 nodes (1.27, 1.52) to cut-512, 2.6e5 (2.81,
+/// 2.41), CUDA then winning every larger 2-D and 3-D grid (cut3d-256 219
+/// against 59 ms; the sweep of 2026-11-29, after the 16-bit grid starts,
+/// put the crossover at the same place: cut-256 1.45 against 1.75, cut-512
+/// 2.61 against 2.19, cut3d-256 223 against 40). Nearest pairs from that
+/// later sweep, after the CUDA grid build's cells-per-point floor: 600
+/// points (rayon 0.44, CUDA 0.49) to 2K (0.79, 0.55), CUDA winning every
+/// larger size (256K + 256K points: 19.3 against 1.7 ms); it was 2K to 8K
+/// before. That sweep (another host) also had rayon ahead of CUDA on the
+/// SpGEMM Laplacians of 1e5 to 1.6e6 nnz (0.77 against 0.87 ms up to 2.50
+/// against 3.12), which the first did not; the SpGEMM row stays until a
+/// third settles it.
 ///
 /// Max-flow networks count as no work, so they go to rayon first at any
 /// size: CUDA lost flow-rmf (270 against 164 ms), its push-relabel paying a
@@ -69,7 +78,7 @@ pub struct CostModel {
 const MEASURED: [(BackendKind, Primitive, f64); 4] = [
     (BackendKind::Cuda, Primitive::DenseGemm, 3.9e6),
     (BackendKind::Cuda, Primitive::SparseGemm, 4.9e3),
-    (BackendKind::Cuda, Primitive::NearestPairs, 4.0e3),
+    (BackendKind::Cuda, Primitive::NearestPairs, 1.1e3),
     (BackendKind::Cuda, Primitive::MaxFlow, 1.3e5),
 ];
 
