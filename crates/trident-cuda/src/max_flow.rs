@@ -139,45 +139,31 @@ pub const DEFAULT_FLOW_BUDGET: u64 = 1 << 17;
 
 const THREADS: u32 = 256;
 
-/// A value type a grid start travels in: a counter, or `u16` when every
-/// starting value fits (widened on the device).
-trait Wire: Element + Copy {
-    /// `v` in this type, for values the caller knows fit (a plain cast, so
-    /// the staging fill vectorizes).
-    fn narrow(v: i64) -> Self;
-}
-impl Wire for u16 {
-    fn narrow(v: i64) -> Self {
-        v as u16
-    }
-}
-impl Wire for i32 {
-    fn narrow(v: i64) -> Self {
-        v as i32
-    }
-}
-impl Wire for i64 {
-    fn narrow(v: i64) -> Self {
-        v
-    }
-}
-
 /// The residual counter of the kernels: `i32` or `i64`.
-trait Counter: Wire + Into<i64> + TryFrom<i64> {
+trait Counter: Element + Copy + Into<i64> + TryFrom<i64> {
     /// Suffix of the kernel names.
     const SFX: &'static str;
+    /// `v` as a counter, for values the caller knows fit (a plain cast, so
+    /// the staging fill vectorizes).
+    fn narrow(v: i64) -> Self;
     /// The state itself when its counters are `i32` (what the kernels that
     /// widen 16-bit values write).
     fn as_i32(st: &State<Self>) -> Option<&State<i32>>;
 }
 impl Counter for i32 {
     const SFX: &'static str = "i32";
+    fn narrow(v: i64) -> Self {
+        v as i32
+    }
     fn as_i32(st: &State<i32>) -> Option<&State<i32>> {
         Some(st)
     }
 }
 impl Counter for i64 {
     const SFX: &'static str = "i64";
+    fn narrow(v: i64) -> Self {
+        v
+    }
     fn as_i32(_: &State<i64>) -> Option<&State<i32>> {
         None
     }
@@ -922,19 +908,19 @@ impl CudaBackend {
     }
 
     /// Writes a host grid's starting state into the device runs `[excess,
-    /// sink residuals, neighbour residuals]` (`(values, address)`, `W`
-    /// values): each node sends `min(source, sink)` straight through, the
+    /// sink residuals, neighbour residuals]` (`(values, address)`, `C`
+    /// counters): each node sends `min(source, sink)` straight through, the
     /// rest of its source capacity is excess, the rest of its sink capacity
     /// residual (what `mf_grid_init` does on the device). The staging
     /// workers compute it into the pinned buffers, so no host array of it is
-    /// made and only `W`-wide values cross the bus. The caller checks that
-    /// every value fits `W`: none exceeds the largest capacity of its kind.
-    fn upload_grid_start<W: Wire>(&self, g: &GridGraph, runs: [(usize, u64); 3]) -> Result<()> {
-        let size = std::mem::size_of::<W>();
+    /// made and only `C`-wide values cross the bus. The caller checks that
+    /// every value fits `C`: none exceeds the largest capacity of its kind.
+    fn upload_grid_start<C: Counter>(&self, g: &GridGraph, runs: [(usize, u64); 3]) -> Result<()> {
+        let size = std::mem::size_of::<C>();
         let parts = runs.map(|(len, ptr)| (len * size, ptr));
         let (src, snk, caps) = (g.source(), g.sink(), g.caps());
         let fill = |part: usize, off: usize, out: &mut [u8]| {
-            let out: &mut [W] = bytemuck::cast_slice_mut(out);
+            let out: &mut [C] = bytemuck::cast_slice_mut(out);
             let (at, len) = (off / size, out.len());
             match part {
                 // Excess: what the source sends beyond the sink's share;
@@ -943,12 +929,12 @@ impl CudaBackend {
                     let (own, other) = if part == 0 { (src, snk) } else { (snk, src) };
                     let (a, b) = (&own[at..at + len], &other[at..at + len]);
                     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                        *o = W::narrow(terminal_start(x, y).0);
+                        *o = C::narrow(terminal_start(x, y).0);
                     }
                 }
                 _ => {
                     for (o, &c) in out.iter_mut().zip(&caps[at..at + len]) {
-                        *o = W::narrow(c);
+                        *o = C::narrow(c);
                     }
                 }
             }
