@@ -3,9 +3,7 @@
 //! - `verify [--features LIST] [verify flags]`: builds the `trident` CLI in release
 //!   with the given backend features and runs `trident verify` with the remaining
 //!   flags (`--backend`, `--primitive`, `--size`, `--seed`). Defaults to the
-//!   default backend (rayon) plus the reference. `--debug` builds the dev
-//!   profile with the workspace's feature set instead (`--bin trident`, no
-//!   `-p`), so it reuses what `cargo test --workspace` built: how CI runs it.
+//!   default backend (rayon) plus the reference.
 //! - `device-build [--features LIST]`: builds the plain binaries the GPU machine
 //!   runs (it has no Rust toolchain) into `.device/`: `trident` with the given
 //!   backend features (default `cuda,wgpu`), the CUDA bench binaries
@@ -41,13 +39,10 @@ fn run(mut c: Command) -> Result<(), String> {
 
 fn verify(args: &[String]) -> Result<(), String> {
     let mut features = None;
-    let mut debug = false;
     let mut rest = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        if a == "--debug" {
-            debug = true;
-        } else if a == "--features" {
+        if a == "--features" {
             features = Some(it.next().ok_or("--features needs a value")?.clone());
         } else if let Some(f) = a.strip_prefix("--features=") {
             features = Some(f.to_string());
@@ -56,25 +51,10 @@ fn verify(args: &[String]) -> Result<(), String> {
         }
     }
     let mut c = cargo();
-    c.current_dir(root());
-    if debug {
-        // Without `-p` the features resolve over the whole workspace, as in
-        // `cargo test --workspace`; a feature of the CLI is then named with
-        // its package.
-        c.args(["run", "--quiet", "--bin", "trident"]);
-        if let Some(f) = features {
-            let named: Vec<String> = f
-                .split(',')
-                .filter(|f| !f.is_empty())
-                .map(|f| format!("trident-compute-cli/{f}"))
-                .collect();
-            c.args(["--features", &named.join(",")]);
-        }
-    } else {
-        c.args(["run", "--release", "--quiet", "-p", "trident-compute-cli"]);
-        if let Some(f) = features {
-            c.args(["--features", &f]);
-        }
+    c.current_dir(root())
+        .args(["run", "--release", "--quiet", "-p", "trident-compute-cli"]);
+    if let Some(f) = features {
+        c.args(["--features", &f]);
     }
     c.arg("--").arg("verify").args(rest);
     run(c)
@@ -216,7 +196,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("verify") => verify(&args[1..]),
         Some("device-build") => device_build(&args[1..]),
-        _ => Err("usage: cargo xtask verify [--features cuda,wgpu] [--debug] [--backend NAME] [--primitive NAME] [--size small|large] [--seed N]\n       cargo xtask device-build [--features LIST]".into()),
+        _ => Err("usage: cargo xtask verify [--features cuda,wgpu] [--backend NAME] [--primitive NAME] [--size small|large] [--seed N]\n       cargo xtask device-build [--features LIST]".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
