@@ -50,22 +50,22 @@ pub struct CostModel {
 
 /// Crossovers measured on the H200 machine (see the module docs), each the
 /// geometric midpoint of the last size rayon won and the first CUDA won
-/// (`host_bench --reps 3 --no-cold`, 2026-11-28): GEMM 128^3 (rayon 0.087
-/// ms, CUDA 0.148) to 192^3 (0.206, 0.189); SpGEMM of 2-D Laplacians
-/// 2.4e3 nnz (0.293, 0.290: a tie) to 1.0e4 (0.413, 0.325), after which
-/// CUDA won every size but one (1.6e6: 2.58 against 2.91) up to 4.1e6;
-/// grid cuts cut-256, 6.6e4 nodes (1.27, 1.52) to cut-512, 2.6e5 (2.81,
-/// 2.41), CUDA then winning every larger 2-D and 3-D grid (cut3d-256 219
-/// against 59 ms; the sweep of 2026-11-29, after the 16-bit grid starts,
-/// put the crossover at the same place: cut-256 1.45 against 1.75, cut-512
-/// 2.61 against 2.19, cut3d-256 223 against 40). Nearest pairs from that
-/// later sweep, after the CUDA grid build's cells-per-point floor: 600
-/// points (rayon 0.44, CUDA 0.49) to 2K (0.79, 0.55), CUDA winning every
-/// larger size (256K + 256K points: 19.3 against 1.7 ms); it was 2K to 8K
-/// before. That sweep (another host) also had rayon ahead of CUDA on the
-/// SpGEMM Laplacians of 1e5 to 1.6e6 nnz (0.77 against 0.87 ms up to 2.50
-/// against 3.12), which the first did not; the SpGEMM row stays until a
-/// third settles it.
+/// (`host_bench --no-cold`). GEMM 128^3 (rayon 0.087 ms, CUDA 0.148) to
+/// 192^3 (0.206, 0.189), 2026-11-28. Grid cuts cut-256, 6.6e4 nodes (1.27,
+/// 1.52) to cut-512, 2.6e5 (2.81, 2.41), CUDA then winning every larger 2-D
+/// and 3-D grid (cut3d-256 219 against 59 ms); the sweeps of 2026-11-29,
+/// after the 16-bit grid starts, put it at the same place (cut-256 1.14-1.45
+/// against 1.37-1.75, cut-512 2.16-2.61 against 1.86-2.19). Nearest pairs
+/// from the sweeps of 2026-11-29, after the CUDA grid build's
+/// cells-per-point floor: 600 points (rayon 0.32-0.44, CUDA 0.38-0.49) to
+/// 2K (0.62-0.79, 0.43-0.55), CUDA winning every larger size (256K + 256K
+/// points: 15-19 against 1.3-1.7 ms). SpGEMM of 2-D Laplacians 2.4e3 nnz
+/// (0.293, 0.290: a tie) to 1.0e4 (0.413, 0.325), 2026-11-28. Three later
+/// sweeps on two hosts (2026-11-29) had rayon ahead on the Laplacians from 1e5
+/// to 1.6e6 nnz (2.5e5: 0.79-0.85 against 1.09-1.13 ms), but the row stays:
+/// a crossover at 2.6e6 sent spgemm-rmat-16-8 (1e6 nnz, 122M products) to
+/// rayon at 87 ms against CUDA's 39. `nnz(A) + nnz(B)` does not see a
+/// power-law product; the Laplacians' mid sizes lose up to 0.6 ms instead.
 ///
 /// Max-flow networks count as no work, so they go to rayon first at any
 /// size: CUDA lost flow-rmf (270 against 164 ms), its push-relabel paying a
@@ -86,7 +86,7 @@ const MEASURED: [(BackendKind, Primitive, f64); 4] = [
 const CPU: BackendKind = BackendKind::Rayon;
 
 impl Default for CostModel {
-    /// The built-in crossovers (measured on the H100 machine, see the module docs).
+    /// The built-in crossovers (measured on the H200 machine, see the module docs).
     fn default() -> Self {
         Self {
             crossovers: MEASURED.to_vec(),
