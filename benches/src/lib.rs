@@ -134,7 +134,8 @@ pub fn gemm_variant_cases<T: trident::Scalar>(n: usize) -> Vec<(String, cases::G
 /// Cases outside the benchmark table, selectable by name only: `gemm-2048` (the
 /// CPU backend's GEMM target size), the f64 GEMMs the CPU tables
 /// compare with numpy (`gemm-2048-f64`, `gemm-4096-f64`), and `gemm-1024`
-/// (and `-f64`) with its BLAS-shaped variants ([`gemm_variant`]).
+/// (and `-f64`) with its BLAS-shaped variants ([`gemm_variant`]); and the
+/// SpGEMM shapes beside the three benchmark matrices ([`SPGEMM_SHAPES`]).
 pub fn extra_cases() -> Vec<Case> {
     let mut v = vec![
         Case::new("gemm-1024", "dense_gemm", false, |s| {
@@ -173,7 +174,31 @@ pub fn extra_cases() -> Vec<Case> {
             Input::Gemm64(cases::gemm(4096, s))
         }),
     ]);
+    v.extend(spgemm_shapes());
     v
+}
+
+/// The SpGEMM matrices of other shapes that the research codes are compared
+/// on beside the three benchmark ones, each squared in f32: banded
+/// finite-element (27-point hexahedra, 80^3 nodes), a web-graph-like link
+/// matrix (power-law out- and in-degrees, local links) and a few very long
+/// rows (16 rows of 100K among 1M rows of 8).
+pub const SPGEMM_SHAPES: [&str; 3] = ["spgemm-fem-hex27-80", "spgemm-web-1M", "spgemm-longrows-1M"];
+
+fn spgemm_shapes() -> Vec<Case> {
+    use trident_testkit::sparse_gemm::generate as g;
+    let p = "sparse_gemm";
+    vec![
+        Case::new(SPGEMM_SHAPES[0], p, false, |_| {
+            Input::Spgemm32(SpgemmCase::square(g::hex27(80)))
+        }),
+        Case::new(SPGEMM_SHAPES[1], p, false, |s| {
+            Input::Spgemm32(SpgemmCase::square(g::web_graph(1 << 20, s)))
+        }),
+        Case::new(SPGEMM_SHAPES[2], p, false, |s| {
+            Input::Spgemm32(SpgemmCase::square(g::long_rows(1 << 20, 8, 16, 100_000, s)))
+        }),
+    ]
 }
 
 /// The benchmark cases of one primitive (one of [`trident::PRIMITIVES`]).

@@ -4,7 +4,9 @@
 //! cuSPARSE SpGEMM for SpGEMM).
 //!
 //! Usage: `cuda_bench [--reps N] [FILTER...]`: runs the cases whose name
-//! contains one of the filters (all when none). Device times come from CUDA
+//! contains one of the filters (all when none). `cuda_bench --write-mtx DIR`
+//! writes the SpGEMM matrices as Matrix Market files for the research codes
+//! and stops. Device times come from CUDA
 //! events around each repetition after warm-up (module compilation, handle
 //! creation and the memory pool's first growth stay out), median of N;
 //! host-to-host times (upload, compute, download through the host traits)
@@ -634,19 +636,59 @@ fn cusparse_spgemm(
     }
 }
 
-fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<Row>> {
-    let be = &ctx.be;
+/// The `A * B` of SpGEMM case `name`: a benchmark case or one of the
+/// [`trident_benches::SPGEMM_SHAPES`].
+fn spgemm_input(name: &str) -> Result<cases::SpgemmCase<f32>> {
     let case = cases::spec_cases()
         .into_iter()
+        .chain(trident_benches::extra_cases())
         .find(|c| c.name == name)
         .ok_or_else(|| Error::arg("case", format!("{name} is not a benchmark case")))?;
     let input = case.input(SEED);
-    let Some(c) = input.downcast_ref::<cases::SpgemmCase<f32>>() else {
-        return Err(Error::arg(
-            "case",
-            format!("{name} is not an f32 SpGEMM case"),
-        ));
-    };
+    input
+        .downcast_ref::<cases::SpgemmCase<f32>>()
+        .cloned()
+        .ok_or_else(|| Error::arg("case", format!("{name} is not an f32 SpGEMM case")))
+}
+
+/// Every SpGEMM case this bench times: the three benchmark matrices, then the
+/// shapes the research codes are compared on.
+const SPGEMM_CASES: [&str; 6] = [
+    "spgemm-poisson2d-2048",
+    "spgemm-rmat-16-8",
+    "spgemm-uniform-1M-8",
+    trident_benches::SPGEMM_SHAPES[0],
+    trident_benches::SPGEMM_SHAPES[1],
+    trident_benches::SPGEMM_SHAPES[2],
+];
+
+/// Writes `A` of every SpGEMM case (each is `A * A`) as `DIR/<case>.mtx`
+/// (Matrix Market, `coordinate real general`, 1-based), the files the
+/// research codes read (`benches/spgemm_peers/`).
+fn write_mtx(dir: &std::path::Path) -> std::result::Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for name in SPGEMM_CASES {
+        let c = spgemm_input(name).map_err(|e| e.to_string())?;
+        if c.a != c.b {
+            return Err(format!("{name} is not A * A"));
+        }
+        let path = dir.join(format!("{}.mtx", name.trim_start_matches("spgemm-")));
+        let f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        trident_io::mtx::write(std::io::BufWriter::new(f), &c.a)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        println!(
+            "wrote {} ({} rows, {} entries)",
+            path.display(),
+            c.a.rows(),
+            c.a.nnz()
+        );
+    }
+    Ok(())
+}
+
+fn spgemm_case(ctx: &Bench, name: &str) -> Result<Vec<Row>> {
+    let be = &ctx.be;
+    let c = spgemm_input(name)?;
     let (a, b) = (&c.a, &c.b);
     let products = a.products_with(b);
     let gflops = |ms: f64| 2.0 * products as f64 / (ms * 1e-3) / 1e9;
@@ -766,6 +808,9 @@ const CASES: &[(&str, CaseFn)] = &[
     ("spgemm-uniform-1M-8", |c| {
         spgemm_case(c, "spgemm-uniform-1M-8")
     }),
+    ("spgemm-fem-hex27-80", |c| spgemm_case(c, SPGEMM_CASES[3])),
+    ("spgemm-web-1M", |c| spgemm_case(c, SPGEMM_CASES[4])),
+    ("spgemm-longrows-1M", |c| spgemm_case(c, SPGEMM_CASES[5])),
     ("pairs-1M-400K", pairs_uniform),
     ("pairs-clustered", pairs_clustered),
 ];
@@ -776,7 +821,17 @@ fn main() {
     let mut filters = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        if a == "--reps" {
+        if a == "--write-mtx" {
+            let Some(dir) = args.next() else {
+                eprintln!("cuda_bench: --write-mtx needs a directory");
+                std::process::exit(2);
+            };
+            if let Err(e) = write_mtx(std::path::Path::new(&dir)) {
+                eprintln!("cuda_bench: --write-mtx: {e}");
+                std::process::exit(1);
+            }
+            return;
+        } else if a == "--reps" {
             reps = args
                 .next()
                 .and_then(|v| v.parse().ok())
@@ -837,19 +892,23 @@ fn main() {
             r.case, r.ours_ms, r.figure, r.check
         );
     }
-    let sp: Vec<f64> = rows
-        .iter()
-        .filter(|r| r.case.starts_with("spgemm-"))
-        .filter_map(|r| r.peer_ms.map(|p| p / r.ours_ms))
-        .collect();
-    if !sp.is_empty() {
-        let geo = (sp.iter().map(|x| x.ln()).sum::<f64>() / sp.len() as f64).exp();
-        println!();
-        println!(
-            "SpGEMM: geometric mean of cuSPARSE/ours over {} cases = {geo:.2} \
-             (cuSPARSE timed from workEstimation to copy, its i32 offset copies excluded)",
-            sp.len()
-        );
+    for (which, set) in [
+        ("benchmark", &SPGEMM_CASES[..3]),
+        ("all", &SPGEMM_CASES[..]),
+    ] {
+        let sp: Vec<f64> = rows
+            .iter()
+            .filter(|r| set.contains(&r.case.as_str()))
+            .filter_map(|r| r.peer_ms.map(|p| p / r.ours_ms))
+            .collect();
+        if !sp.is_empty() {
+            let geo = (sp.iter().map(|x| x.ln()).sum::<f64>() / sp.len() as f64).exp();
+            println!(
+                "SpGEMM ({which}): geometric mean of cuSPARSE/ours over {} cases = {geo:.2} \
+                 (cuSPARSE timed from workEstimation to copy, its i32 offset copies excluded)",
+                sp.len()
+            );
+        }
     }
     if failed {
         std::process::exit(1);

@@ -221,3 +221,171 @@ pub fn power_law_row<T: Scalar>(
     }
     CsrMatrix::from_triplets(rows, cols, &trip).expect("in range")
 }
+
+/// The matrix of trilinear hexahedra on an `n x n x n` node grid: each node
+/// couples to its 27 neighbours (itself included), 26 on the diagonal and -1
+/// off it. Banded (half-bandwidth `n^2 + n + 1`), 27 entries in interior rows:
+/// the finite-element shape of the SpGEMM comparisons.
+pub fn hex27<T: Scalar>(n: usize) -> CsrMatrix<T> {
+    let rows = n * n * n;
+    let mut offsets = Vec::with_capacity(rows + 1);
+    let mut indices = Vec::with_capacity(27 * rows);
+    let mut values = Vec::with_capacity(27 * rows);
+    offsets.push(0);
+    let near = |i: usize| i.saturating_sub(1)..=(i + 1).min(n - 1);
+    for z in 0..n {
+        for y in 0..n {
+            for x in 0..n {
+                let me = (z * n + y) * n + x;
+                // z, then y, then x ascending: columns come out sorted.
+                for zz in near(z) {
+                    for yy in near(y) {
+                        for xx in near(x) {
+                            let c = (zz * n + yy) * n + xx;
+                            indices.push(c as u32);
+                            values.push(T::from_f64(if c == me { 26.0 } else { -1.0 }));
+                        }
+                    }
+                }
+                offsets.push(indices.len());
+            }
+        }
+    }
+    CsrMatrix::new(rows, rows, offsets, indices, values).expect("hex27 is valid CSR")
+}
+
+/// A web-graph-like `n x n` link matrix: out-degrees from a power law
+/// (Pareto, exponent 2.2, at least 1, at most `n / 64`, about 8 on average),
+/// and each link either local (70%: within 1000 ids of its row, as pages of one
+/// site sit together) or to a popular page (30%: ids drawn log-uniformly
+/// through a random permutation, so in-degrees follow a power law too).
+/// Duplicate links merge; values U[0.5, 1.5).
+pub fn web_graph<T: Scalar>(n: usize, seed: u64) -> CsrMatrix<T> {
+    let mut r = rng(seed);
+    let mut popular: Vec<u32> = (0..n as u32).collect();
+    popular.shuffle(&mut r);
+    let cap = (n / 64).max(1);
+    let mut offsets = Vec::with_capacity(n + 1);
+    let mut indices = Vec::new();
+    let mut values = Vec::new();
+    offsets.push(0);
+    let mut row: Vec<u32> = Vec::new();
+    for i in 0..n {
+        let u: f64 = r.random_range(f64::EPSILON..1.0);
+        let degree = ((1.4 * u.powf(-1.0 / 1.2)) as usize).clamp(1, cap);
+        row.clear();
+        for _ in 0..degree {
+            let c = if r.random_bool(0.7) {
+                let off = r.random_range(-1000i64..=1000);
+                (i as i64 + off).clamp(0, n as i64 - 1) as u32
+            } else {
+                let x = (n as f64).powf(r.random::<f64>()) as usize;
+                popular[x.clamp(1, n) - 1]
+            };
+            row.push(c);
+        }
+        row.sort_unstable();
+        row.dedup();
+        for &c in &row {
+            indices.push(c);
+            values.push(T::from_f64(r.random_range(0.5..1.5)));
+        }
+        offsets.push(indices.len());
+    }
+    CsrMatrix::new(n, n, offsets, indices, values).expect("web graph is valid CSR")
+}
+
+/// `n x n` with `per_row` distinct random columns in each row except `long`
+/// evenly spaced rows, which hold `long_len` distinct random columns each: a
+/// few very long rows (and, squared, the rows that reference them) among
+/// short ones. Values U[0.5, 1.5).
+pub fn long_rows<T: Scalar>(
+    n: usize,
+    per_row: usize,
+    long: usize,
+    long_len: usize,
+    seed: u64,
+) -> CsrMatrix<T> {
+    let base = uniform_rows::<T>(n, n, per_row, seed);
+    if long == 0 || n == 0 {
+        return base;
+    }
+    let mut r = rng(seed ^ 0x10_4e);
+    let step = (n / long).max(1);
+    let (offsets, indices, values) = base.into_parts();
+    let (mut o2, mut i2, mut v2) = (vec![0usize], Vec::new(), Vec::new());
+    for row in 0..n {
+        if row % step == 0 && row / step < long {
+            let mut cols: Vec<u32> = rand::seq::index::sample(&mut r, n, long_len.min(n))
+                .into_iter()
+                .map(|c| c as u32)
+                .collect();
+            cols.sort_unstable();
+            for c in cols {
+                i2.push(c);
+                v2.push(T::from_f64(r.random_range(0.5..1.5)));
+            }
+        } else {
+            i2.extend_from_slice(&indices[offsets[row]..offsets[row + 1]]);
+            v2.extend_from_slice(&values[offsets[row]..offsets[row + 1]]);
+        }
+        o2.push(i2.len());
+    }
+    CsrMatrix::new(n, n, o2, i2, v2).expect("long rows are valid CSR")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row_len(m: &CsrMatrix<f32>, r: usize) -> usize {
+        m.offsets()[r + 1] - m.offsets()[r]
+    }
+
+    #[test]
+    fn hex27_couples_each_node_to_its_neighbours() {
+        let n = 4;
+        let m = hex27::<f32>(n);
+        assert_eq!((m.rows(), m.cols()), (64, 64));
+        let at = |x: usize, y: usize, z: usize| (z * n + y) * n + x;
+        assert_eq!(row_len(&m, at(1, 1, 1)), 27);
+        assert_eq!(row_len(&m, at(0, 0, 0)), 8);
+        assert_eq!(row_len(&m, at(1, 0, 0)), 12);
+        // Symmetric, 26 on the diagonal, -1 off it, within the band.
+        let dense = m.to_dense();
+        for i in 0..64 {
+            for j in 0..64 {
+                assert_eq!(dense[i * 64 + j], dense[j * 64 + i]);
+                let v = dense[i * 64 + j];
+                assert!(v == 0.0 || v == if i == j { 26.0 } else { -1.0 });
+                assert!(v == 0.0 || i.abs_diff(j) <= n * n + n + 1);
+            }
+        }
+    }
+
+    #[test]
+    fn web_graph_has_power_law_rows_and_is_reproducible() {
+        let n = 1 << 14;
+        let m = web_graph::<f32>(n, 5);
+        assert_eq!(m, web_graph::<f32>(n, 5));
+        let lens: Vec<usize> = (0..n).map(|r| row_len(&m, r)).collect();
+        assert!(lens.iter().all(|&l| (1..=n / 64).contains(&l)));
+        let mean = m.nnz() as f64 / n as f64;
+        assert!((4.0..12.0).contains(&mean), "mean out-degree {mean}");
+        // A heavy tail: some rows far above the mean.
+        assert!(lens.iter().filter(|&&l| l >= 64).count() > 10);
+    }
+
+    #[test]
+    fn long_rows_are_where_they_are_said_to_be() {
+        let m = long_rows::<f32>(1000, 8, 4, 300, 9);
+        for r in 0..1000 {
+            let want = if r % 250 == 0 { 300 } else { 8 };
+            assert_eq!(row_len(&m, r), want, "row {r}");
+        }
+        assert_eq!(
+            long_rows::<f32>(50, 8, 0, 300, 9),
+            uniform_rows(50, 50, 8, 9)
+        );
+    }
+}
