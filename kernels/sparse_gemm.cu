@@ -29,12 +29,18 @@
 //   4-7: q <= 256, 512, 1024, 2048 (numeric pass: up to 1024): one warp per
 //        row with a hash table in shared memory of 2 * 256 << (bin - 4) slots
 //        (load <= 1/2); the numeric pass compacts it and bitonic-sorts it.
-//   8:   span <= 64 q: one block per row (rows drawn from a queue, so heavy
-//        rows don't pile up on one block) with a dense accumulator over a
-//        window of columns: a bitmap in shared memory and, numeric, values in
-//        global memory (windows sized so that the resident blocks' windows
-//        stay in L2); the bitmap scan emits the columns in order. Spans wider
-//        than the window are processed window by window.
+//   8:   span <= 64 q: a dense accumulator over a window of columns: a
+//        bitmap in shared memory and, numeric, values in global memory
+//        (windows sized so that the resident blocks' windows stay in L2); the
+//        bitmap scan emits the columns in order. The work items are (row,
+//        part) pairs drawn by whole blocks from a queue, a part being a range
+//        of columns done window by window. A bin with rows enough to fill
+//        the device has one part per row; a bin of few rows has a part per
+//        window, so a wide row is spread over as many blocks (one block per
+//        row had 16 rows of 100K entries take 98 ms). The symbolic pass adds
+//        the parts' counts into the row's; with several parts the numeric
+//        pass first counts every part (spg_sym_dense again, per item), and an
+//        item writes its columns after those of the row's earlier parts.
 //   9:   otherwise: one block per row with a hash table of next_pow2(2 q)
 //        slots, in shared memory where it fits, else in global memory, then a
 //        block-wide compaction and bitonic sort.
@@ -92,8 +98,9 @@ typedef unsigned long long u64;
 #define M_NUM_SPAN 67     // max span of numeric bin 8
 #define M_TOTAL 68        // nnz of C
 #define M_FLAGS 69        // error bits
-#define M_SYM_QUEUE 70    // next row of symbolic bin 8 (dynamic scheduling)
-#define M_NUM_QUEUE 71    // next row of numeric bin 8
+#define M_SYM_QUEUE 70    // next (row, part) of symbolic bin 8 (dynamic scheduling)
+#define M_NUM_QUEUE 71    // next (row, part) of numeric bin 8
+#define M_WIN_QUEUE 72    // next (row, part) of numeric bin 8's part counts
 #define META_WORDS 80
 
 #define FLAG_TABLE_FULL 1ull
@@ -1101,13 +1108,12 @@ __device__ __forceinline__ void split_bounds(const u32* __restrict__ col, u64 bs
         if (j <= g) out[j] = (u32)(lo[j] - bs);
 }
 
-// Takes the next row of a bin for the whole block (dynamic scheduling: blocks
-// that drew light rows draw again, so heavy rows don't pile up on one block).
-// Returns count when the bin is exhausted.
-__device__ __forceinline__ u32 next_row(u64* queue, u32 count) {
-    __shared__ u32 next;
-    __syncthreads();  // everyone is done with the previous row
-    if (threadIdx.x == 0) next = (u32)umin64(atomicAdd(queue, 1ull), (u64)count);
+// The next (row, part) item of bin 8 for the whole block: item t is part
+// t % nparts of the bin's row t / nparts. Returns total when exhausted.
+__device__ __forceinline__ u64 next_item(u64* queue, u64 total) {
+    __shared__ u64 next;
+    __syncthreads();  // everyone is done with the previous item
+    if (threadIdx.x == 0) next = umin64(atomicAdd(queue, 1ull), total);
     __syncthreads();
     return next;
 }
@@ -1144,48 +1150,63 @@ __device__ __forceinline__ u64 emit_window(u32* bits, T* vals, u64 c0, u64 nword
     return emitted;
 }
 
-// Symbolic bin 8: one block per row, a bitmap over a window of `win` columns
-// (a multiple of 32) in dynamic shared memory; warps split A's row (no order
-// is needed to count). Spans wider than the window are done window by window.
+// Symbolic bin 8: one block per (row, part) item, a bitmap over a window of
+// `win` columns (a multiple of 32) in dynamic shared memory, the part's
+// `part` columns (a multiple of win) done window by window; warps split A's
+// row (no order is needed to count). With `pcount` null the part's count is
+// added to the row's nnz (zero before the pass); else it is stored as
+// pcount[item] (0 for parts past the row's span): the numeric pass's part
+// offsets, with `queue` its own counter.
 __device__ __forceinline__ void sym_dense_rows(Csr<float> A, Csr<float> B,
                                                const u32* __restrict__ rows, u32 count,
                                                const u32* __restrict__ lo,
-                                               const u32* __restrict__ hi, u64 win,
-                                               u32* __restrict__ nnz, u64* meta) {
+                                               const u32* __restrict__ hi, u64 win, u64 part,
+                                               u64 nparts, u32* __restrict__ nnz,
+                                               u32* __restrict__ pcount, u64* queue) {
     extern __shared__ __align__(16) unsigned char smem[];
     const u32 wid = threadIdx.x >> 5, g = blockDim.x >> 5;
     u32* bits = reinterpret_cast<u32*>(smem);
     for (u32 w = threadIdx.x; w < (win >> 5); w += blockDim.x) bits[w] = 0u;
+    const u64 total = (u64)count * nparts;
     for (;;) {
-        const u32 r = next_row(&meta[M_SYM_QUEUE], count);
-        if (r >= count) break;
-        const u32 row = rows[r];
+        const u64 t = next_item(queue, total);
+        if (t >= total) break;
+        const u32 row = rows[t / nparts];
         const u64 first = lo[row], end = (u64)hi[row] + 1;
+        const u64 p0 = first + (t % nparts) * part;
+        const u64 p1 = p0 < end ? umin64(p0 + part, end) : p0;
         u64 n = 0;
-        for (u64 c0 = first; c0 < end; c0 += win) {
-            const u64 c1 = umin64(c0 + win, end);
+        for (u64 c0 = p0; c0 < p1; c0 += win) {
+            const u64 c1 = umin64(c0 + win, p1);
             SymDenseSink sink{bits, c0};
             for_products<float, false, u64>(A, B, row, c1 - c0 < end - first, c0, c1, wid, g, sink);
             __syncthreads();
             n += emit_window<float, false>(bits, nullptr, c0, (c1 - c0 + 31) >> 5, 0, nullptr,
                                            nullptr);
         }
-        if (threadIdx.x == 0) nnz[row] = (u32)n;
+        if (threadIdx.x == 0) {
+            if (pcount) pcount[t] = (u32)n;
+            else if (n) atomicAdd(&nnz[row], (u32)n);
+        }
     }
 }
 
-// Numeric bin 8: one block of BLOCK_WARPS warps per row, values over a window
-// of `win` columns in global memory (region_vals + blockIdx.x * win, zero
-// between rows), the bitmap in dynamic shared memory. Warp w owns the columns
+// Numeric bin 8: one block of BLOCK_WARPS warps per (row, part) item, the
+// part done window by window: values over a window of `win` columns in global
+// memory (region_vals + blockIdx.x * win, zero between windows), the bitmap
+// in dynamic shared memory. With several parts per row, an item's columns go
+// after those of the row's earlier parts (pcount, counted by spg_sym_dense for
+// the same items); with one, pcount is null. Warp w owns the columns
 // [c0 + width w / g, c0 + width (w + 1) / g) of the window, which keeps every
 // column's chain in one warp and in order. A's row goes by segments of
 // blockDim entries: first every thread cuts one B row at all the warps'
 // bounds (split_bounds, into shared memory), then each warp walks its part of
 // the segment's B rows.
-template <typename T>
+template <typename T, bool PARTS>
 __device__ __forceinline__ void num_dense_rows(Csr<T> A, Csr<T> B, const u32* __restrict__ rows,
                                                u32 count, const u32* __restrict__ lo,
-                                               const u32* __restrict__ hi, u64 win,
+                                               const u32* __restrict__ hi, u64 win, u64 part,
+                                               u64 nparts, const u32* __restrict__ pcount,
                                                T* region_vals, const u64* __restrict__ c_off,
                                                u32* __restrict__ c_col, T* __restrict__ c_val,
                                                u64* meta) {
@@ -1197,16 +1218,38 @@ __device__ __forceinline__ void num_dense_rows(Csr<T> A, Csr<T> B, const u32* __
     u32* bits = reinterpret_cast<u32*>(smem);
     T* vals = region_vals + (u64)blockIdx.x * win;
     for (u32 w = threadIdx.x; w < (win >> 5); w += blockDim.x) bits[w] = 0u;
+    // Without PARTS each row is one item (nparts 1, part >= every span): the
+    // kernel then needs no more registers than one block per row did.
+    if (!PARTS) nparts = 1, pcount = nullptr;
+    const u64 total = (u64)count * nparts;
+    __shared__ unsigned long long before;
     for (;;) {
-        const u32 r = next_row(&meta[M_NUM_QUEUE], count);
-        if (r >= count) break;
-        const u32 row = rows[r];
-        const u64 first = lo[row], end = (u64)hi[row] + 1;
+        const u64 t = next_item(&meta[M_NUM_QUEUE], total);
+        if (t >= total) break;
+        const u32 row = rows[PARTS ? t / nparts : t];
+        const u64 pi = PARTS ? t % nparts : 0, first = lo[row], end = (u64)hi[row] + 1;
+        const u64 p0 = first + pi * part;
+        if (p0 >= end) continue;
+        const u64 p1 = umin64(p0 + part, end);
         const u64 a_beg = A.off[row], a_end = A.off[row + 1];
-        const u64 out0 = c_off[row];
+        // Columns of the row's earlier parts: a block-wide sum.
+        if (threadIdx.x == 0) before = 0;
+        __syncthreads();
+        u64 sum = 0;
+        if (pcount)
+            for (u64 j = t - pi + threadIdx.x; j < t; j += blockDim.x) sum += pcount[j];
+        if (sum) atomicAdd(&before, (unsigned long long)sum);
+        __syncthreads();
+        const u64 out0 = c_off[row] + before;
+        // The part's column count, known before it is computed (few values
+        // live across the window loop: the kernel is at its register limit).
+        // At the row's last part the parts' counts must end at the row's end.
+        const u64 want = pcount ? (u64)pcount[t] : c_off[row + 1] - out0;
+        if (threadIdx.x == 0 && pcount && p1 == end && out0 + want != c_off[row + 1])
+            raise_flag(meta, FLAG_NNZ_MISMATCH);
         u64 emitted = 0;
-        for (u64 c0 = first; c0 < end; c0 += win) {
-            const u64 c1 = umin64(c0 + win, end);
+        for (u64 c0 = p0; c0 < p1; c0 += win) {
+            const u64 c1 = umin64(c0 + win, p1);
             NumDenseSink<T> sink{bits, vals, c0};
             for (u64 seg = a_beg; seg < a_end; seg += blockDim.x) {
                 const u32 seg_len = (u32)umin64(blockDim.x, a_end - seg);
@@ -1235,31 +1278,37 @@ __device__ __forceinline__ void num_dense_rows(Csr<T> A, Csr<T> B, const u32* __
             emitted += emit_window<T, true>(bits, vals, c0, (c1 - c0 + 31) >> 5, out0 + emitted,
                                             c_col, c_val);
         }
-        if (threadIdx.x == 0 && emitted != c_off[row + 1] - out0)
-            raise_flag(meta, FLAG_NNZ_MISMATCH);
+        if (threadIdx.x == 0 && emitted != want) raise_flag(meta, FLAG_NNZ_MISMATCH);
     }
 }
 
 #define SYM_DENSE_ENTRY(NAME, T)                                                                \
     extern "C" __global__ void NAME(const u64* a_off, const u32* a_col, const u64* b_off,       \
                                     const u32* b_col, const u32* rows, u32 count, const u32* lo, \
-                                    const u32* hi, u64 win, u32* nnz, u64* meta) {              \
+                                    const u32* hi, u64 win, u64 part, u64 nparts, u32* nnz,     \
+                                    u32* pcount, u64* meta) {                                   \
         sym_dense_rows(Csr<T>{a_off, a_col, nullptr}, Csr<T>{b_off, b_col, nullptr}, rows, count, \
-                       lo, hi, win, nnz, meta);                                                 \
+                       lo, hi, win, part, nparts, nnz, pcount,                                  \
+                       &meta[pcount ? M_WIN_QUEUE : M_SYM_QUEUE]);                              \
     }
 SYM_DENSE_ENTRY(spg_sym_dense, float)
 
-#define NUM_DENSE_ENTRY(NAME, T)                                                                \
-    extern "C" __global__ void __launch_bounds__(BLOCK_WARPS * 32)                             \
+// Three blocks per SM (the host launches that many): the parts kernel is held
+// to it (a few spilled registers, outside the product loop's hot part).
+#define NUM_DENSE_ENTRY(NAME, T, PARTS)                                                         \
+    extern "C" __global__ void __launch_bounds__(BLOCK_WARPS * 32, 3)                          \
         NAME(const u64* a_off, const u32* a_col, const T* a_val, const u64* b_off,              \
              const u32* b_col, const T* b_val, const u32* rows, u32 count, const u32* lo,       \
-             const u32* hi, u64 win, T* region_vals, const u64* c_off, u32* c_col, T* c_val,    \
-             u64* meta) {                                                                       \
-        num_dense_rows<T>(Csr<T>{a_off, a_col, a_val}, Csr<T>{b_off, b_col, b_val}, rows, count, \
-                          lo, hi, win, region_vals, c_off, c_col, c_val, meta);                 \
+             const u32* hi, u64 win, u64 part, u64 nparts, const u32* pcount, T* region_vals,   \
+             const u64* c_off, u32* c_col, T* c_val, u64* meta) {                               \
+        num_dense_rows<T, PARTS>(Csr<T>{a_off, a_col, a_val}, Csr<T>{b_off, b_col, b_val},     \
+                                 rows, count, lo, hi, win, part, nparts, pcount, region_vals,   \
+                                 c_off, c_col, c_val, meta);                                    \
     }
-NUM_DENSE_ENTRY(spg_num_dense_f32, float)
-NUM_DENSE_ENTRY(spg_num_dense_f64, double)
+NUM_DENSE_ENTRY(spg_num_dense_f32, float, false)
+NUM_DENSE_ENTRY(spg_num_dense_f64, double, false)
+NUM_DENSE_ENTRY(spg_num_dense_parts_f32, float, true)
+NUM_DENSE_ENTRY(spg_num_dense_parts_f64, double, true)
 
 // ------------------------------------------------------ bin 9: block hash
 

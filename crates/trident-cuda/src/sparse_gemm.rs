@@ -70,6 +70,8 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "spg_num_warp_hash_f64",
     "spg_num_dense_f32",
     "spg_num_dense_f64",
+    "spg_num_dense_parts_f32",
+    "spg_num_dense_parts_f64",
     "spg_num_block_hash_f32",
     "spg_num_block_hash_f64",
 ];
@@ -114,6 +116,20 @@ const SYM_DENSE_THREADS: u32 = 256;
 const DENSE_MIN_WIN: u64 = 4096;
 /// Threads per block of the merge kernels (one row per thread).
 const MERGE_THREADS: u32 = 128;
+
+/// `(part, nparts)` of bin 8 for rows of span up to `span` in windows of
+/// `win` columns: with rows enough to fill the device (`full`), or rows of
+/// fewer than `spread_from` windows, one part per row, its windows done in
+/// turn; else one part per window, so that a few wide rows spread over many
+/// blocks.
+fn dense_parts(span: u64, win: u64, full: bool, spread_from: u64) -> (u64, u64) {
+    let windows = span.div_ceil(win).max(1);
+    if full || windows < spread_from {
+        (windows * win, 1)
+    } else {
+        (win, windows)
+    }
+}
 
 fn cfg(blocks: usize, threads: u32, smem: usize) -> Result<LaunchConfig> {
     Ok(LaunchConfig {
@@ -268,11 +284,16 @@ impl CudaBackend {
                     );
                 }
                 BIN_DENSE => {
-                    // The bitmap lives in shared memory: no scratch. Rows are
-                    // drawn from a queue, so the grid is what fits the device
-                    // (8 blocks of 256 threads per SM).
-                    let win = self.dense_window(meta[M_SYM_SPAN], BITMAP_WIN_MAX);
-                    let blocks = (count as usize).min(8 * self.sm_count() as usize);
+                    // The bitmap lives in shared memory: no scratch. (Row,
+                    // part) items are drawn from a queue, so the grid is what
+                    // fits the device (8 blocks of 256 threads per SM).
+                    let span = meta[M_SYM_SPAN];
+                    let win = self.dense_window(span, BITMAP_WIN_MAX);
+                    let full = 8 * self.sm_count() as usize;
+                    let (part, nparts) = dense_parts(span, win, count as usize >= full, 2);
+                    let items = (count as usize).saturating_mul(nparts as usize);
+                    let blocks = items.min(full);
+                    let no_counts = 0u64;
                     launch!(
                         self,
                         "spg_sym_dense",
@@ -286,7 +307,10 @@ impl CudaBackend {
                         &lp,
                         &hp,
                         &win,
+                        &part,
+                        &nparts,
                         &np,
+                        &no_counts,
                         &mp
                     );
                 }
@@ -380,7 +404,7 @@ impl CudaBackend {
         let ty = T::NAME;
         let tsize = std::mem::size_of::<T>();
         let slices = bin_slices(&r.list, &meta[M_NUM_COUNT..M_NUM_COUNT + NBINS]);
-        let (lp, hp, mp) = (r.lo.ptr(), r.hi.ptr(), r.meta.ptr());
+        let (lp, hp, np, mp) = (r.lo.ptr(), r.hi.ptr(), r.nnz.ptr(), r.meta.ptr());
         for (bin, &(rows, count)) in slices.iter().enumerate() {
             if count == 0 {
                 continue;
@@ -439,18 +463,67 @@ impl CudaBackend {
                     // every product is a read-modify-write of one, and from
                     // DRAM that costs more than walking A's row once per
                     // window.
-                    let blocks = (count as usize).min(3 * self.sm_count() as usize);
-                    let l2_cols = self.l2_cache_bytes() as u64 / 2 / (blocks * tsize) as u64;
+                    // A bin of few rows gets wider windows, each window
+                    // then an item of its own (drawn from a queue).
+                    let resident = 3 * self.sm_count() as usize;
+                    let l2_cols = self.l2_cache_bytes() as u64
+                        / 2
+                        / ((count as usize).min(resident) * tsize) as u64;
                     let win = self.dense_window(
                         meta[M_NUM_SPAN],
                         BITMAP_WIN_MAX.min(l2_cols.max(DENSE_MIN_WIN)),
                     );
+                    // Spread only rows of 4 windows or more: the parts'
+                    // counts cost another symbolic pass over the bin, more
+                    // than two windows in turn (rmat-16-8, H200).
+                    let (part, nparts) =
+                        dense_parts(meta[M_NUM_SPAN], win, count as usize >= resident, 4);
+                    let items = (count as usize).saturating_mul(nparts as usize);
+                    let blocks = items.min(resident);
+                    // With several parts per row, every part's column count
+                    // first: an item writes its columns after those of its
+                    // row's earlier parts.
+                    let pcount = if nparts > 1 {
+                        let pcount = self.alloc::<u32>(items, "spgemm part counts")?;
+                        let pp = pcount.ptr();
+                        launch!(
+                            self,
+                            "spg_sym_dense",
+                            cfg(
+                                items.min(8 * self.sm_count() as usize),
+                                SYM_DENSE_THREADS,
+                                win as usize / 8
+                            )?,
+                            &a.off,
+                            &a.col,
+                            &b.off,
+                            &b.col,
+                            &rows,
+                            &count,
+                            &lp,
+                            &hp,
+                            &win,
+                            &part,
+                            &nparts,
+                            &np,
+                            &pp,
+                            &mp
+                        );
+                        Some(pcount)
+                    } else {
+                        None
+                    };
+                    let pp = pcount.as_ref().map_or(0, |b| b.ptr());
                     let vals =
                         self.alloc_zeroed_named::<T>(blocks * win as usize, "spgemm windows")?;
                     let vp = vals.ptr();
                     launch!(
                         self,
-                        &format!("spg_num_dense_{ty}"),
+                        &if nparts > 1 {
+                            format!("spg_num_dense_parts_{ty}")
+                        } else {
+                            format!("spg_num_dense_{ty}")
+                        },
                         cfg(blocks, BLOCK_THREADS, win as usize / 8)?,
                         &a.off,
                         &a.col,
@@ -463,6 +536,9 @@ impl CudaBackend {
                         &lp,
                         &hp,
                         &win,
+                        &part,
+                        &nparts,
+                        &pp,
                         &vp,
                         &c_off,
                         &c_col,
@@ -881,6 +957,18 @@ impl<T: Scalar> SparseGemm<T> for CudaBackend {
 mod tests {
     use super::*;
     use crate::kernel_text::define;
+
+    /// A bin that fills the device takes each row whole; a bin of few rows
+    /// takes each window as an item of its own.
+    #[test]
+    fn dense_parts_spread_only_few_rows() {
+        assert_eq!(dense_parts(1000, 256, true, 2), (1024, 1));
+        assert_eq!(dense_parts(1000, 256, false, 2), (256, 4));
+        assert_eq!(dense_parts(1000, 256, false, 4), (256, 4));
+        assert_eq!(dense_parts(700, 256, false, 4), (768, 1));
+        assert_eq!(dense_parts(256, 256, false, 2), (256, 1));
+        assert_eq!(dense_parts(1, 256, false, 2), (256, 1));
+    }
 
     /// The bins, the meta-buffer layout and the block shapes this file
     /// repeats from `kernels/sparse_gemm.cu`.
