@@ -236,6 +236,50 @@ impl CudaBackend {
         (span.div_ceil(256).max(1) * 256).min(cap)
     }
 
+    /// Queues `spg_sym_dense` over bin 8's (row, part) items, `(win, part,
+    /// nparts)` from [`dense_parts`]: each part's column count is added into
+    /// its row's nnz, or with `pcount` (a pointer to one `u32` per item; 0 for
+    /// none) stored there for the numeric pass.
+    #[allow(clippy::too_many_arguments)]
+    fn sym_dense(
+        &self,
+        a: Ptrs,
+        b: Ptrs,
+        r: &Rows,
+        (rows, count): (u64, u32),
+        (win, part, nparts): (u64, u64, u64),
+        pcount: u64,
+    ) -> Result<()> {
+        let items = (count as usize).saturating_mul(nparts as usize);
+        let (lp, hp, np, mp) = (r.lo.ptr(), r.hi.ptr(), r.nnz.ptr(), r.meta.ptr());
+        // Items are drawn from a queue: the grid is what fits the device (8
+        // blocks of 256 threads per SM); the bitmap lives in shared memory.
+        launch!(
+            self,
+            "spg_sym_dense",
+            cfg(
+                items.min(8 * self.sm_count() as usize),
+                SYM_DENSE_THREADS,
+                win as usize / 8
+            )?,
+            &a.off,
+            &a.col,
+            &b.off,
+            &b.col,
+            &rows,
+            &count,
+            &lp,
+            &hp,
+            &win,
+            &part,
+            &nparts,
+            &np,
+            &pcount,
+            &mp
+        );
+        Ok(())
+    }
+
     /// The symbolic pass: row nnz for every bin.
     fn symbolic(&self, a: Ptrs, b: Ptrs, r: &Rows, meta: &[u64], tr: &mut Trace) -> Result<()> {
         let slices = bin_slices(&r.list, &meta[M_SYM_COUNT..M_SYM_COUNT + NBINS]);
@@ -284,35 +328,11 @@ impl CudaBackend {
                     );
                 }
                 BIN_DENSE => {
-                    // The bitmap lives in shared memory: no scratch. (Row,
-                    // part) items are drawn from a queue, so the grid is what
-                    // fits the device (8 blocks of 256 threads per SM).
                     let span = meta[M_SYM_SPAN];
                     let win = self.dense_window(span, BITMAP_WIN_MAX);
-                    let full = 8 * self.sm_count() as usize;
-                    let (part, nparts) = dense_parts(span, win, count as usize >= full, 2);
-                    let items = (count as usize).saturating_mul(nparts as usize);
-                    let blocks = items.min(full);
-                    let no_counts = 0u64;
-                    launch!(
-                        self,
-                        "spg_sym_dense",
-                        cfg(blocks, SYM_DENSE_THREADS, win as usize / 8)?,
-                        &a.off,
-                        &a.col,
-                        &b.off,
-                        &b.col,
-                        &rows,
-                        &count,
-                        &lp,
-                        &hp,
-                        &win,
-                        &part,
-                        &nparts,
-                        &np,
-                        &no_counts,
-                        &mp
-                    );
+                    let full = count as usize >= 8 * self.sm_count() as usize;
+                    let (part, nparts) = dense_parts(span, win, full, 2);
+                    self.sym_dense(a, b, r, (rows, count), (win, part, nparts), 0)?;
                 }
                 BIN_MERGE => {
                     launch!(
@@ -404,7 +424,7 @@ impl CudaBackend {
         let ty = T::NAME;
         let tsize = std::mem::size_of::<T>();
         let slices = bin_slices(&r.list, &meta[M_NUM_COUNT..M_NUM_COUNT + NBINS]);
-        let (lp, hp, np, mp) = (r.lo.ptr(), r.hi.ptr(), r.nnz.ptr(), r.meta.ptr());
+        let (lp, hp, mp) = (r.lo.ptr(), r.hi.ptr(), r.meta.ptr());
         for (bin, &(rows, count)) in slices.iter().enumerate() {
             if count == 0 {
                 continue;
@@ -485,30 +505,8 @@ impl CudaBackend {
                     // row's earlier parts.
                     let pcount = if nparts > 1 {
                         let pcount = self.alloc::<u32>(items, "spgemm part counts")?;
-                        let pp = pcount.ptr();
-                        launch!(
-                            self,
-                            "spg_sym_dense",
-                            cfg(
-                                items.min(8 * self.sm_count() as usize),
-                                SYM_DENSE_THREADS,
-                                win as usize / 8
-                            )?,
-                            &a.off,
-                            &a.col,
-                            &b.off,
-                            &b.col,
-                            &rows,
-                            &count,
-                            &lp,
-                            &hp,
-                            &win,
-                            &part,
-                            &nparts,
-                            &np,
-                            &pp,
-                            &mp
-                        );
+                        let d = (win, part, nparts);
+                        self.sym_dense(a, b, r, (rows, count), d, pcount.ptr())?;
                         Some(pcount)
                     } else {
                         None
