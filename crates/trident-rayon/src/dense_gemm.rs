@@ -1,7 +1,8 @@
 //! DenseGemm for [`RayonBackend`]: the `gemm` crate's packed, cache-blocked
 //! SIMD micro-kernels (AVX2/FMA/AVX-512 picked at run time), parallel on this
 //! backend's pool by tiles of C: a 2-D grid of ~256 x 256 blocks (over both m
-//! and n), each one single-threaded `gemm` call over the whole k. The AVX-512
+//! and n; 128 x 128 when that leaves threads short of work), each one
+//! single-threaded `gemm` call over the whole k. The AVX-512
 //! kernels need the crate's `x86-v4` feature, which the workspace enables: on
 //! the project's 2-core EPYC they took gemm-2048 from 136 to 103 ms.
 //! Against OpenBLAS's own AVX-512 kernels the tiles are at parity
@@ -37,11 +38,13 @@
 //!
 //! Determinism: k is never split across threads; every element of C is one
 //! chain of multiply-adds in a fixed k order, computed by the tile call that
-//! covers it, and the tile grid and `gemm`'s blocking depend only on m, n, k
-//! and the element size. The output is therefore
-//! bit-identical across runs and across thread counts on a given CPU (the unit
-//! tests check 1, 2 and 3 threads). Different CPUs may pick different SIMD
-//! kernels (FMA or not), which is outside the contract's "same backend".
+//! covers it, and `gemm`'s k blocks depend only on k and the element size.
+//! The grid may follow the thread count, but only between grids whose tiles
+//! all take the same path through `gemm` (`MIN_PIECE`). The output is
+//! therefore bit-identical across runs and across thread counts on a given
+//! CPU (the unit tests check 1, 2, 3 and 16 threads, on both grids).
+//! Different CPUs may pick different SIMD kernels (FMA or not), which is
+//! outside the contract's "same backend".
 
 use gemm::Parallelism;
 use rayon::prelude::*;
@@ -78,22 +81,68 @@ const TILE_LARGE_FROM: usize = 8192;
 /// Tiles are cut on multiples of this (a multiple of the micro-kernels' row
 /// and column blocks, so no tile has a ragged edge inside the matrix).
 const TILE_ALIGN: usize = 64;
+/// No piece is shorter than this unless the whole side is: a shorter last
+/// piece joins the one before it. `gemm` takes other paths, with other k
+/// blocks or kernels, for a call with m and n both at most 64, m n at most
+/// 256, or m or n equal to 1. With both sides of C at least [`FINE_FROM`],
+/// every tile of either grid is at least 65 x 65, so each takes the blocked
+/// path with the same k blocks (they depend on k alone): which grid ran
+/// does not change a bit of C.
+const MIN_PIECE: usize = 65;
+/// The finer grid's tile side, for calls that would give each thread fewer
+/// than [`TILES_PER_THREAD`] tiles of [`TILE`]: on the 16-core Xeon,
+/// gemm-1024 took 2.09 ms with 128-wide tiles against 2.53 with 256 on 16
+/// threads, 3.29 against 4.04 on 8 (f64: 4.23 / 5.24, 6.64 / 9.31), and
+/// gemm-2048-f64 31.0 against 34.9 on 16; with 4 or 2 threads, or 2048 on 8,
+/// 256 was as fast or faster (2 threads, gemm-1024-f64: 23.6 against 27.1 ms;
+/// the 2-core Zen 3 box: 42 against 52 ms): more tiles pack A and B more often.
+const TILE_FINE: usize = 128;
+/// See [`TILE_FINE`].
+const TILES_PER_THREAD: usize = 5;
+/// See [`MIN_PIECE`].
+const FINE_FROM: usize = 512;
+
+/// `(start, len)` pieces of one side of C.
+type Pieces = Vec<(usize, usize)>;
 
 /// `(start, len)` of the near-equal pieces, aligned to [`TILE_ALIGN`], that
-/// cut `0..len` into pieces of at most about [`TILE`] (or [`TILE_LARGE`]).
-/// They depend on `len` alone, never on the thread count.
-fn splits(len: usize) -> Vec<(usize, usize)> {
-    let tile = if len >= TILE_LARGE_FROM {
-        TILE_LARGE
-    } else {
-        TILE
-    };
+/// cut `0..len` into pieces of at most about `tile`, a short last piece
+/// joined to the one before it ([`MIN_PIECE`]).
+fn splits(len: usize, tile: usize) -> Pieces {
     let pieces = len.div_ceil(tile).max(1);
     let step = len.div_ceil(pieces).next_multiple_of(TILE_ALIGN);
-    (0..len)
+    let mut out: Pieces = (0..len)
         .step_by(step)
         .map(|s| (s, step.min(len - s)))
-        .collect()
+        .collect();
+    if out.len() > 1 && out[out.len() - 1].1 < MIN_PIECE {
+        let (_, last) = out.pop().unwrap_or_default();
+        if let Some(prev) = out.last_mut() {
+            prev.1 += last;
+        }
+    }
+    out
+}
+
+/// The row and column pieces of C's tiles for `threads` threads: [`TILE`]
+/// ([`TILE_LARGE`] from [`TILE_LARGE_FROM`]), or the finer grid when both
+/// sides are at least [`FINE_FROM`] and the coarse grid leaves threads short
+/// of work. The grids give the same bits (see [`MIN_PIECE`]), so the output
+/// does not depend on the thread count.
+fn grid(pm: usize, pn: usize, threads: usize) -> (Pieces, Pieces) {
+    let coarse = |len: usize| {
+        if len >= TILE_LARGE_FROM {
+            TILE_LARGE
+        } else {
+            TILE
+        }
+    };
+    let (rows, cols) = (splits(pm, coarse(pm)), splits(pn, coarse(pn)));
+    if pm >= FINE_FROM && pn >= FINE_FROM && rows.len() * cols.len() < TILES_PER_THREAD * threads {
+        (splits(pm, TILE_FINE), splits(pn, TILE_FINE))
+    } else {
+        (rows, cols)
+    }
 }
 
 /// Element strides `(row, col)` of a stored row-major view, as `isize`.
@@ -180,76 +229,164 @@ impl Drop for Scratch {
     }
 }
 
-/// Writes `x^T` into `out` as a contiguous row-major matrix (`out.len() ==
-/// x.rows() * x.cols()`), in parallel.
-fn copy_transposed<T: Scalar>(x: &MatRef<'_, T>, out: &mut [T]) {
-    transpose(x.data(), x.rows(), x.ld(), out, x.rows());
+/// Most rows of `out` one transpose task writes, and the side of the blocks
+/// it walks (a block's lines of both sides stay in L2).
+const BAND: usize = 128;
+
+/// Rows of `out` per transpose task: [`BAND`], or fewer when that would leave
+/// threads idle (a 1024-row copy is only 8 bands of 128 for 16 threads). A
+/// multiple of `m`, the side of the tiles moved through registers. The bands
+/// only split a copy, so they may depend on the thread count.
+fn band_rows(out_rows: usize, threads: usize, m: usize) -> usize {
+    out_rows
+        .div_ceil(2 * threads.max(1))
+        .next_multiple_of(m)
+        .clamp(m, BAND)
+}
+
+/// The side of the register tiles of [`transpose_band`]: 32 bytes.
+fn tile_side<T>() -> usize {
+    if size_of::<T>() == 4 { 8 } else { 4 }
 }
 
 /// `out[j * out_ld + i] = d[i * ld + j]` for the `r` rows of `d` and as many
 /// columns as `out` has rows (`out` holds whole rows of `out_ld` elements but
-/// for its last row, which may stop after `r`), in parallel.
-fn transpose<T: Scalar>(d: &[T], r: usize, ld: usize, out: &mut [T], out_ld: usize) {
-    if size_of::<T>() == 4 {
-        transpose_tiles::<T, 8>(d, r, ld, out, out_ld);
-    } else {
-        transpose_tiles::<T, 4>(d, r, ld, out, out_ld);
-    }
-}
-
-/// [`transpose`] in parallel over bands of `BAND` rows of `out`.
-///
-/// Each band is walked in `BAND x BAND` blocks (a block's lines of both sides
-/// stay in L2), and each block in `M x M` tiles (`M` elements = 32 bytes)
-/// moved through a local array: the loads read `M` contiguous elements of a
-/// row of `d`, the stores write `M` contiguous elements of a row of `out`. Writing one
-/// element per row of `out` instead (stores `r` elements apart, all in the
-/// same L1 set when `r` is a power of two) ran at 5 GB/s on the 2-core box;
-/// this runs at 16-30 GB/s (1024 x 1024, f32 and f64).
-fn transpose_tiles<T: Scalar, const M: usize>(
+/// for its last row, which may stop after `r`), in parallel over bands of
+/// rows of `out`.
+fn transpose<T: Scalar>(
     d: &[T],
     r: usize,
     ld: usize,
     out: &mut [T],
     out_ld: usize,
+    threads: usize,
 ) {
-    const BAND: usize = 128;
     if r == 0 {
         return;
     }
-    out.par_chunks_mut(out_ld * BAND)
+    let band = band_rows((out.len() - r) / out_ld + 1, threads, tile_side::<T>());
+    out.par_chunks_mut(out_ld * band)
         .enumerate()
-        .for_each(|(band, dst)| {
-            let j0 = band * BAND;
-            let jn = (dst.len() - r) / out_ld + 1;
-            for i0 in (0..r).step_by(BAND) {
-                let im = BAND.min(r - i0);
-                for jb in (0..jn).step_by(M) {
-                    let jm = M.min(jn - jb);
-                    for i in (i0..i0 + im).step_by(M) {
-                        let mut tile = [[T::ZERO; M]; M];
-                        let tm = M.min(i0 + im - i);
-                        if tm == M && jm == M {
-                            for (a, row) in tile.iter_mut().enumerate() {
-                                row.copy_from_slice(&d[(i + a) * ld + j0 + jb..][..M]);
-                            }
-                            for b in 0..M {
-                                let line = &mut dst[(jb + b) * out_ld + i..][..M];
-                                for (a, v) in line.iter_mut().enumerate() {
-                                    *v = tile[a][b];
-                                }
-                            }
-                        } else {
-                            for a in 0..tm {
-                                for b in 0..jm {
-                                    dst[(jb + b) * out_ld + i + a] = d[(i + a) * ld + j0 + jb + b];
-                                }
-                            }
+        .for_each(|(i, dst)| transpose_band(d, r, ld, i * band, dst, out_ld));
+}
+
+/// One band of [`transpose`]: the rows `j0..` of `out` that `dst` holds.
+fn transpose_band<T: Scalar>(
+    d: &[T],
+    r: usize,
+    ld: usize,
+    j0: usize,
+    dst: &mut [T],
+    out_ld: usize,
+) {
+    if size_of::<T>() == 4 {
+        transpose_band_tiles::<T, 8>(d, r, ld, j0, dst, out_ld);
+    } else {
+        transpose_band_tiles::<T, 4>(d, r, ld, j0, dst, out_ld);
+    }
+}
+
+/// [`transpose_band`] in `BAND x BAND` blocks, each in `M x M` tiles (`M`
+/// elements = 32 bytes) moved through a local array: the loads read `M`
+/// contiguous elements of a row of `d`, the stores write `M` contiguous
+/// elements of a row of `out`. Writing one element per row of `out` instead
+/// (stores `r` elements apart, all in the same L1 set when `r` is a power of
+/// two) ran at 5 GB/s on the 2-core box; this runs at 16-30 GB/s (1024 x
+/// 1024, f32 and f64).
+fn transpose_band_tiles<T: Scalar, const M: usize>(
+    d: &[T],
+    r: usize,
+    ld: usize,
+    j0: usize,
+    dst: &mut [T],
+    out_ld: usize,
+) {
+    let jn = (dst.len() - r) / out_ld + 1;
+    for i0 in (0..r).step_by(BAND) {
+        let im = BAND.min(r - i0);
+        for jb in (0..jn).step_by(M) {
+            let jm = M.min(jn - jb);
+            for i in (i0..i0 + im).step_by(M) {
+                let mut tile = [[T::ZERO; M]; M];
+                let tm = M.min(i0 + im - i);
+                if tm == M && jm == M {
+                    for (a, row) in tile.iter_mut().enumerate() {
+                        row.copy_from_slice(&d[(i + a) * ld + j0 + jb..][..M]);
+                    }
+                    for b in 0..M {
+                        let line = &mut dst[(jb + b) * out_ld + i..][..M];
+                        for (a, v) in line.iter_mut().enumerate() {
+                            *v = tile[a][b];
+                        }
+                    }
+                } else {
+                    for a in 0..tm {
+                        for b in 0..jm {
+                            dst[(jb + b) * out_ld + i + a] = d[(i + a) * ld + j0 + jb + b];
                         }
                     }
                 }
             }
-        });
+        }
+    }
+}
+
+/// Elements per task of the finite screen.
+const SCREEN_PART: usize = 1 << 16;
+
+/// One task of the pass before the tiles.
+enum Prep<'a, T> {
+    /// Are rows `lo..hi` of the view all finite?
+    Screen(MatRef<'a, T>, usize, usize),
+    /// Rows `j0..` of the view's transpose into `dst`.
+    Band(MatRef<'a, T>, usize, &'a mut [T]),
+}
+
+/// The pass before the tiles, on the pool as one set of tasks: the input
+/// check's screen of `screened` (finite values) and the layout copies
+/// (`x^T` into `out`, contiguous). Returns whether every screened value is
+/// finite; the caller then asks [`validate::gemm_finite`] for the exact error.
+/// The check used to scan A and B on freshly spawned threads before the
+/// call: 0.8 of gemm-1024's 2.8 ms on 16 threads, against 1.9 ms for the
+/// tiles alone.
+fn prepare<'a, T: Scalar>(
+    screened: &[MatRef<'a, T>],
+    copies: Vec<(MatRef<'a, T>, &'a mut [T])>,
+    threads: usize,
+) -> bool {
+    let mut jobs = Vec::new();
+    for (x, out) in copies {
+        let out_ld = x.rows();
+        let band = band_rows(x.cols(), threads, tile_side::<T>());
+        jobs.extend(
+            out.chunks_mut(out_ld * band)
+                .enumerate()
+                .map(|(i, dst)| Prep::Band(x, i * band, dst)),
+        );
+    }
+    for &x in screened {
+        if x.rows() == 0 || x.cols() == 0 {
+            continue;
+        }
+        let per = (SCREEN_PART / x.cols()).max(1);
+        jobs.extend(
+            (0..x.rows())
+                .step_by(per)
+                .map(|lo| Prep::Screen(x, lo, (lo + per).min(x.rows()))),
+        );
+    }
+    jobs.into_par_iter()
+        .with_max_len(1)
+        .map(|job| match job {
+            Prep::Screen(x, lo, hi) => {
+                (lo..hi).all(|i| x.row(i).iter().fold(true, |all, &v| all & v.is_finite()))
+            }
+            Prep::Band(x, j0, dst) => {
+                transpose_band(x.data(), x.rows(), x.ld(), j0, dst, x.rows());
+                true
+            }
+        })
+        .reduce(|| true, |a, b| a && b)
 }
 
 /// `(row, col)` strides of `op(X)` in elements.
@@ -270,8 +407,14 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
         b: MatRef<'_, T>,
         mut c: MatMut<'_, T>,
     ) -> Result<()> {
-        let dims = validate::gemm(p, &a, &b, &c)?;
+        let dims = validate::gemm_dims(p, &a, &b, &c)?;
         let (m, n, k) = (dims.m, dims.n, dims.k);
+        let work = m.saturating_mul(n).saturating_mul(k);
+        if work < PARALLEL_MIN_WORK || p.alpha == T::ZERO {
+            // Small calls (and those with no product) check their values
+            // here; the others screen them on the pool, beside the copies.
+            validate::gemm_finite(p, &a, &b, &c.as_ref())?;
+        }
         if m == 0 || n == 0 {
             return Ok(());
         }
@@ -282,7 +425,6 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
             return Ok(());
         }
         let read_dst = p.beta != T::ZERO;
-        let work = m.saturating_mul(n).saturating_mul(k);
         let threads = self.threads();
         // Transposed operands are copied into row-major `op(X)`, for calls
         // worth the copies, into the calling thread's kept scratch.
@@ -309,14 +451,26 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
         let mut scratch = Scratch::take();
         let [a_buf, b_buf, c_buf] = self.install(|| -> Result<_> {
             let [a_buf, b_buf, c_buf] = scratch.parts::<T>(lens)?;
-            if !a_buf.is_empty() {
-                copy_transposed(lhs_x, a_buf);
-            }
-            if !b_buf.is_empty() {
-                copy_transposed(rhs_x, b_buf);
-            }
-            if swap && read_dst {
-                copy_transposed(&MatRef::new(c.data(), m, n, c.ld())?, c_buf);
+            if copies {
+                let c_view = c.as_ref();
+                let mut screened = vec![a, b];
+                if read_dst {
+                    screened.push(c_view);
+                }
+                let mut moves = Vec::new();
+                if !a_buf.is_empty() {
+                    moves.push((*lhs_x, &mut *a_buf));
+                }
+                if !b_buf.is_empty() {
+                    moves.push((*rhs_x, &mut *b_buf));
+                }
+                if swap && read_dst {
+                    moves.push((c_view, &mut *c_buf));
+                }
+                if !prepare(&screened, moves, threads) {
+                    // Some value is not finite: the check names the first.
+                    validate::gemm_finite(p, &a, &b, &c_view)?;
+                }
             }
             Ok([a_buf, b_buf, c_buf])
         })?;
@@ -347,7 +501,7 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
                     .wrapping_mul(rs)
                     .wrapping_add((c as isize).wrapping_mul(cs))
             };
-            // SAFETY: validate::gemm and the view constructors guarantee that every
+            // SAFETY: validate::gemm_dims and the view constructors guarantee that every
             // element addressed here, `(i, j) -> i * rs + j * cs` for i < rows and
             // j < cols of the product's lhs (pm x k), rhs (k x pn) and dst (pm x
             // pn), lies inside the respective slice: op(A), op(B) and C, or with
@@ -389,10 +543,8 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
             tile(0, pm, 0, pn);
             return Ok(());
         }
-        // The tile grid depends on m and n only, never on the thread count, so
-        // every element of C is computed by the same call shape whatever the
-        // pool: the output stays bit-identical across thread counts.
-        let (rows, cols) = (splits(pm), splits(pn));
+        // The grid may depend on the thread count, its bits do not (`grid`).
+        let (rows, cols) = grid(pm, pn, threads);
         let tiles = rows.len() * cols.len();
         if threads <= 1 {
             (0..tiles).for_each(|t| {
@@ -411,7 +563,7 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
             // `C^T` back into C, its padding untouched.
             let ld = c.ld();
             let end = (m - 1) * ld + n;
-            self.install(|| transpose(t, n, m, &mut c.data_mut()[..end], ld));
+            self.install(|| transpose(t, n, m, &mut c.data_mut()[..end], ld, threads));
         }
         Ok(())
     }

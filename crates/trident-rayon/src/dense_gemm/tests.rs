@@ -1,11 +1,12 @@
 //! What the conformance suite covers thinly: every `gemm` code path (tiny,
 //! k <= 2, matrix-vector, blocked) with NaN in C under `beta == 0`, padding
 //! between C's rows left alone, k = 0, and bit-identical output across thread
-//! counts.
+//! counts, and the input check of calls large enough to screen their values
+//! on the pool.
 
-use trident_core::{DenseGemm, GemmParams, MatMut, MatRef, Op, Scalar};
+use trident_core::{DenseGemm, Error, GemmParams, MatMut, MatRef, Op, Scalar, validate};
 
-use super::transpose;
+use super::{grid, transpose};
 use crate::RayonBackend;
 
 /// Deterministic values in [-1, 1) (a 64-bit LCG; no dev-dependency needed).
@@ -228,13 +229,20 @@ fn same_across_threads<T: Scalar>()
 where
     RayonBackend: DenseGemm<T>,
 {
-    let backends: Vec<RayonBackend> = [1, 2, 3]
+    // 16 threads take the finer grid on the last four shapes (both sides of
+    // C from 512, few coarse tiles), with short last pieces to join (1025)
+    // and to keep (1023: 127).
+    let backends: Vec<RayonBackend> = [1, 2, 3, 16]
         .iter()
         .map(|&t| RayonBackend::with_threads(t).unwrap())
         .collect();
     for (shape, ops) in [
         ((300, 257, 513), (Op::N, Op::N)),
         ((129, 400, 1100), (Op::T, Op::T)),
+        ((530, 1025, 300), (Op::N, Op::N)),
+        ((700, 515, 1030), (Op::T, Op::N)),
+        ((1200, 640, 77), (Op::N, Op::T)),
+        ((1023, 600, 200), (Op::N, Op::N)),
     ] {
         let mut cs = case::<T>(shape, ops, 1, 0.5, 99);
         let p = GemmParams {
@@ -330,7 +338,7 @@ fn transpose_matches_definition() {
         ] {
             let d: Vec<T> = values(r * ld, (r + c) as u64);
             let mut out = vec![T::from_f64(PAD); (c - 1) * out_ld + r];
-            be.install(|| transpose(&d, r, ld, &mut out, out_ld));
+            be.install(|| transpose(&d, r, ld, &mut out, out_ld, 3));
             for j in 0..c {
                 for i in 0..out_ld {
                     let Some(&got) = out.get(j * out_ld + i) else {
@@ -351,4 +359,130 @@ fn transpose_matches_definition() {
     }
     check::<f32>();
     check::<f64>();
+}
+
+/// Calls large enough to screen their values on the pool, beside the layout
+/// copies, report the error the serial check reports (field and index of the
+/// first bad value), leave C as it was, and take NaN in padding and in an
+/// unread C (`beta == 0`) as no error.
+#[test]
+fn large_calls_report_the_first_non_finite_value() {
+    fn views<T: Scalar>(x: &Case<T>) -> (MatRef<'_, T>, MatRef<'_, T>) {
+        (
+            MatRef::new(&x.a, x.ar, x.ac, x.lda).unwrap(),
+            MatRef::new(&x.b, x.br, x.bc, x.ldb).unwrap(),
+        )
+    }
+    fn check<T: Scalar>()
+    where
+        RayonBackend: DenseGemm<T>,
+    {
+        let be = RayonBackend::with_threads(3).unwrap();
+        let ops = [
+            (Op::N, Op::N),
+            (Op::T, Op::N),
+            (Op::N, Op::T),
+            (Op::T, Op::T),
+        ];
+        for (o, &(op_a, op_b)) in ops.iter().enumerate() {
+            let mut base = case::<T>((96, 104, 112), (op_a, op_b), 3, 0.5, o as u64);
+            let beta = T::from_f64(0.25);
+            let p = GemmParams {
+                op_a,
+                op_b,
+                beta,
+                ..GemmParams::default()
+            };
+            // Padding is not data.
+            let (nan, inf) = (T::from_f64(f64::NAN), T::from_f64(f64::INFINITY));
+            base.a[base.lda - 1] = nan;
+            base.b[2 * base.ldb - 2] = inf;
+            base.c[base.ldc - 1] = nan;
+            base.run(&be, &p);
+            for (which, row, col) in [
+                ("a", 0, 5),
+                ("a", 7, 90),
+                ("b", 30, 1),
+                ("c", 9, 4),
+                ("c", 0, 5),
+            ] {
+                let mut x = Case {
+                    a: base.a.clone(),
+                    b: base.b.clone(),
+                    c: base.c.clone(),
+                    ..base
+                };
+                let (v, at) = match which {
+                    "a" => (&mut x.a, row * x.lda + col),
+                    "b" => (&mut x.b, row * x.ldb + col),
+                    _ => (&mut x.c, row * x.ldc + col),
+                };
+                v[at] = if col % 2 == 1 { nan } else { -inf };
+                let mut c = x.c.clone();
+                let want = {
+                    let (a, b) = views(&x);
+                    validate::gemm(&p, &a, &b, &MatMut::new(&mut c, x.m, x.n, x.ldc).unwrap())
+                        .unwrap_err()
+                };
+                assert!(matches!(want, Error::NonFinite { .. }), "{want:?}");
+                let (a, b) = views(&x);
+                let got = be
+                    .gemm(&p, a, b, MatMut::new(&mut c, x.m, x.n, x.ldc).unwrap())
+                    .unwrap_err();
+                assert_eq!(
+                    format!("{got:?}"),
+                    format!("{want:?}"),
+                    "{which}[{at}], op {o}"
+                );
+                assert!(
+                    c.iter()
+                        .zip(&x.c)
+                        .all(|(g, w)| g.to_f64().to_bits() == w.to_f64().to_bits()),
+                    "C written on error: {which}[{at}], op {o}"
+                );
+                if which == "c" {
+                    // Not read with beta == 0: overwritten, no error.
+                    let p0 = GemmParams { beta: T::ZERO, ..p };
+                    let out = x.run(&be, &p0);
+                    assert!(out[at].is_finite(), "{which}[{at}], op {o}");
+                }
+            }
+        }
+    }
+    check::<f32>();
+    check::<f64>();
+}
+
+/// The grids: pieces cover each side once, in order, none shorter than 65
+/// unless the side is; the finer grid only from both sides of 512 and when
+/// the coarse one gives the threads few tiles.
+#[test]
+fn grids_cover_c_and_switch_only_where_bits_allow() {
+    for pm in [
+        1, 64, 127, 129, 300, 511, 512, 530, 1025, 1200, 2048, 8191, 8192, 9000,
+    ] {
+        for pn in [1, 200, 512, 1025, 4096] {
+            for threads in [1, 2, 8, 16, 64] {
+                let (rows, cols) = grid(pm, pn, threads);
+                for (side, len) in [(&rows, pm), (&cols, pn)] {
+                    let mut at = 0;
+                    for &(s, l) in side.iter() {
+                        assert_eq!(s, at, "{pm} x {pn}, {threads} threads");
+                        assert!(l >= 65.min(len), "{pm} x {pn}: piece {l}");
+                        at += l;
+                    }
+                    assert_eq!(at, len);
+                }
+                let coarse = grid(pm, pn, 1);
+                if pm < 512 || pn < 512 {
+                    assert_eq!((&rows, &cols), (&coarse.0, &coarse.1), "{pm} x {pn}");
+                }
+            }
+        }
+    }
+    // gemm-1024 on 16 threads: 64 tiles of 128, not 16 of 256; on 2, 16.
+    assert_eq!(grid(1024, 1024, 16).0.len(), 8);
+    assert_eq!(grid(1024, 1024, 2).0.len(), 4);
+    // gemm-1024-odd: 1023 = 7 x 128 + 127, its short piece kept.
+    assert_eq!(grid(1023, 1027, 16).0.len(), 8);
 }
