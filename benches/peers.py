@@ -162,6 +162,11 @@ def peer_gemm(meta, arrays, reps, _args):
         ct = None if c is None else c.T
         call = (lambda _: gemm(alpha, b.T, a.T, beta=beta, c=ct, trans_a=tb, trans_b=ta).T)
         what = f"scipy.linalg.blas.{gemm.__name__.split('.')[-1]} (op_a {meta['op_a']}, op_b {meta['op_b']}, alpha {alpha:g}, beta {beta:g})"
+    # numpy's `@` and scipy's BLAS functions are two OpenBLAS copies, each
+    # with a thread per core; threads that just finished spin for a while,
+    # and on 16 cores a call of the other copy then read 28-32 ms instead of
+    # 2.5-8. Let them go to sleep first.
+    time.sleep(0.5)
     times, _ = timed(reps, call)
     threads, arch = blas_info()
     on = (f", {threads} BLAS threads" if threads else "") + (f", {arch} kernels" if arch else "")
