@@ -10,6 +10,11 @@
 //! GPU machine's 16 threads. They are chosen by CPU feature detection at run
 //! time, so a build stays portable (no `target-cpu`).
 //!
+//! On x86-64 CPUs with AVX2 and FMA but no AVX-512 (most laptops and the
+//! Zen 3 servers), large calls take our own loop nest instead ([`avx2`]):
+//! there `gemm`'s AVX2 kernels reached 50 GFLOP/s a core against
+//! OpenBLAS's 65, 0.66-1.09x OpenBLAS on 2 cores over the BLAS variants.
+//!
 //! Why `gemm` (0.19): it is pure Rust, reaches BLAS-class speed on x86 and
 //! aarch64, and takes arbitrary row and column strides, so `Op::T` and the
 //! leading dimensions become stride swaps with no copy of A, B or C. Linking
@@ -426,6 +431,10 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
         }
         let read_dst = p.beta != T::ZERO;
         let threads = self.threads();
+        #[cfg(target_arch = "x86_64")]
+        if work >= PARALLEL_MIN_WORK && avx2::wanted() {
+            return self.gemm_avx2(p, a, b, c, (m, n, k));
+        }
         // Transposed operands are copied into row-major `op(X)`, for calls
         // worth the copies, into the calling thread's kept scratch.
         let copies = work >= PARALLEL_MIN_WORK;
@@ -569,5 +578,70 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+impl RayonBackend {
+    /// The large calls on AVX2 CPUs without AVX-512 (see [`avx2`]): the
+    /// operands' strides go to the packing as they are, no layout copies.
+    /// `m, n, k > 0` and `alpha != 0`; the values are not yet checked.
+    fn gemm_avx2<T: Scalar>(
+        &self,
+        p: &GemmParams<T>,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        mut c: MatMut<'_, T>,
+        (m, n, k): (usize, usize, usize),
+    ) -> Result<()> {
+        let threads = self.threads();
+        let read_dst = p.beta != T::ZERO;
+        let view = |x: &MatRef<'_, T>, op: Op| -> Result<avx2::View> {
+            let (rs, cs) = op_strides(x, op)?;
+            Ok(avx2::View {
+                ptr: x.data().as_ptr() as usize,
+                rs,
+                cs,
+            })
+        };
+        let (av, bv) = (view(&a, p.op_a)?, view(&b, p.op_b)?);
+        strides(m, n, c.ld())?;
+        let (la, lb) = avx2::packed_lens(m, n, k);
+        let mut scratch = Scratch::take();
+        self.install(|| -> Result<()> {
+            let [pa, pb, _] = scratch.parts::<T>([la, lb, 0])?;
+            let mut screened = vec![a, b];
+            if read_dst {
+                screened.push(c.as_ref());
+            }
+            if !prepare(&screened, Vec::new(), threads) {
+                // Some value is not finite: the check names the first.
+                validate::gemm_finite(p, &a, &b, &c.as_ref())?;
+            }
+            let ldc = c.ld();
+            let dst = c.data_mut().as_mut_ptr() as usize;
+            // SAFETY: `wanted` checked the CPU; validate::gemm_dims and the
+            // view constructors guarantee that op(A) (m x k), op(B) (k x n)
+            // and C (m x n, row-major, ldc) address only elements of their
+            // slices through these strides; C is borrowed mutably for the
+            // call and only its view elements are written.
+            unsafe {
+                avx2::gemm_scalar(
+                    (m, n, k),
+                    p.alpha,
+                    p.beta,
+                    read_dst,
+                    av,
+                    bv,
+                    (dst, ldc),
+                    pa,
+                    pb,
+                    threads,
+                )
+            };
+            Ok(())
+        })
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 #[cfg(test)]
 mod tests;

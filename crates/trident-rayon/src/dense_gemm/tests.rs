@@ -92,6 +92,12 @@ impl<T: Scalar> Case<T> {
 
     /// `alpha op(A) op(B) + beta C` in f64, element (i, j).
     fn expected(&self, p: &GemmParams<T>, i: usize, j: usize) -> f64 {
+        self.sums(p, i, j).0
+    }
+
+    /// Element (i, j) of `alpha op(A) op(B) + beta C` and of the same sum of
+    /// absolute values (what its rounding error scales with), in f64.
+    fn sums(&self, p: &GemmParams<T>, i: usize, j: usize) -> (f64, f64) {
         let k = if p.op_a == Op::N { self.ac } else { self.ar };
         let a = |i: usize, l: usize| {
             if p.op_a.is_transposed() {
@@ -107,13 +113,15 @@ impl<T: Scalar> Case<T> {
                 self.b[l * self.ldb + j]
             }
         };
-        let dot: f64 = (0..k).map(|l| a(i, l).to_f64() * b(l, j).to_f64()).sum();
+        let terms = (0..k).map(|l| a(i, l).to_f64() * b(l, j).to_f64());
+        let (dot, abs) = terms.fold((0.0, 0.0), |(d, s), t| (d + t, s + t.abs()));
         let old = if p.beta == T::ZERO {
             0.0
         } else {
             p.beta.to_f64() * self.c[i * self.ldc + j].to_f64()
         };
-        p.alpha.to_f64() * dot + old
+        let alpha = p.alpha.to_f64();
+        (alpha * dot + old, alpha.abs() * abs + old.abs())
     }
 }
 
@@ -131,19 +139,21 @@ const SHAPES: [(usize, usize, usize); 9] = [
     (200, 210, 260),
 ];
 
+/// Every combination of transposes.
+const OPS: [(Op, Op); 4] = [
+    (Op::N, Op::N),
+    (Op::T, Op::N),
+    (Op::N, Op::T),
+    (Op::T, Op::T),
+];
+
 fn check_paths<T: Scalar>(tol: f64)
 where
     RayonBackend: DenseGemm<T>,
 {
     let be = RayonBackend::with_threads(2).unwrap();
-    let ops = [
-        (Op::N, Op::N),
-        (Op::T, Op::N),
-        (Op::N, Op::T),
-        (Op::T, Op::T),
-    ];
     for (s, &shape) in SHAPES.iter().enumerate() {
-        for (o, &ops) in ops.iter().enumerate() {
+        for (o, &ops) in OPS.iter().enumerate() {
             for (alpha, beta, c0) in [(1.0, 0.0, f64::NAN), (-0.5, 2.0, 0.25), (0.0, 1.5, -1.0)] {
                 let mut cs = case::<T>(shape, ops, 3, c0, (s * 4 + o) as u64);
                 let p = GemmParams {
@@ -378,13 +388,7 @@ fn large_calls_report_the_first_non_finite_value() {
         RayonBackend: DenseGemm<T>,
     {
         let be = RayonBackend::with_threads(3).unwrap();
-        let ops = [
-            (Op::N, Op::N),
-            (Op::T, Op::N),
-            (Op::N, Op::T),
-            (Op::T, Op::T),
-        ];
-        for (o, &(op_a, op_b)) in ops.iter().enumerate() {
+        for (o, &(op_a, op_b)) in OPS.iter().enumerate() {
             let mut base = case::<T>((96, 104, 112), (op_a, op_b), 3, 0.5, o as u64);
             let beta = T::from_f64(0.25);
             let p = GemmParams {
@@ -485,4 +489,95 @@ fn grids_cover_c_and_switch_only_where_bits_allow() {
     assert_eq!(grid(1024, 1024, 2).0.len(), 4);
     // gemm-1024-odd: 1023 = 7 x 128 + 127, its short piece kept.
     assert_eq!(grid(1023, 1027, 16).0.len(), 8);
+}
+
+/// The AVX2 path on its own (wherever the CPU can run it, AVX-512 or not):
+/// micro-tiles with ragged edges, m over several row blocks, k over several
+/// depth blocks, n over two column blocks, every op with padded leading
+/// dimensions, and each way C is updated (NaN in C under `beta == 0`),
+/// against f64 sums; C's padding untouched; the same bits on 1, 2 and 3
+/// threads.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn avx2_path_every_layout() {
+    fn check<T: Scalar>()
+    where
+        RayonBackend: DenseGemm<T>,
+    {
+        let backends: Vec<RayonBackend> = [1, 2, 3]
+            .iter()
+            .map(|&t| RayonBackend::with_threads(t).unwrap())
+            .collect();
+        let shapes = [
+            (6, 16, 1),
+            (1, 1, 3),
+            (7, 17, 257),
+            (13, 33, 600),
+            (150, 40, 513),
+            (5, 4100, 20),
+        ];
+        for (s, &shape) in shapes.iter().enumerate() {
+            for (o, &ops) in OPS.iter().enumerate() {
+                for (alpha, beta, c0) in [(1.0, 0.0, f64::NAN), (-0.5, 2.0, 0.25), (1.5, 1.0, -1.0)]
+                {
+                    let mut cs = case::<T>(shape, ops, 3, c0, (s * 4 + o) as u64);
+                    let p = GemmParams {
+                        alpha: T::from_f64(alpha),
+                        beta: T::from_f64(beta),
+                        op_a: ops.0,
+                        op_b: ops.1,
+                        ..GemmParams::default()
+                    };
+                    let (m, n, ldc) = (cs.m, cs.n, cs.ldc);
+                    let run = |cs: &mut Case<T>, be: &RayonBackend| {
+                        let mut c = cs.c.clone();
+                        be.gemm_avx2(
+                            &p,
+                            MatRef::new(&cs.a, cs.ar, cs.ac, cs.lda).unwrap(),
+                            MatRef::new(&cs.b, cs.br, cs.bc, cs.ldb).unwrap(),
+                            MatMut::new(&mut c, m, n, ldc).unwrap(),
+                            (m, n, shape.2),
+                        )
+                        .unwrap();
+                        c
+                    };
+                    let got = run(&mut cs, &backends[0]);
+                    for i in 0..m {
+                        for j in 0..ldc {
+                            let g = got[i * ldc + j].to_f64();
+                            if j >= n {
+                                assert_eq!(g, PAD, "padding C[{i}][{j}] written, {shape:?}");
+                                continue;
+                            }
+                            // Each of the k + 2 operations rounds once.
+                            let (e, mag) = cs.sums(&p, i, j);
+                            let bound = T::EPSILON.to_f64() * (shape.2 + 2) as f64 * mag;
+                            assert!(
+                                (g - e).abs() <= bound,
+                                "C[{i}][{j}] = {g}, expected {e}: {shape:?} {ops:?} alpha {alpha} beta {beta}"
+                            );
+                        }
+                    }
+                    for be in &backends[1..] {
+                        let again = run(&mut cs, be);
+                        let same = got
+                            .iter()
+                            .zip(&again)
+                            .all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits());
+                        assert!(
+                            same,
+                            "{} threads differ from 1 on {shape:?} {ops:?}",
+                            be.threads()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    if !super::avx2::available() {
+        eprintln!("no AVX2 and FMA on this CPU: the path is never taken here");
+        return;
+    }
+    check::<f32>();
+    check::<f64>();
 }
