@@ -467,11 +467,12 @@ unsafe fn pack<T: Scalar>(
         for p in 0..kc {
             let src = x.at::<T>(i0, p0 + p);
             for r in 0..panels {
-                let len = live(r);
+                let rows = live(r);
                 let out = &mut dst[r * width * kc + p * width..][..width];
-                // SAFETY: rows i0 + r * width .. + len <= len, column p0 + p.
-                let run = unsafe { std::slice::from_raw_parts(src.add(r * width), len) };
-                out[..len].copy_from_slice(run);
+                // SAFETY: rows i0 + r * width .. + rows <= len, column p0 + p
+                // (a panel wholly past `len` reads nothing).
+                let run = unsafe { std::slice::from_raw_parts(src.wrapping_add(r * width), rows) };
+                out[..rows].copy_from_slice(run);
             }
         }
         return;
