@@ -11,7 +11,8 @@
 //! time, so a build stays portable (no `target-cpu`).
 //!
 //! On x86-64 CPUs with AVX2 and FMA but no AVX-512 (most laptops and the
-//! Zen 3 servers), large calls take our own loop nest instead ([`avx2`]):
+//! Zen 3 servers), calls above [`AVX2_MIN_WORK`] take our own loop nest
+//! instead ([`avx2`]):
 //! there `gemm`'s AVX2 kernels reached 50 GFLOP/s a core against
 //! OpenBLAS's 65, 0.66-1.09x OpenBLAS on 2 cores over the BLAS variants.
 //!
@@ -61,6 +62,17 @@ use crate::RayonBackend;
 /// handing it to the pool costs more than it saves. It is `gemm`'s own default
 /// threading threshold, so our choice and its internal one agree.
 const PARALLEL_MIN_WORK: usize = 48 * 48 * 256;
+
+/// Above this many multiply-adds an AVX2 CPU without AVX-512 takes
+/// [`avx2`]'s loop nest; below, the `gemm` tiles. Each block of k costs the
+/// loop nest two passes over the pool (pack, then compute), which small
+/// calls do not amortize: on the 2-core Zen 3 box (2 threads) `gemm` was
+/// faster up to 512^3 in f32 (0.90 against 1.12 ms at 384^3, 2.11 against
+/// 2.32 at 512^3) and the loop nest from 768^3 (7.8 against 8.9 ms, f64
+/// 19.0 against 22.2); in f64 the two were within 5-20% either way below
+/// 512^3.
+#[cfg(target_arch = "x86_64")]
+const AVX2_MIN_WORK: usize = 512 * 512 * 512;
 
 /// Target side of the square tiles of C that threads take whole: each tile is
 /// one single-threaded `gemm` call over the full k, which packs its own panels
@@ -432,7 +444,7 @@ impl<T: Scalar> DenseGemm<T> for RayonBackend {
         let read_dst = p.beta != T::ZERO;
         let threads = self.threads();
         #[cfg(target_arch = "x86_64")]
-        if work >= PARALLEL_MIN_WORK && avx2::wanted() {
+        if work > AVX2_MIN_WORK && avx2::wanted() {
             return self.gemm_avx2(p, a, b, c, (m, n, k));
         }
         // Transposed operands are copied into row-major `op(X)`, for calls
