@@ -83,7 +83,7 @@ const FINITE_BLOCK: usize = 512;
 const FINITE_PAR_MIN: usize = 1 << 20;
 /// Most threads one scan starts when it has no pool (without the `rayon`
 /// feature): a few saturate a socket's memory bandwidth.
-#[cfg(not(feature = "rayon"))]
+#[cfg(any(test, not(feature = "rayon")))]
 const SCAN_MAX_THREADS: usize = 8;
 /// Parts per pool thread of a scan on rayon's pool (with the `rayon`
 /// feature), so that threads that finish early take more.
@@ -98,10 +98,10 @@ const SCAN_PARTS_PER_THREAD: usize = 4;
 /// so the parts never change which fault is reported.
 ///
 /// With the `rayon` feature (which the rayon backend turns on) the parts run
-/// on the current rayon pool: inside a backend's `install` its pool, else
-/// rayon's global one. Without it each part gets a fresh thread. On 16 cores
-/// a scan of 1M f32 took 295 us on fresh threads (their start and join alone
-/// 130-180 us) and 41 us on the pool; 4M, 366 against 97 us.
+/// on the current rayon pool (`scan_on_pool`), else each on a fresh
+/// thread (`scan_on_threads`). On 16 cores a scan of 1M f32 took 295 us
+/// on fresh threads (their start and join alone 130-180 us) and 41 us on
+/// the pool; 4M, 366 against 97 us.
 pub(crate) fn scan_parts<R: Send>(
     len: usize,
     par: bool,
@@ -111,47 +111,59 @@ pub(crate) fn scan_parts<R: Send>(
         return vec![f(0..len)];
     }
     #[cfg(feature = "rayon")]
-    {
-        use rayon::prelude::*;
-        let threads = rayon::current_num_threads();
-        if threads < 2 || len < 2 {
-            return vec![f(0..len)];
-        }
-        let per = len.div_ceil((SCAN_PARTS_PER_THREAD * threads).min(len));
-        (0..len.div_ceil(per))
-            .into_par_iter()
-            .map(|i| f(i * per..((i + 1) * per).min(len)))
-            .collect()
-    }
+    return scan_on_pool(len, f);
     #[cfg(not(feature = "rayon"))]
-    {
-        let threads = machine_threads().min(SCAN_MAX_THREADS).min(len);
-        if threads < 2 {
-            return vec![f(0..len)];
-        }
-        let per = len.div_ceil(threads);
-        let f = &f;
-        std::thread::scope(|s| {
-            let parts: Vec<_> = (0..len)
-                .step_by(per)
-                .map(|lo| {
-                    let r = lo..(lo + per).min(len);
-                    (r.clone(), s.spawn(move || f(r)))
-                })
-                .collect();
-            parts
-                .into_iter()
-                // A scan thread cannot panic; if one did, redo its part here.
-                .map(|(r, h)| h.join().unwrap_or_else(|_| f(r)))
-                .collect()
-        })
+    scan_on_threads(len, f)
+}
+
+/// [`scan_parts`] on the current rayon pool: inside a backend's `install`
+/// its pool, else rayon's global one; [`SCAN_PARTS_PER_THREAD`] parts a
+/// thread.
+#[cfg(feature = "rayon")]
+fn scan_on_pool<R: Send>(len: usize, f: impl Fn(std::ops::Range<usize>) -> R + Sync) -> Vec<R> {
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads();
+    if threads < 2 || len < 2 {
+        return vec![f(0..len)];
     }
+    let per = len.div_ceil((SCAN_PARTS_PER_THREAD * threads).min(len));
+    (0..len.div_ceil(per))
+        .into_par_iter()
+        .map(|i| f(i * per..((i + 1) * per).min(len)))
+        .collect()
+}
+
+/// [`scan_parts`] without a pool: a fresh thread a part, at most
+/// [`SCAN_MAX_THREADS`]. Compiled for the tests too, so that the workspace's
+/// tests (where the feature is on) cover it.
+#[cfg(any(test, not(feature = "rayon")))]
+fn scan_on_threads<R: Send>(len: usize, f: impl Fn(std::ops::Range<usize>) -> R + Sync) -> Vec<R> {
+    let threads = machine_threads().min(SCAN_MAX_THREADS).min(len);
+    if threads < 2 {
+        return vec![f(0..len)];
+    }
+    let per = len.div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|s| {
+        let parts: Vec<_> = (0..len)
+            .step_by(per)
+            .map(|lo| {
+                let r = lo..(lo + per).min(len);
+                (r.clone(), s.spawn(move || f(r)))
+            })
+            .collect();
+        parts
+            .into_iter()
+            // A scan thread cannot panic; if one did, redo its part here.
+            .map(|(r, h)| h.join().unwrap_or_else(|_| f(r)))
+            .collect()
+    })
 }
 
 /// The machine's thread count, read once: `available_parallelism` reads the
 /// cgroup files on Linux at every call (tens of microseconds), which made the
 /// row-by-row scan of a padded 1024 x 1024 view take 150 ms.
-#[cfg(not(feature = "rayon"))]
+#[cfg(any(test, not(feature = "rayon")))]
 fn machine_threads() -> usize {
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -701,5 +713,27 @@ mod finite_tests {
         }
         // Large finite values whose sum would overflow are still finite.
         assert!(check_finite("v", &vec![f64::MAX; 2000]).is_ok());
+    }
+
+    /// Both ways of running a scan cut `0..len` into consecutive, non-empty
+    /// parts, in order, covering it once: whichever the build takes, the
+    /// first failing part holds the first fault.
+    #[test]
+    fn scans_cover_every_index_in_order() {
+        let check = |parts: Vec<std::ops::Range<usize>>, len: usize, how: &str| {
+            let mut next = 0;
+            for r in &parts {
+                assert_eq!(r.start, next, "{how}, len {len}: {parts:?}");
+                assert!(r.end > r.start || len == 0, "{how}, len {len}: empty part");
+                next = r.end;
+            }
+            assert_eq!(next, len, "{how}, len {len}");
+        };
+        for len in [0, 1, 2, 7, 1000, FINITE_PAR_MIN + 3] {
+            check(scan_on_threads(len, |r| r), len, "threads");
+            #[cfg(feature = "rayon")]
+            check(scan_on_pool(len, |r| r), len, "pool");
+            check(scan_parts(len, true, |r| r), len, "scan_parts");
+        }
     }
 }
