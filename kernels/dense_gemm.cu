@@ -19,7 +19,8 @@
 //    accumulators made of 4x4 pieces spaced 32 rows / 16 columns apart.
 // 2. Tensor cores (`tc_gemm`): Precision::Tf32 on f32 (mma.sync m16n8k8,
 //    operands rounded to TF32 with cvt.rna, f32 accumulation) and f64
-//    (mma.sync m8n8k4 DMMA: IEEE f64 multiply-adds, strict). Entries
+//    (mma.sync m16n8k4 DMMA, as two m8n8k4 before sm_90: IEEE f64
+//    multiply-adds, strict). Entries
 //    gemm_{ops}_t{BM}x{BN}k{BK}s{STAGES}_f32 and gemm_{ops}_d..._f64. Same
 //    cp.async ring; shared memory keeps each operand's stored layout (16-byte
 //    copies in every transpose case), padded so that the fragment loads of a
@@ -426,6 +427,33 @@ __device__ __forceinline__ unsigned dynamic_smem_bytes() {
     return r;
 }
 
+// The interior case of `load_direct` with the addresses worked out once:
+// this thread's chunks sit NTH / CPR rows apart, and a k tile moves every
+// source address by the same step (k along the stored columns: k0 elements;
+// along the stored rows: k0 rows).
+template <typename T, int TR, int TC, int SP, int NTH>
+struct TileCopy {
+    static constexpr int V = 16 / sizeof(T), CPR = TC / V, RS = NTH / CPR, L = TR * CPR / NTH;
+    static_assert(NTH % CPR == 0 && (TR * CPR) % NTH == 0, "chunks must tile the threads");
+    const T* src;     // this thread's first chunk for k0 = 0
+    long long ld;     // leading dimension of the stored operand
+    long long kstep;  // source elements per unit of k0
+    int dst;          // shared-memory offset of the first chunk
+    __device__ __forceinline__ void init(const T* g, long long ld_, int r0, int c0,
+                                         bool k_in_cols) {
+        const int r = threadIdx.x / CPR, c = threadIdx.x % CPR * V;
+        src = g + (long long)(r0 + r) * ld_ + (c0 + c);
+        ld = ld_;
+        kstep = k_in_cols ? 1 : ld_;
+        dst = r * SP + c;
+    }
+    __device__ __forceinline__ void copy(T* s, int k0) const {
+        const T* p = src + k0 * kstep;
+#pragma unroll
+        for (int l = 0; l < L; ++l) cp_async<16>(s + dst + l * RS * SP, p + l * RS * ld, 16);
+    }
+};
+
 // Copies rows [r0, r0+TR) x columns [c0, c0+TC) of a stored row-major matrix
 // (rows x cols, leading dimension ld) into shared memory s (TR rows, SP
 // elements apart), keeping the orientation. 16-byte copies where `vec` (base
@@ -675,18 +703,32 @@ struct Mma<float> {
     }
 };
 
-// m8n8k4 f64 (DMMA): IEEE double multiply-adds.
+// f64 (DMMA): IEEE double multiply-adds on a 16 x 8 x 4 tile. Hopper issues
+// it as one m16n8k4 (sm_90: the m8n8k4 shape runs at half its rate there,
+// 33 against 66 TFLOP/s on an H200); sm_80 as two m8n8k4 on the two 8-row
+// halves, which is the same arithmetic on the same fragments.
 template <>
 struct Mma<double> {
-    static constexpr int M = 8, N = 8, K = 4, AR = 1, BR = 1, CR = 2;
+    static constexpr int M = 16, N = 8, K = 4, AR = 2, BR = 1, CR = 4;
     static constexpr int PM = 4, PK = 4;
     typedef double Frag;
     template <bool RND>
     __device__ __forceinline__ static Frag frag(double x) { return x; }
     __device__ __forceinline__ static void mma(double* c, const Frag* a, const Frag* b) {
+#if __CUDA_ARCH__ >= 900
+        asm volatile(
+            "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 "
+            "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+            : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+            : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+#else
         asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
                      : "+d"(c[0]), "+d"(c[1])
                      : "d"(a[0]), "d"(b[0]));
+        asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                     : "+d"(c[2]), "+d"(c[3])
+                     : "d"(a[1]), "d"(b[0]));
+#endif
     }
 };
 
@@ -723,8 +765,23 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, T alpha, const T* _
     const bool vecA = aligned16(A) && ((lda * (long long)sizeof(T)) & 15) == 0;
     const bool vecB = aligned16(B) && ((ldb * (long long)sizeof(T)) & 15) == 0;
 
+    // Blocks wholly inside M x N with 16-byte-copyable operands take the
+    // interior copy for every whole k tile: each thread's chunk addresses are
+    // worked out once here, so a k tile's loads cost a few instructions
+    // between the barrier and the first mma, where every warp of the block is
+    // at once and the tensor pipe waits (2-6% of an f64 product).
+    const bool interior = vecA && vecB && m0 + BM <= M && n0 + BN <= N;
+    TileCopy<T, A_ROWS, A_COLS, A_SP, NTH> copy_a;
+    TileCopy<T, B_ROWS, B_COLS, B_SP, NTH> copy_b;
+    copy_a.init(A, lda, TA ? 0 : m0, TA ? m0 : 0, !TA);
+    copy_b.init(B, ldb, TB ? n0 : 0, TB ? 0 : n0, TB);
     auto load_stage = [&](int stage, int kt) {
         const int k0 = kt * BK;
+        if (interior && k0 + BK <= K) {
+            copy_a.copy(As + stage * A_ST, k0);
+            copy_b.copy(Bs + stage * B_ST, k0);
+            return;
+        }
         load_direct<T, A_ROWS, A_COLS, A_SP, NTH>(As + stage * A_ST, A, lda, TA ? K : M,
                                                   TA ? M : K, TA ? k0 : m0, TA ? m0 : k0, vecA);
         load_direct<T, B_ROWS, B_COLS, B_SP, NTH>(Bs + stage * B_ST, B, ldb, TB ? N : K,
@@ -819,7 +876,7 @@ TC_ENTRY(gemm_nn_t128x256k16s4z_f32, float, 128, 256, 16, 2, 4, 4, 1, false, fal
 TC_ENTRY(gemm_nn_t256x128k32s3z_f32, float, 256, 128, 32, 4, 2, 3, 1, false, false, false)
 TC_ENTRY(gemm_nn_t128x128k16s4b2_f32, float, 128, 128, 16, 2, 4, 4, 2, true, false, false)
 TC_ENTRY(gemm_nn_t128x128k16s4b2z_f32, float, 128, 128, 16, 2, 4, 4, 2, false, false, false)
-// f64 (DMMA): warp tiles 64 x 32 (8 x 4 mma tiles, 64 accumulators a thread),
+// f64 (DMMA): warp tiles 64 x 32 (4 x 4 mma tiles, 64 accumulators a thread),
 // or 32 x 32 at two blocks an SM ("b2").
 TC_ENTRY(gemm_nn_d128x128k16s3_f64, double, 128, 128, 16, 2, 4, 3, 1, true, false, false)
 TC_ENTRY(gemm_nt_d128x128k16s3_f64, double, 128, 128, 16, 2, 4, 3, 1, true, false, true)
@@ -827,6 +884,9 @@ TC_ENTRY(gemm_tn_d128x128k16s3_f64, double, 128, 128, 16, 2, 4, 3, 1, true, true
 TC_ENTRY(gemm_tt_d128x128k16s3_f64, double, 128, 128, 16, 2, 4, 3, 1, true, true, true)
 TC_ENTRY(gemm_nn_d128x128k32s3_f64, double, 128, 128, 32, 2, 4, 3, 1, true, false, false)
 TC_ENTRY(gemm_nn_d64x128k16s4b2_f64, double, 64, 128, 16, 2, 4, 4, 2, true, false, false)
+TC_ENTRY(gemm_nt_d64x128k16s4b2_f64, double, 64, 128, 16, 2, 4, 4, 2, true, false, true)
+TC_ENTRY(gemm_tn_d64x128k16s4b2_f64, double, 64, 128, 16, 2, 4, 4, 2, true, true, false)
+TC_ENTRY(gemm_tt_d64x128k16s4b2_f64, double, 64, 128, 16, 2, 4, 4, 2, true, true, true)
 
 // ---------------------------------------------------------------------------
 // ---------------------------------------------------------------------------

@@ -12,8 +12,8 @@
 //!   m16n8k8 (operands rounded to TF32, f32 sums), within the contract's Tf32
 //!   tolerance;
 //! - f64 (either precision: there is no looser f64 arithmetic): DMMA tensor
-//!   cores (`mma.sync` m8n8k4, IEEE f64 multiply-adds), or the plain tiled
-//!   kernel for small products.
+//!   cores (`mma.sync` m16n8k4 on sm_90, two m8n8k4 before; IEEE f64
+//!   multiply-adds), or the plain tiled kernel for small products.
 //!
 //! [`GemmTile`] names every shape the kernel file provides; the default
 //! (`Auto`) picks from the problem size. The host path uploads A and B as
@@ -77,6 +77,9 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "gemm_tt_d128x128k16s3_f64",
     "gemm_nn_d128x128k32s3_f64",
     "gemm_nn_d64x128k16s4b2_f64",
+    "gemm_nt_d64x128k16s4b2_f64",
+    "gemm_tn_d64x128k16s4b2_f64",
+    "gemm_tt_d64x128k16s4b2_f64",
     "gemm_wt128x256k32s4_f32",
     "gemm_wt128x128k32s6_f32",
     "gemm_st128x128k16s6_f32",
@@ -140,7 +143,8 @@ pub enum GemmTile {
     /// f64 DMMA, 128 x 128 x 32, 3 stages (NN only).
     D128x128K32S3,
     /// f64 DMMA, 64 x 128 x 16, 4 stages, 8 warps of 32 x 32, two blocks an
-    /// SM (NN only).
+    /// SM (the default for f64: the two blocks' barriers fall at different
+    /// times, so one block's loads overlap the other's products).
     D64x128K16S4B2,
 }
 
@@ -393,7 +397,7 @@ const SHAPES: &[Shape] = &[
         "d64x128k16s4b2",
         (64, 128, 16, 4),
         256,
-        false,
+        true,
         Smem::Tensor,
     ),
 ];
@@ -462,7 +466,7 @@ impl CudaBackend {
             Tf32 if wgmma => G::Wt128x128K32S6,
             Tf32 if tiles(128, 256) >= sms => G::Tc128x256K16S4,
             Tf32 => G::Tc128x128K16S4,
-            F64 if tiles(128, 128) >= sms / 4 => G::D128x128K16S3,
+            F64 if tiles(64, 128) >= sms / 2 => G::D64x128K16S4B2,
             F64 => G::F64Simt,
         };
         find(tile).ok_or_else(|| Error::Backend(format!("no GEMM kernel shape {tile:?}").into()))

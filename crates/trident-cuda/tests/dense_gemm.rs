@@ -171,6 +171,9 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (257, 511, 64),
     (5, 300, 2),
     (300, 4, 129),
+    // Even leading dimensions: whole blocks take the interior copy, the last
+    // (partial) k tile the checked one.
+    (256, 384, 100),
 ];
 
 fn sweep<T: Scalar>(be: &CudaBackend, rng: &mut Rng, precision: Precision, tol: f64) {
