@@ -887,6 +887,10 @@ TC_ENTRY(gemm_nn_d64x128k16s4b2_f64, double, 64, 128, 16, 2, 4, 4, 2, true, fals
 TC_ENTRY(gemm_nt_d64x128k16s4b2_f64, double, 64, 128, 16, 2, 4, 4, 2, true, false, true)
 TC_ENTRY(gemm_tn_d64x128k16s4b2_f64, double, 64, 128, 16, 2, 4, 4, 2, true, true, false)
 TC_ENTRY(gemm_tt_d64x128k16s4b2_f64, double, 64, 128, 16, 2, 4, 4, 2, true, true, true)
+TC_ENTRY(gemm_nn_d128x64k16s3b2_f64, double, 128, 64, 16, 2, 2, 3, 2, true, false, false)
+TC_ENTRY(gemm_nt_d128x64k16s3b2_f64, double, 128, 64, 16, 2, 2, 3, 2, true, false, true)
+TC_ENTRY(gemm_tn_d128x64k16s3b2_f64, double, 128, 64, 16, 2, 2, 3, 2, true, true, false)
+TC_ENTRY(gemm_tt_d128x64k16s3b2_f64, double, 128, 64, 16, 2, 2, 3, 2, true, true, true)
 
 // ---------------------------------------------------------------------------
 // ---------------------------------------------------------------------------

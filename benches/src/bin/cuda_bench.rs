@@ -194,6 +194,7 @@ fn gemm_tiles(kind: GemmKind) -> &'static [GemmTile] {
             G::D128x128K16S3,
             G::D128x128K32S3,
             G::D64x128K16S4B2,
+            G::D128x64K16S3B2,
         ],
     }
 }

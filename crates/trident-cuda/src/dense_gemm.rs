@@ -80,6 +80,10 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "gemm_nt_d64x128k16s4b2_f64",
     "gemm_tn_d64x128k16s4b2_f64",
     "gemm_tt_d64x128k16s4b2_f64",
+    "gemm_nn_d128x64k16s3b2_f64",
+    "gemm_nt_d128x64k16s3b2_f64",
+    "gemm_tn_d128x64k16s3b2_f64",
+    "gemm_tt_d128x64k16s3b2_f64",
     "gemm_wt128x256k32s4_f32",
     "gemm_wt128x128k32s6_f32",
     "gemm_st128x128k16s6_f32",
@@ -143,9 +147,13 @@ pub enum GemmTile {
     /// f64 DMMA, 128 x 128 x 32, 3 stages (NN only).
     D128x128K32S3,
     /// f64 DMMA, 64 x 128 x 16, 4 stages, 8 warps of 32 x 32, two blocks an
-    /// SM (the default for f64: the two blocks' barriers fall at different
-    /// times, so one block's loads overlap the other's products).
+    /// SM.
     D64x128K16S4B2,
+    /// f64 DMMA, 128 x 64 x 16, 3 stages, 4 warps of 64 x 32, two blocks an
+    /// SM (the default for f64, cuBLAS's DGEMM shape on Hopper: the two
+    /// blocks' barriers fall at different times, so one block's loads overlap
+    /// the other's products, and each thread keeps all its registers).
+    D128x64K16S3B2,
 }
 
 /// Which calls a shape serves.
@@ -400,6 +408,15 @@ const SHAPES: &[Shape] = &[
         true,
         Smem::Tensor,
     ),
+    shape(
+        G::D128x64K16S3B2,
+        F64,
+        "d128x64k16s3b2",
+        (128, 64, 16, 3),
+        128,
+        true,
+        Smem::Tensor,
+    ),
 ];
 
 /// Dynamic shared memory of `tc_gemm` in bytes: per stage, A as stored
@@ -466,7 +483,7 @@ impl CudaBackend {
             Tf32 if wgmma => G::Wt128x128K32S6,
             Tf32 if tiles(128, 256) >= sms => G::Tc128x256K16S4,
             Tf32 => G::Tc128x128K16S4,
-            F64 if tiles(64, 128) >= sms / 2 => G::D64x128K16S4B2,
+            F64 if tiles(128, 64) >= sms / 2 => G::D128x64K16S3B2,
             F64 => G::F64Simt,
         };
         find(tile).ok_or_else(|| Error::Backend(format!("no GEMM kernel shape {tile:?}").into()))

@@ -302,6 +302,7 @@ fn f64_matches_naive_f64() {
         GemmTile::D128x128K16S3,
         GemmTile::D128x128K32S3,
         GemmTile::D64x128K16S4B2,
+        GemmTile::D128x64K16S3B2,
         GemmTile::Auto,
     ] {
         let be = be.tuned(Tuning {
