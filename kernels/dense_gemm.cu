@@ -876,8 +876,9 @@ TC_ENTRY(gemm_nn_t128x256k16s4z_f32, float, 128, 256, 16, 2, 4, 4, 1, false, fal
 TC_ENTRY(gemm_nn_t256x128k32s3z_f32, float, 256, 128, 32, 4, 2, 3, 1, false, false, false)
 TC_ENTRY(gemm_nn_t128x128k16s4b2_f32, float, 128, 128, 16, 2, 4, 4, 2, true, false, false)
 TC_ENTRY(gemm_nn_t128x128k16s4b2z_f32, float, 128, 128, 16, 2, 4, 4, 2, false, false, false)
-// f64 (DMMA): warp tiles 64 x 32 (4 x 4 mma tiles, 64 accumulators a thread),
-// or 32 x 32 at two blocks an SM ("b2").
+// f64 (DMMA): warp tiles 64 x 32 (4 x 4 mma tiles, 64 accumulators a thread)
+// in the 128 x 128 and 128 x 64 blocks, 32 x 32 in 64 x 128; "b2": two blocks
+// an SM.
 TC_ENTRY(gemm_nn_d128x128k16s3_f64, double, 128, 128, 16, 2, 4, 3, 1, true, false, false)
 TC_ENTRY(gemm_nt_d128x128k16s3_f64, double, 128, 128, 16, 2, 4, 3, 1, true, false, true)
 TC_ENTRY(gemm_tn_d128x128k16s3_f64, double, 128, 128, 16, 2, 4, 3, 1, true, true, false)

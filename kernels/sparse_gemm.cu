@@ -42,8 +42,11 @@
 //        pass first counts every part (spg_sym_dense again, per item), and an
 //        item writes its columns after those of the row's earlier parts.
 //   9:   otherwise: one block per row with a hash table of next_pow2(2 q)
-//        slots, in shared memory where it fits, else in global memory, then a
-//        block-wide compaction and bitonic sort.
+//        slots in shared memory (each row its own size), then a block-wide
+//        compaction and bitonic sort. Rows are launched in size classes:
+//        small tables at several blocks an SM, larger ones at one; a row
+//        whose table no block's shared memory holds is done in column parts
+//        sized from a histogram of its products, each part's table fitting.
 // Nothing is capped: every table is sized from the row's own bound, and the
 // windows of bin 8 loop over any span.
 //
@@ -62,7 +65,8 @@
 //  - A row that a whole block computes in the numeric pass (bins 8, 9) splits
 //    its columns into one contiguous range per warp (each B row is cut at the
 //    range bounds by binary search: B's columns are sorted), so each column is
-//    owned by one warp and its chain stays in order. (The symbolic pass only
+//    owned by one warp and its chain stays in order. Bin 8 splits a window
+//    evenly; bin 9 places the bounds from a histogram of the row's products. (The symbolic pass only
 //    sets bits and keys, so there the warps split A's row instead.)
 //  - Bins 1-3 sort the keys (col, t), so equal columns are adjacent in t order
 //    and the first of them walks the run sequentially.
@@ -101,6 +105,7 @@ typedef unsigned long long u64;
 #define M_SYM_QUEUE 70    // next (row, part) of symbolic bin 8 (dynamic scheduling)
 #define M_NUM_QUEUE 71    // next (row, part) of numeric bin 8
 #define M_WIN_QUEUE 72    // next (row, part) of numeric bin 8's part counts
+#define M_BLOCK_QUEUE 73  // [6] next row of bin 9's launches, symbolic then numeric
 #define META_WORDS 80
 
 #define FLAG_TABLE_FULL 1ull
@@ -1037,13 +1042,6 @@ NUM_WARP_HASH_ENTRY(spg_num_warp_hash_f64, double)
 
 #define BLOCK_WARPS 8
 
-// The column range of warp `w` of `g` in [c0, c1).
-__device__ __forceinline__ void warp_range(u64 c0, u64 c1, u32 w, u32 g, u64* lo, u64* hi) {
-    const u64 width = c1 - c0;
-    *lo = c0 + width * w / g;
-    *hi = c0 + width * (w + 1) / g;
-}
-
 struct SymDenseSink {
     u32* bits;
     u64 c0;
@@ -1312,95 +1310,214 @@ NUM_DENSE_ENTRY(spg_num_dense_parts_f64, double, true)
 
 // ------------------------------------------------------ bin 9: block hash
 
-// One block per row (rows r = blockIdx.x, + gridDim.x, ...) with a table of
-// `size` slots: in dynamic shared memory when gkeys is null, else at
-// gkeys/gvals + blockIdx.x * size in global memory.
+#define CUT_BUCKETS 2048  // histogram buckets over a bin 9 row's span
+
+struct HistSink {
+    u32* hist;
+    u64 lo, span;
+    template <typename U>
+    __device__ __forceinline__ void operator()(u64, u32 col, U, U, bool act) {
+        if (act) atomicAdd(&hist[(u32)(((u64)col - lo) * CUT_BUCKETS / span)], 1u);
+    }
+};
+
+// First column of histogram bucket b (b = CUT_BUCKETS: the end of the span).
+__device__ __forceinline__ u64 bucket_edge(u64 c_lo, u64 span, u32 b) {
+    return c_lo + ((u64)b * span + CUT_BUCKETS - 1) / CUT_BUCKETS;
+}
+
+// hist[b] = the row's products in bucket b of its span [c_lo, c_lo + span)
+// (warps split A's row). Counts that wrap past 2^32 products would cost
+// balance or part sizes, never a result.
+template <typename T>
+__device__ __forceinline__ void row_histogram(const Csr<T>& A, const Csr<T>& B, u32 row, u64 c_lo,
+                                              u64 span, u32 wid, u32 g, u32* hist) {
+    for (u32 e = threadIdx.x; e < CUT_BUCKETS; e += blockDim.x) hist[e] = 0;
+    __syncthreads();
+    HistSink sink{hist, c_lo, span};
+    for_products<T, false, u64>(A, B, row, false, 0, 0, wid, g, sink);
+    __syncthreads();
+}
+
+// Column bounds cuts[0..g] of the g warps of a bin 9 row in the numeric pass,
+// placed from the row's histogram so that each warp gets about as many
+// products. An even split of the span left one warp most of a web-like row's
+// products (its links cluster near the row's own id). Each column still
+// belongs to one warp, which keeps its chain in order.
+__device__ __forceinline__ void product_cuts(const u32* hist, u64 c_lo, u64 span, u32 g,
+                                             u64* cuts) {
+    if (threadIdx.x <= g) cuts[threadIdx.x] = threadIdx.x == g ? c_lo + span : c_lo;
+    __syncthreads();
+    // Thread t scans buckets [t per, (t + 1) per); boundary k (0 < k < g) goes
+    // to the first bucket edge whose prefix reaches k / g of the products.
+    const u32 per = (CUT_BUCKETS + blockDim.x - 1) / blockDim.x;
+    const u32 e0 = min(threadIdx.x * per, (u32)CUT_BUCKETS);
+    const u32 e1 = min(e0 + per, (u32)CUT_BUCKETS);
+    u32 mine = 0;
+    for (u32 e = e0; e < e1; ++e) mine += hist[e];
+    u32 total;
+    u64 prefix = block_excl_scan<u32>(mine, &total);
+    for (u32 e = e0; e < e1; ++e) {
+        const u64 before = prefix;
+        prefix += hist[e];
+        for (u32 k = 1; k < g; ++k) {
+            const u64 target = ((u64)total * k + g - 1) / g;
+            if (target > 0 && before < target && prefix >= target)
+                cuts[k] = bucket_edge(c_lo, span, e + 1);
+        }
+    }
+    __syncthreads();
+}
+
+// The end of the column part that starts at c0 of a row whose table would
+// not fit the launch's, and in *bound a bound of its distinct columns, at
+// most `half`: whole buckets while the sum of min(products, columns) over
+// them stays within `half`, else `half` columns of one heavy bucket (a range
+// of w columns holds at most w of them). Always past c0.
+__device__ __forceinline__ u64 next_part(const u32* hist, u64 c_lo, u64 span, u64 c0, u64 half,
+                                         u64* bound) {
+    u64 sum = 0, c = c0;
+    while (c < c_lo + span) {
+        const u32 b = (u32)((c - c_lo) * CUT_BUCKETS / span);
+        const u64 edge = bucket_edge(c_lo, span, b + 1);  // > c
+        const u64 add = umin64(hist[b], edge - c);
+        if (sum + add <= half) {
+            sum += add;
+            c = edge;
+            continue;
+        }
+        if (sum == 0) {  // add > half, so edge - c > half: stays in the bucket
+            c += half;
+            sum = half;
+        }
+        break;
+    }
+    *bound = sum;
+    return c;
+}
+
+// One block per row, rows drawn from `queue` (dynamic: a bin 9 row's work
+// ranges over orders of magnitude). Each row's table has its own size,
+// next_pow2(2 q) slots for q its exact nnz (numeric) or min(W, span)
+// (symbolic), so clearing, compacting and sorting cost what the row needs. A
+// launch takes the rows whose size is in (size_lo, size_hi], with tables of
+// up to size_hi slots in dynamic shared memory; with `parts`, also every
+// larger row, done in column parts (next_part) whose tables fit: nothing
+// goes to global memory, whatever a row's size. Parts are disjoint column
+// ranges in order, so their counts add up and their sorted outputs follow
+// one another.
 template <typename T, bool NUM>
 __device__ __forceinline__ void block_hash_rows(Csr<T> A, Csr<T> B, const u32* __restrict__ rows,
                                                 u32 count, const u32* __restrict__ lo,
-                                                const u32* __restrict__ hi, u32 size, u32 shift,
-                                                u32* gkeys, T* gvals, u32* __restrict__ nnz,
+                                                const u32* __restrict__ hi,
+                                                const u32* __restrict__ work, u32 size_lo,
+                                                u32 size_hi, u32 parts, u32* __restrict__ nnz,
                                                 const u64* __restrict__ c_off,
                                                 u32* __restrict__ c_col, T* __restrict__ c_val,
-                                                u64* meta) {
+                                                u64* queue, u64* meta) {
     extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ u32 hist[CUT_BUCKETS];
+    __shared__ u64 cuts[BLOCK_WARPS + 1];
+    __shared__ u64 part_end, part_bound;
     __shared__ u32 fresh_total;
     const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5, g = blockDim.x >> 5;
-    u32* keys;
-    T* vals;
-    if (gkeys) {
-        keys = gkeys + (u64)blockIdx.x * size;
-        vals = NUM ? gvals + (u64)blockIdx.x * size : nullptr;
-    } else {
-        vals = NUM ? reinterpret_cast<T*>(smem) : nullptr;
-        keys = NUM ? reinterpret_cast<u32*>(reinterpret_cast<T*>(smem) + size)
-                   : reinterpret_cast<u32*>(smem);
-    }
-    for (u32 r = blockIdx.x; r < count; r += gridDim.x) {
+    for (;;) {
+        const u64 r = next_item(queue, count);
+        if (r >= count) break;
         const u32 row = rows[r];
-        for (u32 s = threadIdx.x; s < size; s += blockDim.x) {
-            keys[s] = EMPTY;
-            if (NUM) vals[s] = T(0);
-        }
+        const u64 q = NUM ? c_off[row + 1] - c_off[row]
+                          : umin64(work[row], (u64)hi[row] - (u64)lo[row] + 1);
+        const bool split = 2 * q > size_hi;  // next_pow2(2 q) > size_hi
+        const u32 size = split ? size_hi : next_pow2((u32)umax64(2 * q, 2));
+        if (size <= size_lo || (split && !parts)) continue;
+        const u64 c_lo = lo[row], span = (u64)hi[row] + 1 - c_lo;
+        if (NUM || split) row_histogram<T>(A, B, row, c_lo, span, wid, g, hist);
+        if (NUM && !split) product_cuts(hist, c_lo, span, g, cuts);
         if (threadIdx.x == 0) fresh_total = 0;
-        __syncthreads();
-        if (NUM) {
-            u64 s_lo, s_hi;
-            warp_range(lo[row], (u64)hi[row] + 1, wid, g, &s_lo, &s_hi);
-            NumHashSink<T> sink{keys, vals, size, shift, meta};
-            if (s_lo < s_hi) for_products<T, true, u64>(A, B, row, true, s_lo, s_hi, 0, 1, sink);
-        } else {
-            SymHashSink sink{keys, size, shift, meta, 0};
-            for_products<T, false, u64>(A, B, row, false, 0, 0, wid, g, sink);
-            const u32 n = warp_sum(sink.fresh_count);
-            if (lane == 0 && n) atomicAdd(&fresh_total, n);
-        }
-        __syncthreads();
-        if (!NUM) {
-            if (threadIdx.x == 0) nnz[row] = fresh_total;
-            __syncthreads();
-            continue;
-        }
-        // Compact in place, blockDim slots at a time (see num_warp_hash).
-        u32 n = 0;
-        for (u32 s0 = 0; s0 < size; s0 += blockDim.x) {
-            const u32 s = s0 + threadIdx.x;
-            const u32 k = s < size ? keys[s] : EMPTY;
-            const T v = s < size ? vals[s] : T(0);
-            u32 total;
-            const u32 before = block_excl_scan<u32>(k != EMPTY ? 1u : 0u, &total);
-            if (k != EMPTY) {
-                keys[n + before] = k;
-                vals[n + before] = v;
+        const u64 out0 = NUM ? c_off[row] : 0, out_n = q;
+        u64 written = 0;
+        for (u64 c0 = c_lo; c0 < c_lo + span;) {
+            u64 c1 = c_lo + span;
+            u32 psize = size;
+            if (split) {
+                if (threadIdx.x == 0) {
+                    u64 bound;
+                    part_end = next_part(hist, c_lo, span, c0, size_hi / 2, &bound);
+                    part_bound = bound;
+                }
+                __syncthreads();
+                c1 = part_end;
+                psize = next_pow2((u32)umax64(2 * part_bound, 2));
             }
-            n += total;
-            __syncthreads();
-        }
-        const u32 p = next_pow2(n);
-        for (u32 s = n + threadIdx.x; s < p; s += blockDim.x) keys[s] = EMPTY;
-        __syncthreads();
-        table_sort<T, false>(keys, vals, p, threadIdx.x, blockDim.x);
-        const u64 out0 = c_off[row], out_n = c_off[row + 1] - out0;
-        if (n == out_n) {
-            for (u32 e = threadIdx.x; e < n; e += blockDim.x) {
-                c_col[out0 + e] = keys[e];
-                c_val[out0 + e] = vals[e];
+            const u32 shift = 32 - (__ffs(psize) - 1);
+            // Values first: their alignment is the stricter one.
+            T* vals = NUM ? reinterpret_cast<T*>(smem) : nullptr;
+            u32* keys = NUM ? reinterpret_cast<u32*>(vals + psize) : reinterpret_cast<u32*>(smem);
+            for (u32 s = threadIdx.x; s < psize; s += blockDim.x) {
+                keys[s] = EMPTY;
+                if (NUM) vals[s] = T(0);
             }
-        } else if (threadIdx.x == 0) {
-            raise_flag(meta, FLAG_NNZ_MISMATCH);
+            __syncthreads();
+            if (NUM) {
+                u64 s_lo = split ? c0 + (c1 - c0) * wid / g : cuts[wid];
+                u64 s_hi = split ? c0 + (c1 - c0) * (wid + 1) / g : cuts[wid + 1];
+                NumHashSink<T> sink{keys, vals, psize, shift, meta};
+                if (s_lo < s_hi)
+                    for_products<T, true, u64>(A, B, row, true, s_lo, s_hi, 0, 1, sink);
+            } else {
+                SymHashSink sink{keys, psize, shift, meta, 0};
+                for_products<T, false, u64>(A, B, row, split, c0, c1, wid, g, sink);
+                const u32 n = warp_sum(sink.fresh_count);
+                if (lane == 0 && n) atomicAdd(&fresh_total, n);
+            }
+            __syncthreads();
+            if (NUM) {
+                // Compact in place, blockDim slots at a time (see num_warp_hash).
+                u32 n = 0;
+                for (u32 s0 = 0; s0 < psize; s0 += blockDim.x) {
+                    const u32 s = s0 + threadIdx.x;
+                    const u32 k = s < psize ? keys[s] : EMPTY;
+                    const T v = s < psize ? vals[s] : T(0);
+                    u32 total;
+                    const u32 before = block_excl_scan<u32>(k != EMPTY ? 1u : 0u, &total);
+                    if (k != EMPTY) {
+                        keys[n + before] = k;
+                        vals[n + before] = v;
+                    }
+                    n += total;
+                    __syncthreads();
+                }
+                const u32 p = next_pow2(n);
+                for (u32 s = n + threadIdx.x; s < p; s += blockDim.x) keys[s] = EMPTY;
+                __syncthreads();
+                table_sort<T, false>(keys, vals, p, threadIdx.x, blockDim.x);
+                if (written + n <= out_n) {
+                    for (u32 e = threadIdx.x; e < n; e += blockDim.x) {
+                        c_col[out0 + written + e] = keys[e];
+                        c_val[out0 + written + e] = vals[e];
+                    }
+                }
+                written += n;  // past out_n: flagged below, nothing written
+                __syncthreads();
+            }
+            c0 = c1;
         }
-        __syncthreads();
+        if (threadIdx.x == 0) {
+            if (!NUM) nnz[row] = fresh_total;
+            else if (written != out_n) raise_flag(meta, FLAG_NNZ_MISMATCH);
+        }
+        // next_item syncs before the shared state is reused
     }
 }
 
 #define SYM_BLOCK_HASH_ENTRY(NAME, T)                                                           \
     extern "C" __global__ void NAME(const u64* a_off, const u32* a_col, const u64* b_off,       \
                                     const u32* b_col, const u32* rows, u32 count, const u32* lo, \
-                                    const u32* hi, u32 size, u32 shift, u32* gkeys, u32* nnz,   \
-                                    u64* meta) {                                                \
+                                    const u32* hi, const u32* work, u32 size_lo, u32 size_hi,   \
+                                    u32 parts, u32* nnz, u32 queue, u64* meta) {                \
         block_hash_rows<T, false>(Csr<T>{a_off, a_col, nullptr}, Csr<T>{b_off, b_col, nullptr}, \
-                                  rows, count, lo, hi, size, shift, gkeys, nullptr, nnz,        \
-                                  nullptr, nullptr, nullptr, meta);                             \
+                                  rows, count, lo, hi, work, size_lo, size_hi, parts, nnz,      \
+                                  nullptr, nullptr, nullptr, &meta[queue], meta);               \
     }
 SYM_BLOCK_HASH_ENTRY(spg_sym_block_hash, float)
 
@@ -1408,11 +1525,11 @@ SYM_BLOCK_HASH_ENTRY(spg_sym_block_hash, float)
     extern "C" __global__ void __launch_bounds__(BLOCK_WARPS * 32)                             \
         NAME(const u64* a_off, const u32* a_col, const T* a_val, const u64* b_off,              \
              const u32* b_col, const T* b_val, const u32* rows, u32 count, const u32* lo,       \
-             const u32* hi, u32 size, u32 shift, u32* gkeys, T* gvals, const u64* c_off,        \
-             u32* c_col, T* c_val, u64* meta) {                                                 \
+             const u32* hi, u32 size_lo, u32 size_hi, u32 parts, const u64* c_off, u32* c_col,  \
+             T* c_val, u32 queue, u64* meta) {                                                  \
         block_hash_rows<T, true>(Csr<T>{a_off, a_col, a_val}, Csr<T>{b_off, b_col, b_val}, rows, \
-                                 count, lo, hi, size, shift, gkeys, gvals, nullptr, c_off, c_col, \
-                                 c_val, meta);                                                  \
+                                 count, lo, hi, nullptr, size_lo, size_hi, parts, nullptr,      \
+                                 c_off, c_col, c_val, &meta[queue], meta);                      \
     }
 NUM_BLOCK_HASH_ENTRY(spg_num_block_hash_f32, float)
 NUM_BLOCK_HASH_ENTRY(spg_num_block_hash_f64, double)

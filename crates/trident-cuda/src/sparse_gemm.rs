@@ -91,6 +91,7 @@ const M_NUM_BLOCK_Q: usize = 66;
 const M_NUM_SPAN: usize = 67;
 const M_TOTAL: usize = 68;
 const M_FLAGS: usize = 69;
+const M_BLOCK_QUEUE: usize = 73;
 const META_WORDS: usize = 80;
 
 /// Warps per block of the sort kernels (`SORT_WARPS`).
@@ -101,9 +102,9 @@ const BLOCK_THREADS: u32 = 256;
 const SCAN_BLOCK: usize = 2048;
 /// Shared memory a block of the warp-hash kernels aims at (all its warps' tables).
 const WARP_HASH_SMEM: usize = 64 << 10;
-/// Device memory the global hash tables of bin 9 may take: beyond it fewer
-/// blocks run at once, none is refused.
-const SCRATCH_BUDGET: usize = 512 << 20;
+/// Table bytes of bin 9's first size class: small enough for three blocks an
+/// SM (most rows of the bin need far less than its largest table).
+const SMALL_TABLE_BYTES: usize = 64 << 10;
 /// Widest dense window in columns by default (a multiple of 256, below 2^31).
 pub(crate) const DENSE_WIN_MAX: u64 = 1 << 24;
 /// Widest window of the dense kernels, whose bitmap lives in shared memory
@@ -218,6 +219,32 @@ fn table_size(q: u64) -> Result<(u32, u32)> {
         });
     }
     Ok((size as u32, size.trailing_zeros()))
+}
+
+/// The size classes bin 9's rows are launched in, `(size_lo, size_hi,
+/// parts)`: rows whose table of `size` slots (`slot_bytes` each) has `size_lo
+/// < size <= size_hi`, in dynamic shared memory of `size_hi` slots; with
+/// `parts`, also every larger row, in column parts. `max_size` is the bin's
+/// largest table, `smem` the shared memory a block may take. The first class
+/// is small (several blocks an SM), the second takes what one block's shared
+/// memory holds.
+fn block_classes(max_size: u32, slot_bytes: usize, smem: usize) -> Vec<(u32, u32, bool)> {
+    let pow2_floor = |bytes: usize| {
+        let slots = (bytes / slot_bytes).max(2) as u32;
+        1u32 << (31 - slots.leading_zeros())
+    };
+    let small = pow2_floor(SMALL_TABLE_BYTES.min(smem));
+    let big = pow2_floor(smem).max(small);
+    if max_size <= small {
+        vec![(0, max_size, false)]
+    } else if big == small {
+        vec![(0, small, true)]
+    } else {
+        vec![
+            (0, small, false),
+            (small, max_size.min(big), max_size > big),
+        ]
+    }
 }
 
 impl CudaBackend {
@@ -354,29 +381,36 @@ impl CudaBackend {
                     );
                 }
                 BIN_BLOCK => {
-                    let (size, log2) = table_size(meta[M_SYM_BLOCK_Q])?;
-                    let shift = 32 - log2;
-                    let bytes = size as usize * 4;
-                    let (blocks, smem, table) = self.block_table_plan(count, bytes)?;
-                    let gk = table.as_ref().map_or(0, |t| t.ptr());
-                    launch!(
-                        self,
-                        "spg_sym_block_hash",
-                        cfg(blocks, BLOCK_THREADS, smem)?,
-                        &a.off,
-                        &a.col,
-                        &b.off,
-                        &b.col,
-                        &rows,
-                        &count,
-                        &lp,
-                        &hp,
-                        &size,
-                        &shift,
-                        &gk,
-                        &np,
-                        &mp
-                    );
+                    let wp = r.work.ptr();
+                    self.block_hash_launches(
+                        meta[M_SYM_BLOCK_Q],
+                        4,
+                        count,
+                        M_BLOCK_QUEUE,
+                        |blocks, smem, lo, hi, parts, queue| {
+                            launch!(
+                                self,
+                                "spg_sym_block_hash",
+                                cfg(blocks, BLOCK_THREADS, smem)?,
+                                &a.off,
+                                &a.col,
+                                &b.off,
+                                &b.col,
+                                &rows,
+                                &count,
+                                &lp,
+                                &hp,
+                                &wp,
+                                &lo,
+                                &hi,
+                                &parts,
+                                &np,
+                                &queue,
+                                &mp
+                            );
+                            Ok(())
+                        },
+                    )?;
                 }
                 _ => unreachable!("bin {bin} of {NBINS}"),
             }
@@ -385,27 +419,37 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Blocks, dynamic shared memory and (when the table does not fit shared
-    /// memory) the global tables for bin 9, `bytes` per table.
-    fn block_table_plan(
+    /// Launches bin 9 (`count` rows) class by class ([`block_classes`]):
+    /// `launch(blocks, smem bytes, size_lo, size_hi, parts, queue)`, `queue`
+    /// the class's meta counter.
+    fn block_hash_launches(
         &self,
+        max_q: u64,
+        slot_bytes: usize,
         count: u32,
-        bytes: usize,
-    ) -> Result<(usize, usize, Option<CudaBuffer<u8>>)> {
-        // Room for the kernels' static shared memory (scan sums, a counter).
-        let smem_limit = (self.max_shared_per_block() as usize).saturating_sub(1024);
-        let blocks = (count as usize).min(2 * self.sm_count() as usize);
-        if bytes <= smem_limit {
-            return Ok((blocks, bytes, None));
+        first_queue: usize,
+        mut launch: impl FnMut(usize, usize, u32, u32, u32, u32) -> Result<()>,
+    ) -> Result<()> {
+        // Rows past the classes' tables go in parts: no size is refused.
+        let max_size = (2 * max_q.max(1)).next_power_of_two().min(1 << 31) as u32;
+        // Room for the kernels' static shared memory (the product histogram of
+        // `CUT_BUCKETS` words, scan sums, counters).
+        let smem_limit = (self.max_shared_per_block() as usize).saturating_sub(12 << 10);
+        // Blocks past the resident ones find the queue drained and leave.
+        let blocks = (count as usize).min(8 * self.sm_count() as usize);
+        let classes = block_classes(max_size, slot_bytes, smem_limit);
+        for (i, &(lo, hi, parts)) in classes.iter().enumerate() {
+            let bytes = hi as usize * slot_bytes;
+            launch(
+                blocks,
+                bytes,
+                lo,
+                hi,
+                parts as u32,
+                (first_queue + i) as u32,
+            )?;
         }
-        let blocks = blocks.min((SCRATCH_BUDGET / bytes).max(1));
-        let total = blocks.checked_mul(bytes).ok_or(Error::TooLarge {
-            field: "spgemm global hash tables",
-            value: blocks as u128 * bytes as u128,
-            limit: usize::MAX as u128,
-        })?;
-        let table = self.alloc::<u8>(total, "spgemm global hash tables")?;
-        Ok((blocks, 0, Some(table)))
+        Ok(())
     }
 
     /// The numeric pass: values and sorted columns of every row into C.
@@ -568,41 +612,39 @@ impl CudaBackend {
                     );
                 }
                 BIN_BLOCK => {
-                    let (size, log2) = table_size(meta[M_NUM_BLOCK_Q])?;
-                    let shift = 32 - log2;
-                    let bytes = size as usize * (4 + tsize);
-                    let (blocks, smem, table) = self.block_table_plan(count, bytes)?;
-                    // Global tables: blocks * size values, then blocks * size keys.
-                    let (gk, gv) = match &table {
-                        Some(t) => {
-                            let vals = blocks as u64 * size as u64 * tsize as u64;
-                            (t.ptr() + vals, t.ptr())
-                        }
-                        None => (0, 0),
-                    };
-                    launch!(
-                        self,
-                        &format!("spg_num_block_hash_{ty}"),
-                        cfg(blocks, BLOCK_THREADS, smem)?,
-                        &a.off,
-                        &a.col,
-                        &a.val,
-                        &b.off,
-                        &b.col,
-                        &b.val,
-                        &rows,
-                        &count,
-                        &lp,
-                        &hp,
-                        &size,
-                        &shift,
-                        &gk,
-                        &gv,
-                        &c_off,
-                        &c_col,
-                        &c_val,
-                        &mp
-                    );
+                    let name = format!("spg_num_block_hash_{ty}");
+                    self.block_hash_launches(
+                        meta[M_NUM_BLOCK_Q],
+                        4 + tsize,
+                        count,
+                        M_BLOCK_QUEUE + 3,
+                        |blocks, smem, lo, hi, parts, queue| {
+                            launch!(
+                                self,
+                                &name,
+                                cfg(blocks, BLOCK_THREADS, smem)?,
+                                &a.off,
+                                &a.col,
+                                &a.val,
+                                &b.off,
+                                &b.col,
+                                &b.val,
+                                &rows,
+                                &count,
+                                &lp,
+                                &hp,
+                                &lo,
+                                &hi,
+                                &parts,
+                                &c_off,
+                                &c_col,
+                                &c_val,
+                                &queue,
+                                &mp
+                            );
+                            Ok(())
+                        },
+                    )?;
                 }
                 _ => unreachable!("bin {bin} of {NBINS}"),
             }
@@ -968,6 +1010,26 @@ mod tests {
         assert_eq!(dense_parts(1, 256, false, 2), (256, 1));
     }
 
+    /// Bin 9's size classes cover every table up to the largest, in turn,
+    /// and the last one takes larger rows in parts.
+    #[test]
+    fn block_classes_split_by_table_size() {
+        let smem = (227 << 10) - (12 << 10);
+        // f32 values and keys: 8192 slots in 64 KiB, 16384 in a block's shared memory.
+        assert_eq!(block_classes(4096, 8, smem), vec![(0, 4096, false)]);
+        assert_eq!(
+            block_classes(16384, 8, smem),
+            vec![(0, 8192, false), (8192, 16384, false)]
+        );
+        assert_eq!(
+            block_classes(1 << 20, 8, smem),
+            vec![(0, 8192, false), (8192, 16384, true)]
+        );
+        // Shared memory below the small class's bytes: one class, in parts.
+        assert_eq!(block_classes(1 << 12, 8, 16 << 10), vec![(0, 2048, true)]);
+        assert_eq!(block_classes(1 << 10, 8, 16 << 10), vec![(0, 1024, false)]);
+    }
+
     /// The bins, the meta-buffer layout and the block shapes this file
     /// repeats from `kernels/sparse_gemm.cu`.
     #[test]
@@ -986,6 +1048,7 @@ mod tests {
             ("M_NUM_SPAN", M_NUM_SPAN),
             ("M_TOTAL", M_TOTAL),
             ("M_FLAGS", M_FLAGS),
+            ("M_BLOCK_QUEUE", M_BLOCK_QUEUE),
             ("META_WORDS", META_WORDS),
             ("SORT_WARPS", SORT_WARPS),
             ("MERGE_THREADS", MERGE_THREADS as usize),

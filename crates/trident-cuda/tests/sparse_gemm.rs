@@ -6,7 +6,7 @@
 //! are chosen to land rows in every bin: short rows (thread merge, warp
 //! sort), medium rows (warp hash), long rows with narrow spans (dense windows,
 //! also forced to several windows) and long rows spread over many columns
-//! (block hash in shared and in global memory), plus power-law rows, empty
+//! (block hash, one table a row or column parts), plus power-law rows, empty
 //! rows, explicit zeros, cancellation and column indices near `u32::MAX`.
 //! Skipped without CUDA.
 
@@ -217,7 +217,7 @@ fn every_bin_matches_model() {
         } else {
             check_product(&windowed, &a, &b, true, &label);
         }
-        // Long rows spread over 10M columns: block hash (shared memory).
+        // Long rows spread over 10M columns: block hash, one table a row.
         let a: CsrMatrix<f32> = spread_rows(
             &mut rng,
             6,
@@ -228,10 +228,30 @@ fn every_bin_matches_model() {
         );
         let b: CsrMatrix<f32> = cases::uniform_rows(1000, 10_000_000, 5, rng.next_u64());
         run!(a, b, "spread rows (shared table)");
-        // 2000 x 6 = 12000 distinct columns: the table leaves shared memory.
+        // 2000 x 6 = 12000 distinct columns: more than a block's shared
+        // memory holds, so the numeric pass does the row in column parts.
         let a: CsrMatrix<f32> = spread_rows(&mut rng, 3, 2000, |i| [2000, 1500, 2][i], 0, 2000);
         let b: CsrMatrix<f32> = cases::uniform_rows(2000, 10_000_000, 6, rng.next_u64());
-        run!(a, b, "spread rows (global table)");
+        run!(a, b, "spread rows (column parts)");
+        // 40000 products in the first 30000 of 40M columns: one histogram
+        // bucket (40M / 2048 columns) holds more than a part may, so parts
+        // cut inside it, in the symbolic pass (q = 40001) and the numeric
+        // one (about 22000 distinct columns).
+        let mut trip = Vec::new();
+        for p in 0..8000u32 {
+            let mut seen = std::collections::BTreeSet::new();
+            while seen.len() < 5 {
+                seen.insert(rng.below(30_000) as u32);
+            }
+            trip.extend(
+                seen.into_iter()
+                    .map(|c| (p, c, rng.range(-1.0, 1.0) as f32)),
+            );
+        }
+        trip.push((7999, 39_999_999, 0.5));
+        let b = CsrMatrix::<f32>::from_triplets(8000, 40_000_000, &trip).expect("valid");
+        let a: CsrMatrix<f32> = spread_rows(&mut rng, 2, 8000, |i| [8000, 3][i], 0, 8000);
+        run!(a, b, "one heavy bucket (parts inside it)");
         // Power-law: row 7 of A full.
         let a: CsrMatrix<f32> = cases::power_law_row(2500, 2500, 7, rng.next_u64());
         run!(a, a, "power-law row");
