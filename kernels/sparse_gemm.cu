@@ -90,6 +90,8 @@ typedef unsigned long long u64;
 #define BIN_MERGE 10
 #define MERGE_MAX_A 8     // bin 10: rows of A with at most 8 entries...
 #define MERGE_MAX_W 32    // ...and at most 32 products
+#define ANALYZE_BLOCK_MIN 4096  // spg_analyze: rows of A walked by the whole block
+#define ANALYZE_THREADS 256     // spg_analyze's block (the host's one-row-a-thread launches)
 
 // Layout of the meta buffer (u64 words) shared with sparse_gemm.rs.
 #define M_SYM_COUNT 0     // [NBINS] rows per symbolic bin
@@ -154,10 +156,10 @@ __device__ __forceinline__ u32 count_bin(u32* counts, u32 b) {
 }
 
 // One thread per row of C.
-extern "C" __global__ void spg_analyze(const u64* __restrict__ a_off, const u32* __restrict__ a_col,
-                                       const u64* __restrict__ b_off, const u32* __restrict__ b_col,
-                                       u32 m, u32* __restrict__ work, u32* __restrict__ lo,
-                                       u32* __restrict__ hi, u64* __restrict__ meta) {
+extern "C" __global__ void __launch_bounds__(ANALYZE_THREADS) spg_analyze(
+    const u64* __restrict__ a_off, const u32* __restrict__ a_col, const u64* __restrict__ b_off,
+    const u32* __restrict__ b_col, u32 m, u32* __restrict__ work, u32* __restrict__ lo,
+    u32* __restrict__ hi, u64* __restrict__ meta) {
     __shared__ u32 counts[NBINS + 1];
     __shared__ u64 qmax, smax;
     if (threadIdx.x <= NBINS) counts[threadIdx.x] = 0;
@@ -171,12 +173,15 @@ extern "C" __global__ void spg_analyze(const u64* __restrict__ a_off, const u32*
         e = a_off[i + 1];
     }
     // Rows of A longer than 32 entries are walked by the whole warp (one
-    // thread would hold up its warp for the length of a hub row); the others
-    // by their own thread. Both compute W and the span (when W > 128).
-    const bool is_long = e - s > 32;
+    // thread would hold up its warp for the length of a hub row), longer
+    // than ANALYZE_BLOCK_MIN by the whole block (a warp took 2.7 ms over a
+    // row of 100K); the others by their own thread. All compute W and the
+    // span (when W > 128).
+    const bool is_huge = e - s > ANALYZE_BLOCK_MIN;
+    const bool is_long = e - s > 32 && !is_huge;
     u64 w = 0;
     u32 l = EMPTY, h = 0;
-    if (!is_long) {
+    if (!is_long && !is_huge) {
         for (u64 k = s; k < e; ++k) {
             const u32 p = a_col[k];
             w += b_off[p + 1] - b_off[p];
@@ -217,6 +222,51 @@ extern "C" __global__ void spg_analyze(const u64* __restrict__ a_off, const u32*
             l = ll;
             h = hh;
         }
+    }
+    // Huge rows, one after another, each by every thread of the block.
+    __shared__ u32 huge[ANALYZE_THREADS];
+    __shared__ u32 n_huge, h_lo, h_hi;
+    __shared__ unsigned long long h_w;
+    if (threadIdx.x == 0) n_huge = 0;
+    __syncthreads();
+    if (is_huge) huge[atomicAdd(&n_huge, 1u)] = threadIdx.x;
+    __syncthreads();
+    for (u32 j = 0; j < n_huge; ++j) {
+        const u32 owner = huge[j];
+        const u32 row = blockIdx.x * blockDim.x + owner;
+        if (threadIdx.x == 0) { h_w = 0; h_lo = EMPTY; h_hi = 0; }
+        __syncthreads();
+        u64 ww = 0;
+        u32 ll = EMPTY, hh = 0;
+        const u64 rs = a_off[row], re = a_off[row + 1];
+#pragma unroll 4
+        for (u64 k = rs + threadIdx.x; k < re; k += blockDim.x) {
+            const u32 p = a_col[k];
+            const u64 bs = b_off[p], be = b_off[p + 1];
+            ww += be - bs;
+            if (bs < be) {
+                ll = min(ll, b_col[bs]);
+                hh = max(hh, b_col[be - 1]);
+            }
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            ww += __shfl_xor_sync(FULL, ww, o);
+            ll = min(ll, __shfl_xor_sync(FULL, ll, o));
+            hh = max(hh, __shfl_xor_sync(FULL, hh, o));
+        }
+        if (lane == 0) {
+            atomicAdd(&h_w, (unsigned long long)ww);
+            atomicMin(&h_lo, ll);
+            atomicMax(&h_hi, hh);
+        }
+        __syncthreads();
+        if (threadIdx.x == owner) {
+            w = h_w;
+            l = h_lo;
+            h = h_hi;
+        }
+        __syncthreads();
     }
     u32 b = NBINS;  // lanes past the last row count in no bin
     if (i < m) {

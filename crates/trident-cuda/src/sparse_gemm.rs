@@ -98,6 +98,8 @@ const META_WORDS: usize = 80;
 const SORT_WARPS: usize = 8;
 /// Threads of the block-per-row kernels (`BLOCK_WARPS * 32`).
 const BLOCK_THREADS: u32 = 256;
+/// Threads per block of the one-thread-a-row kernels (`ANALYZE_THREADS`).
+const ROW_THREADS: u32 = 256;
 /// Elements per block of `spg_scan_local` (`SCAN_BLOCK`).
 const SCAN_BLOCK: usize = 2048;
 /// Shared memory a block of the warp-hash kernels aims at (all its warps' tables).
@@ -690,7 +692,7 @@ impl CudaBackend {
             r.list.ptr(),
             r.meta.ptr(),
         );
-        let rows_cfg = || cfg(m.div_ceil(256), 256, 0);
+        let rows_cfg = || cfg(m.div_ceil(ROW_THREADS as usize), ROW_THREADS, 0);
         let mut tr = Trace::new("spgemm");
         tr.lap(self, || {
             format!("start: {m} x {n}, nnz(A) {}, nnz(B) {}", a.nnz(), b.nnz())
@@ -1052,6 +1054,7 @@ mod tests {
             ("META_WORDS", META_WORDS),
             ("SORT_WARPS", SORT_WARPS),
             ("MERGE_THREADS", MERGE_THREADS as usize),
+            ("ANALYZE_THREADS", ROW_THREADS as usize),
         ];
         for &(name, rust) in pairs {
             assert_eq!(define(src, name), rust as f64, "{name}");
