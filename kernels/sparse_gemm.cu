@@ -155,6 +155,35 @@ __device__ __forceinline__ u32 count_bin(u32* counts, u32 b) {
     return base + __popc(peers & ((1u << lane) - 1u));
 }
 
+// Adds to w, l and h the products, the smallest first column and the largest
+// last column of the B rows p = a_col[k] for k = k0, k0 + step, ... below k1
+// (one lane's or thread's share of a row of A).
+__device__ __forceinline__ void span_share(const u32* __restrict__ a_col,
+                                           const u64* __restrict__ b_off,
+                                           const u32* __restrict__ b_col, u64 k0, u64 k1,
+                                           u64 step, u64* w, u32* l, u32* h) {
+#pragma unroll 4
+    for (u64 k = k0; k < k1; k += step) {
+        const u32 p = a_col[k];
+        const u64 bs = b_off[p], be = b_off[p + 1];
+        *w += be - bs;
+        if (bs < be) {
+            *l = min(*l, b_col[bs]);
+            *h = max(*h, b_col[be - 1]);
+        }
+    }
+}
+
+// The warp's sum of w, min of l and max of h, on every lane.
+__device__ __forceinline__ void warp_span(u64* w, u32* l, u32* h) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        *w += __shfl_xor_sync(FULL, *w, o);
+        *l = min(*l, __shfl_xor_sync(FULL, *l, o));
+        *h = max(*h, __shfl_xor_sync(FULL, *h, o));
+    }
+}
+
 // One thread per row of C.
 extern "C" __global__ void __launch_bounds__(ANALYZE_THREADS) spg_analyze(
     const u64* __restrict__ a_off, const u32* __restrict__ a_col, const u64* __restrict__ b_off,
@@ -202,21 +231,8 @@ extern "C" __global__ void __launch_bounds__(ANALYZE_THREADS) spg_analyze(
         const u64 rs = __shfl_sync(FULL, s, src), re = __shfl_sync(FULL, e, src);
         u64 ww = 0;
         u32 ll = EMPTY, hh = 0;
-        for (u64 k = rs + lane; k < re; k += 32) {
-            const u32 p = a_col[k];
-            const u64 bs = b_off[p], be = b_off[p + 1];
-            ww += be - bs;
-            if (bs < be) {
-                ll = min(ll, b_col[bs]);
-                hh = max(hh, b_col[be - 1]);
-            }
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            ww += __shfl_xor_sync(FULL, ww, o);
-            ll = min(ll, __shfl_xor_sync(FULL, ll, o));
-            hh = max(hh, __shfl_xor_sync(FULL, hh, o));
-        }
+        span_share(a_col, b_off, b_col, rs + lane, re, 32, &ww, &ll, &hh);
+        warp_span(&ww, &ll, &hh);
         if ((int)lane == src) {
             w = ww;
             l = ll;
@@ -238,23 +254,9 @@ extern "C" __global__ void __launch_bounds__(ANALYZE_THREADS) spg_analyze(
         __syncthreads();
         u64 ww = 0;
         u32 ll = EMPTY, hh = 0;
-        const u64 rs = a_off[row], re = a_off[row + 1];
-#pragma unroll 4
-        for (u64 k = rs + threadIdx.x; k < re; k += blockDim.x) {
-            const u32 p = a_col[k];
-            const u64 bs = b_off[p], be = b_off[p + 1];
-            ww += be - bs;
-            if (bs < be) {
-                ll = min(ll, b_col[bs]);
-                hh = max(hh, b_col[be - 1]);
-            }
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            ww += __shfl_xor_sync(FULL, ww, o);
-            ll = min(ll, __shfl_xor_sync(FULL, ll, o));
-            hh = max(hh, __shfl_xor_sync(FULL, hh, o));
-        }
+        span_share(a_col, b_off, b_col, a_off[row] + threadIdx.x, a_off[row + 1], blockDim.x, &ww,
+                   &ll, &hh);
+        warp_span(&ww, &ll, &hh);
         if (lane == 0) {
             atomicAdd(&h_w, (unsigned long long)ww);
             atomicMin(&h_lo, ll);
