@@ -1121,41 +1121,77 @@ struct NumDenseSink {
     }
 };
 
-// Boundaries of B row [bs, be) at the columns c0 + width * j / g, j = 0..g
-// (g <= BLOCK_WARPS): out[j] = lower_bound - bs. The g + 1 binary searches
-// run in lockstep, so their loads overlap instead of queueing one behind the
-// other.
-__device__ __forceinline__ void split_bounds(const u32* __restrict__ col, u64 bs, u64 be, u64 c0,
-                                             u64 width, u32 g, u32* out) {
-    u64 lo[BLOCK_WARPS + 1], hi[BLOCK_WARPS + 1], tg[BLOCK_WARPS + 1];
-    const u64 first = bs < be ? col[bs] : 0, last = bs < be ? col[be - 1] : 0;
+// Lower bounds of N targets, each in its own range: out[j] = the first index
+// in [bs[j], be[j]) whose column is >= tg[j] (be[j] when none). A target at
+// or before the range's first column or past its last needs no search; the
+// other searches run in lockstep, so their loads overlap instead of queueing
+// one behind the other. ONE_RANGE: all ranges are range 0 (its first and
+// last columns are read once).
+template <int N, bool ONE_RANGE = false>
+__device__ __forceinline__ void lower_bounds(const u32* __restrict__ col, const u64* bs,
+                                             const u64* be, const u64* tg, u64* out) {
+    u64 hi[N];
+    const bool read0 = ONE_RANGE && bs[0] != be[0];
+    const u64 first0 = read0 ? col[bs[0]] : 0, last0 = read0 ? col[be[0] - 1] : 0;
 #pragma unroll
-    for (int j = 0; j <= BLOCK_WARPS; ++j) {
-        tg[j] = c0 + width * (u64)min((u32)j, g) / g;
-        if (bs == be || tg[j] <= first) {
-            lo[j] = hi[j] = bs;
-        } else if (tg[j] > last) {
-            lo[j] = hi[j] = be;
-        } else {  // first < tg <= last: the answer is in (bs, be - 1]
-            lo[j] = bs + 1;
-            hi[j] = be - 1;
+    for (int j = 0; j < N; ++j) {
+        if (bs[j] == be[j] || tg[j] <= (ONE_RANGE ? first0 : (u64)col[bs[j]])) {
+            out[j] = hi[j] = bs[j];
+        } else if (tg[j] > (ONE_RANGE ? last0 : (u64)col[be[j] - 1])) {
+            out[j] = hi[j] = be[j];
+        } else {  // col[bs] < tg <= col[be - 1]: the answer is in (bs, be - 1]
+            out[j] = bs[j] + 1;
+            hi[j] = be[j] - 1;
         }
     }
     for (;;) {
         bool more = false;
 #pragma unroll
-        for (int j = 0; j <= BLOCK_WARPS; ++j) {
-            if (lo[j] < hi[j]) {
-                const u64 mid = lo[j] + ((hi[j] - lo[j]) >> 1);
-                if ((u64)col[mid] < tg[j]) lo[j] = mid + 1; else hi[j] = mid;
+        for (int j = 0; j < N; ++j) {
+            if (out[j] < hi[j]) {
+                const u64 mid = out[j] + ((hi[j] - out[j]) >> 1);
+                if ((u64)col[mid] < tg[j]) out[j] = mid + 1; else hi[j] = mid;
                 more = true;
             }
         }
         if (!more) break;
     }
+}
+
+// Boundaries of B row [bs, be) at the columns c0 + width * j / g, j = 0..g
+// (g <= BLOCK_WARPS): out[j] = lower_bound - bs, all searched at once. With
+// ENDS_FIRST (the kernel for few wide rows), a short row (up to SPLIT_SHORT
+// entries) is cut at the window's two ends first: in a window that holds few
+// of the row's products most such rows have none there, and then the warps'
+// bounds need no search (nine searches of every short row made bin 8's long
+// rows of A bound by load instructions). The kernel for many rows keeps one
+// round: the second one's registers cost rmat-16-8 a fifth of its bin 8.
+#define SPLIT_SHORT 64
+template <bool ENDS_FIRST>
+__device__ __forceinline__ void split_bounds(const u32* __restrict__ col, u64 bs, u64 be, u64 c0,
+                                             u64 width, u32 g, u32* out) {
+    // Targets j = 0..BLOCK_WARPS (those past g are the window's end).
+    u64 lo[BLOCK_WARPS + 1], hi[BLOCK_WARPS + 1], tg[BLOCK_WARPS + 1], r[BLOCK_WARPS + 1];
+#pragma unroll
+    for (int j = 0; j <= BLOCK_WARPS; ++j) {
+        lo[j] = bs;
+        hi[j] = be;
+        tg[j] = c0 + width * (u64)min((u32)j, g) / g;
+    }
+    if (ENDS_FIRST && be - bs <= SPLIT_SHORT) {
+        const u64 t2[2] = {tg[0], tg[BLOCK_WARPS]};
+        u64 ends[2];
+        lower_bounds<2, true>(col, lo, hi, t2, ends);
+#pragma unroll
+        for (int j = 0; j <= BLOCK_WARPS; ++j) {
+            lo[j] = ends[0];
+            hi[j] = ends[1];
+        }
+    }
+    lower_bounds<BLOCK_WARPS + 1, true>(col, lo, hi, tg, r);
 #pragma unroll
     for (int j = 0; j <= BLOCK_WARPS; ++j)
-        if (j <= g) out[j] = (u32)(lo[j] - bs);
+        if ((u32)j <= g) out[j] = (u32)(r[j] - bs);
 }
 
 // The next (row, part) item of bin 8 for the whole block: item t is part
@@ -1200,13 +1236,61 @@ __device__ __forceinline__ u64 emit_window(u32* bits, T* vals, u64 c0, u64 nword
     return emitted;
 }
 
+// Symbolic bin 8's walk of a row's products in [c_lo, c_hi) (clip: B's rows
+// are cut there; else they are whole). No order is kept: warp wid of g takes
+// A's entries in steps of 32 * ILP, each lane ILP of them whose dependent
+// loads (A, B's offsets, the binary searches of the cuts) run in lockstep.
+// One entry a lane (for_products) took a chain of about seven loads per 32
+// entries, which bounded a row of 100K entries at ~2 ms; rows of A shorter
+// than SYM_ILP_MIN keep it (coarser steps left warps idle on rmat-16-8), and
+// so does the kernel for many rows (the lockstep registers would cost it
+// occupancy).
+#define SYM_ILP 4
+#define SYM_ILP_MIN 4096
+template <typename Sink>
+__device__ __forceinline__ void sym_window_products(const Csr<float>& A, const Csr<float>& B,
+                                                    u32 row, bool clip, u64 c_lo, u64 c_hi,
+                                                    u32 wid, u32 g, Sink& sink) {
+    constexpr u32 STEP = 32 * SYM_ILP;
+    const u32 lane = threadIdx.x & 31;
+    const u64 a_beg = A.off[row], a_end = A.off[row + 1];
+    for (u64 base = a_beg + (u64)wid * STEP; base < a_end; base += (u64)g * STEP) {
+        u32 p[SYM_ILP];
+        u64 bs[2 * SYM_ILP], be[2 * SYM_ILP], tg[2 * SYM_ILP], cut[2 * SYM_ILP];
+#pragma unroll
+        for (u32 i = 0; i < SYM_ILP; ++i) {
+            const u64 k = base + i * 32 + lane;
+            p[i] = k < a_end ? A.col[k] : EMPTY;
+        }
+        // [2i]: the cut of entry i's B row at c_lo, [2i + 1]: at c_hi.
+#pragma unroll
+        for (u32 i = 0; i < SYM_ILP; ++i) {
+            bs[2 * i] = bs[2 * i + 1] = p[i] != EMPTY ? B.off[p[i]] : 0;
+            be[2 * i] = be[2 * i + 1] = p[i] != EMPTY ? B.off[p[i] + 1] : 0;
+            tg[2 * i] = c_lo;
+            tg[2 * i + 1] = c_hi;
+        }
+        if (clip) {
+            lower_bounds<2 * SYM_ILP>(B.col, bs, be, tg, cut);
+        } else {
+#pragma unroll
+            for (u32 j = 0; j < 2 * SYM_ILP; ++j) cut[j] = (j & 1) ? be[j] : bs[j];
+        }
+#pragma unroll
+        for (u32 i = 0; i < SYM_ILP; ++i)
+            chunk_products<float, false, u64>(B, cut[2 * i], cut[2 * i + 1], 0.f, 0, sink);
+    }
+}
+
 // Symbolic bin 8: one block per (row, part) item, a bitmap over a window of
 // `win` columns (a multiple of 32) in dynamic shared memory, the part's
 // `part` columns (a multiple of win) done window by window; warps split A's
 // row (no order is needed to count). With `pcount` null the part's count is
 // added to the row's nnz (zero before the pass); else it is stored as
 // pcount[item] (0 for parts past the row's span): the numeric pass's part
-// offsets, with `queue` its own counter.
+// offsets, with `queue` its own counter. PARTS: the kernel for few wide rows
+// (several parts a row), whose long rows of A take sym_window_products.
+template <bool PARTS>
 __device__ __forceinline__ void sym_dense_rows(Csr<float> A, Csr<float> B,
                                                const u32* __restrict__ rows, u32 count,
                                                const u32* __restrict__ lo,
@@ -1229,7 +1313,11 @@ __device__ __forceinline__ void sym_dense_rows(Csr<float> A, Csr<float> B,
         for (u64 c0 = p0; c0 < p1; c0 += win) {
             const u64 c1 = umin64(c0 + win, p1);
             SymDenseSink sink{bits, c0};
-            for_products<float, false, u64>(A, B, row, c1 - c0 < end - first, c0, c1, wid, g, sink);
+            const bool clip = c1 - c0 < end - first;
+            if (PARTS && A.off[row + 1] - A.off[row] >= SYM_ILP_MIN)
+                sym_window_products(A, B, row, clip, c0, c1, wid, g, sink);
+            else
+                for_products<float, false, u64>(A, B, row, clip, c0, c1, wid, g, sink);
             __syncthreads();
             n += emit_window<float, false>(bits, nullptr, c0, (c1 - c0 + 31) >> 5, 0, nullptr,
                                            nullptr);
@@ -1239,6 +1327,60 @@ __device__ __forceinline__ void sym_dense_rows(Csr<float> A, Csr<float> B,
             else if (n) atomicAdd(&nnz[row], (u32)n);
         }
     }
+}
+
+// One warp's products of a segment of A's row in bin 8 (entries kl <
+// seg_len, the warp's columns of B's row kl being [seg_bs[kl] + cut[kl][w],
+// seg_bs[kl] + cut[kl][w + 1])), visited in t order in chunks of 32 across
+// the whole segment: in a window that holds few of a row's products most
+// entries have none, and a chunk per 32 entries cost a round of dependent
+// loads each for a product or two. Lane l sums entries 8 l .. 8 l + 7; `pre`
+// (the warp's shared array) gets the inclusive offsets, which each lane
+// binary-searches for its product's entry. Totals stay below 2^32: a range
+// holds at most a window's columns (<= 2^18).
+template <typename T, typename Sink>
+__device__ __forceinline__ void segment_products(const Csr<T>& B, u32 seg_len,
+                                                 const u32 (*cut)[BLOCK_WARPS + 1],
+                                                 const u64* seg_bs, const T* seg_av, u32* pre,
+                                                 Sink& sink) {
+    constexpr u32 SEG = BLOCK_WARPS * 32, PER_LANE = SEG / 32;
+    const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    u32 run = 0, loc[PER_LANE];
+#pragma unroll
+    for (u32 i = 0; i < PER_LANE; ++i) {
+        const u32 kl = lane * PER_LANE + i;
+        run += kl < seg_len ? cut[kl][wid + 1] - cut[kl][wid] : 0u;
+        loc[i] = run;
+    }
+    u32 incl = run;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const u32 y = __shfl_up_sync(FULL, incl, o);
+        if ((int)lane >= o) incl += y;
+    }
+    const u32 total = __shfl_sync(FULL, incl, 31), excl = incl - run;
+#pragma unroll
+    for (u32 i = 0; i < PER_LANE; ++i) pre[lane * PER_LANE + i] = excl + loc[i];
+    __syncwarp();
+    for (u32 r0 = 0; r0 < total; r0 += 32) {
+        const u32 r = r0 + lane;
+        const bool act = r < total;
+        // Owner: the smallest entry kl with pre[kl] > r.
+        u32 kl = 0;
+#pragma unroll
+        for (u32 s = SEG / 2; s > 0; s >>= 1)
+            if (pre[kl + s - 1] <= r) kl += s;
+        T a = T(0), b = T(0);
+        u32 col = EMPTY;
+        if (act) {
+            const u64 q = seg_bs[kl] + cut[kl][wid] + (r - (kl ? pre[kl - 1] : 0u));
+            col = B.col[q];
+            b = B.val[q];
+            a = seg_av[kl];
+        }
+        sink(0, col, a, b, act);
+    }
+    __syncwarp();
 }
 
 // Numeric bin 8: one block of BLOCK_WARPS warps per (row, part) item, the
@@ -1251,7 +1393,7 @@ __device__ __forceinline__ void sym_dense_rows(Csr<float> A, Csr<float> B,
 // column's chain in one warp and in order. A's row goes by segments of
 // blockDim entries: first every thread cuts one B row at all the warps'
 // bounds (split_bounds, into shared memory), then each warp walks its part of
-// the segment's B rows.
+// the segment's B rows (segment_products).
 template <typename T, bool PARTS>
 __device__ __forceinline__ void num_dense_rows(Csr<T> A, Csr<T> B, const u32* __restrict__ rows,
                                                u32 count, const u32* __restrict__ lo,
@@ -1264,7 +1406,8 @@ __device__ __forceinline__ void num_dense_rows(Csr<T> A, Csr<T> B, const u32* __
     __shared__ u32 cut[BLOCK_WARPS * 32][BLOCK_WARPS + 1];
     __shared__ u64 seg_bs[BLOCK_WARPS * 32];
     __shared__ T seg_av[BLOCK_WARPS * 32];
-    const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5, g = blockDim.x >> 5;
+    __shared__ u32 pre[BLOCK_WARPS][BLOCK_WARPS * 32];
+    const u32 wid = threadIdx.x >> 5, g = blockDim.x >> 5;
     u32* bits = reinterpret_cast<u32*>(smem);
     T* vals = region_vals + (u64)blockIdx.x * win;
     for (u32 w = threadIdx.x; w < (win >> 5); w += blockDim.x) bits[w] = 0u;
@@ -1309,20 +1452,10 @@ __device__ __forceinline__ void num_dense_rows(Csr<T> A, Csr<T> B, const u32* __
                     const u64 bs = B.off[p], be = B.off[p + 1];
                     seg_bs[threadIdx.x] = bs;
                     seg_av[threadIdx.x] = A.val[k];
-                    split_bounds(B.col, bs, be, c0, c1 - c0, g, cut[threadIdx.x]);
+                    split_bounds<PARTS>(B.col, bs, be, c0, c1 - c0, g, cut[threadIdx.x]);
                 }
                 __syncthreads();
-                for (u32 kb = 0; kb < seg_len; kb += 32) {
-                    const u32 kl = kb + lane;
-                    u64 bs = 0, be = 0;
-                    T av = T(0);
-                    if (kl < seg_len) {
-                        bs = seg_bs[kl] + cut[kl][wid];
-                        be = seg_bs[kl] + cut[kl][wid + 1];
-                        av = seg_av[kl];
-                    }
-                    chunk_products<T, true, u64>(B, bs, be, av, 0, sink);
-                }
+                segment_products<T>(B, seg_len, cut, seg_bs, seg_av, pre[wid], sink);
                 __syncthreads();
             }
             emitted += emit_window<T, true>(bits, vals, c0, (c1 - c0 + 31) >> 5, out0 + emitted,
@@ -1332,16 +1465,17 @@ __device__ __forceinline__ void num_dense_rows(Csr<T> A, Csr<T> B, const u32* __
     }
 }
 
-#define SYM_DENSE_ENTRY(NAME, T)                                                                \
+#define SYM_DENSE_ENTRY(NAME, T, PARTS)                                                         \
     extern "C" __global__ void NAME(const u64* a_off, const u32* a_col, const u64* b_off,       \
                                     const u32* b_col, const u32* rows, u32 count, const u32* lo, \
                                     const u32* hi, u64 win, u64 part, u64 nparts, u32* nnz,     \
                                     u32* pcount, u64* meta) {                                   \
-        sym_dense_rows(Csr<T>{a_off, a_col, nullptr}, Csr<T>{b_off, b_col, nullptr}, rows, count, \
-                       lo, hi, win, part, nparts, nnz, pcount,                                  \
-                       &meta[pcount ? M_WIN_QUEUE : M_SYM_QUEUE]);                              \
+        sym_dense_rows<PARTS>(Csr<T>{a_off, a_col, nullptr}, Csr<T>{b_off, b_col, nullptr}, rows, \
+                              count, lo, hi, win, part, nparts, nnz, pcount,                    \
+                              &meta[pcount ? M_WIN_QUEUE : M_SYM_QUEUE]);                       \
     }
-SYM_DENSE_ENTRY(spg_sym_dense, float)
+SYM_DENSE_ENTRY(spg_sym_dense, float, false)
+SYM_DENSE_ENTRY(spg_sym_dense_parts, float, true)
 
 // Three blocks per SM (the host launches that many): the parts kernel is held
 // to it (a few spilled registers, outside the product loop's hot part).

@@ -59,6 +59,7 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "spg_sym_sort4",
     "spg_sym_warp_hash",
     "spg_sym_dense",
+    "spg_sym_dense_parts",
     "spg_sym_block_hash",
     "spg_num_sort1_f32",
     "spg_num_sort2_f32",
@@ -265,10 +266,11 @@ impl CudaBackend {
         (span.div_ceil(256).max(1) * 256).min(cap)
     }
 
-    /// Queues `spg_sym_dense` over bin 8's (row, part) items, `(win, part,
-    /// nparts)` from [`dense_parts`]: each part's column count is added into
-    /// its row's nnz, or with `pcount` (a pointer to one `u32` per item; 0 for
-    /// none) stored there for the numeric pass.
+    /// Queues `spg_sym_dense` (`_parts` with several parts a row) over bin
+    /// 8's (row, part) items, `(win, part, nparts)` from [`dense_parts`]: each
+    /// part's column count is added into its row's nnz, or with `pcount` (a
+    /// pointer to one `u32` per item; 0 for none) stored there for the
+    /// numeric pass.
     #[allow(clippy::too_many_arguments)]
     fn sym_dense(
         &self,
@@ -285,7 +287,11 @@ impl CudaBackend {
         // blocks of 256 threads per SM); the bitmap lives in shared memory.
         launch!(
             self,
-            "spg_sym_dense",
+            if nparts > 1 {
+                "spg_sym_dense_parts"
+            } else {
+                "spg_sym_dense"
+            },
             cfg(
                 items.min(8 * self.sm_count() as usize),
                 SYM_DENSE_THREADS,
