@@ -1158,8 +1158,10 @@ __device__ __forceinline__ void lower_bounds(const u32* __restrict__ col, const 
     }
 }
 
-// Boundaries of B row [bs, be) at the columns c0 + width * j / g, j = 0..g
-// (g <= BLOCK_WARPS): out[j] = lower_bound - bs, all searched at once. With
+// Boundaries of B row [bs, be) at the columns c0 + width * min(j, g) / g,
+// j = 0..BLOCK_WARPS (the warps' column ranges; with ENDS_FIRST read from
+// `bound`, worked out once a window: 64-bit divisions are long instruction
+// sequences): out[j] = lower_bound - bs for j <= g, all searched at once. With
 // ENDS_FIRST (the kernel for few wide rows), a short row (up to SPLIT_SHORT
 // entries) is cut at the window's two ends first: in a window that holds few
 // of the row's products most such rows have none there, and then the warps'
@@ -1169,14 +1171,13 @@ __device__ __forceinline__ void lower_bounds(const u32* __restrict__ col, const 
 #define SPLIT_SHORT 64
 template <bool ENDS_FIRST>
 __device__ __forceinline__ void split_bounds(const u32* __restrict__ col, u64 bs, u64 be, u64 c0,
-                                             u64 width, u32 g, u32* out) {
-    // Targets j = 0..BLOCK_WARPS (those past g are the window's end).
+                                             u64 width, const u64* bound, u32 g, u32* out) {
     u64 lo[BLOCK_WARPS + 1], hi[BLOCK_WARPS + 1], tg[BLOCK_WARPS + 1], r[BLOCK_WARPS + 1];
 #pragma unroll
     for (int j = 0; j <= BLOCK_WARPS; ++j) {
         lo[j] = bs;
         hi[j] = be;
-        tg[j] = c0 + width * (u64)min((u32)j, g) / g;
+        tg[j] = ENDS_FIRST ? bound[j] : c0 + width * (u64)min((u32)j, g) / g;
     }
     if (ENDS_FIRST && be - bs <= SPLIT_SHORT) {
         const u64 t2[2] = {tg[0], tg[BLOCK_WARPS]};
@@ -1407,6 +1408,7 @@ __device__ __forceinline__ void num_dense_rows(Csr<T> A, Csr<T> B, const u32* __
     __shared__ u64 seg_bs[BLOCK_WARPS * 32];
     __shared__ T seg_av[BLOCK_WARPS * 32];
     __shared__ u32 pre[BLOCK_WARPS][BLOCK_WARPS * 32];
+    __shared__ u64 bound[BLOCK_WARPS + 1];
     const u32 wid = threadIdx.x >> 5, g = blockDim.x >> 5;
     u32* bits = reinterpret_cast<u32*>(smem);
     T* vals = region_vals + (u64)blockIdx.x * win;
@@ -1444,6 +1446,11 @@ __device__ __forceinline__ void num_dense_rows(Csr<T> A, Csr<T> B, const u32* __
         for (u64 c0 = p0; c0 < p1; c0 += win) {
             const u64 c1 = umin64(c0 + win, p1);
             NumDenseSink<T> sink{bits, vals, c0};
+            if (PARTS) {
+                if (threadIdx.x <= BLOCK_WARPS)
+                    bound[threadIdx.x] = c0 + (c1 - c0) * (u64)min(threadIdx.x, g) / g;
+                __syncthreads();
+            }
             for (u64 seg = a_beg; seg < a_end; seg += blockDim.x) {
                 const u32 seg_len = (u32)umin64(blockDim.x, a_end - seg);
                 if (threadIdx.x < seg_len) {
@@ -1452,7 +1459,7 @@ __device__ __forceinline__ void num_dense_rows(Csr<T> A, Csr<T> B, const u32* __
                     const u64 bs = B.off[p], be = B.off[p + 1];
                     seg_bs[threadIdx.x] = bs;
                     seg_av[threadIdx.x] = A.val[k];
-                    split_bounds<PARTS>(B.col, bs, be, c0, c1 - c0, g, cut[threadIdx.x]);
+                    split_bounds<PARTS>(B.col, bs, be, c0, c1 - c0, bound, g, cut[threadIdx.x]);
                 }
                 __syncthreads();
                 segment_products<T>(B, seg_len, cut, seg_bs, seg_av, pre[wid], sink);
