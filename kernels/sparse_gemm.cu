@@ -374,26 +374,28 @@ extern "C" __global__ void spg_scatter(const u64* __restrict__ a_off, const u32*
 #define SCAN_PER 8
 #define SCAN_BLOCK (SCAN_T * SCAN_PER)
 
+// Inclusive sum of v over the warp's lanes up to this one (all 32 call).
+template <typename U>
+__device__ __forceinline__ U warp_incl_scan(U v) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const U y = __shfl_up_sync(FULL, v, o);
+        if (lane >= o) v += y;
+    }
+    return v;
+}
+
 template <typename U>
 __device__ __forceinline__ U block_excl_scan(U v, U* total) {
     __shared__ U warp_sums[32];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    U x = v;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const U y = __shfl_up_sync(FULL, x, o);
-        if (lane >= o) x += y;
-    }
+    const U x = warp_incl_scan<U>(v);
     if (lane == 31) warp_sums[w] = x;
     __syncthreads();
     if (w == 0) {
         const int nw = blockDim.x >> 5;
-        U s = lane < nw ? warp_sums[lane] : (U)0;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const U y = __shfl_up_sync(FULL, s, o);
-            if (lane >= o) s += y;
-        }
+        const U s = warp_incl_scan<U>(lane < nw ? warp_sums[lane] : (U)0);
         if (lane < nw) warp_sums[lane] = s;  // inclusive
     }
     __syncthreads();
@@ -481,12 +483,7 @@ __device__ __forceinline__ I chunk_products(const Csr<T>& B, u64 bs, u64 be, T a
                                             Sink& sink) {
     const int lane = threadIdx.x & 31;
     const I len = (I)(be - bs);
-    I incl = len;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const I y = __shfl_up_sync(FULL, incl, o);
-        if (lane >= o) incl += y;
-    }
+    const I incl = warp_incl_scan<I>(len);
     const I total = __shfl_sync(FULL, incl, 31);
     const I excl = incl - len;
     for (I r0 = 0; r0 < total; r0 += 32) {
@@ -1353,12 +1350,7 @@ __device__ __forceinline__ void segment_products(const Csr<T>& B, u32 seg_len,
         run += kl < seg_len ? cut[kl][wid + 1] - cut[kl][wid] : 0u;
         loc[i] = run;
     }
-    u32 incl = run;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const u32 y = __shfl_up_sync(FULL, incl, o);
-        if ((int)lane >= o) incl += y;
-    }
+    const u32 incl = warp_incl_scan<u32>(run);
     const u32 total = __shfl_sync(FULL, incl, 31), excl = incl - run;
 #pragma unroll
     for (u32 i = 0; i < PER_LANE; ++i) pre[lane * PER_LANE + i] = excl + loc[i];
