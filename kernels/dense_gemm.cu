@@ -928,8 +928,10 @@ struct __align__(64) TmaMap {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// d += A B for one m64n256k8 TF32 wgmma of the warpgroup, both operands in
-// shared memory (descriptors da, db), f32 accumulators in d.
+// d += A B (ACC = 0: d = A B) for one m64n256k8 TF32 wgmma of the
+// warpgroup, both operands in shared memory (descriptors da, db), f32
+// accumulators in d.
+template <int ACC = 1>
 __device__ __forceinline__ void wgmma_m64n256k8(float* d, u64 da, u64 db) {
     asm volatile(
         "{\n"
@@ -942,7 +944,7 @@ __device__ __forceinline__ void wgmma_m64n256k8(float* d, u64 da, u64 db) {
         "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
         "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, 1, 1, 1;\n"
+        "}, %128, %129, %130, 1, 1;\n"
         "}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -960,11 +962,11 @@ __device__ __forceinline__ void wgmma_m64n256k8(float* d, u64 da, u64 db) {
           "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
           "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db));
+        : "l"(da), "l"(db), "n"(ACC));
 }
 
-// d += A B for one m64n128k8 TF32 wgmma of the warpgroup, both operands in
-// shared memory (descriptors da, db), f32 accumulators in d.
+// As wgmma_m64n256k8, m64n128k8.
+template <int ACC = 1>
 __device__ __forceinline__ void wgmma_m64n128k8(float* d, u64 da, u64 db) {
     asm volatile(
         "{\n"
@@ -973,7 +975,7 @@ __device__ __forceinline__ void wgmma_m64n128k8(float* d, u64 da, u64 db) {
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
         "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, %64, %65, 1, 1, 1;\n"
+        "}, %64, %65, %66, 1, 1;\n"
         "}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -983,7 +985,7 @@ __device__ __forceinline__ void wgmma_m64n128k8(float* d, u64 da, u64 db) {
           "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(da), "l"(db));
+        : "l"(da), "l"(db), "n"(ACC));
 }
 
 // Shared-memory matrix descriptor of a k-major tile with the 128-byte
@@ -1065,26 +1067,119 @@ struct TmaRing {
     // The producer (one thread): k-tile kt goes to stage kt % STAGES once the
     // consumers released that stage's previous tile; boxes at (k, row) when
     // K_INNER (k-major operands), else at (row, k).
-    template <bool K_INNER>
+    // PASSES == 3 (split operands, k-major only): the k range is walked three
+    // times, reading A_lo B_hi, A_hi B_lo, then A_hi B_hi, where an operand's
+    // lo rows lie `a_lo` / `b_lo` rows below its hi rows in one map.
+    template <bool K_INNER, int PASSES = 1>
     __device__ __forceinline__ void produce(int ktiles, int bk, unsigned st_bytes,
                                             unsigned a_bytes, const TmaMap* amap, int a0,
-                                            const TmaMap* bmap, int b0) const {
-        for (int kt = 0; kt < ktiles; ++kt) {
+                                            const TmaMap* bmap, int b0, int a_lo = 0,
+                                            int b_lo = 0) const {
+        static_assert(PASSES == 1 || (PASSES == 3 && K_INNER), "split passes are k-major");
+        for (int kt = 0; kt < PASSES * ktiles; ++kt) {
             const int s = kt % STAGES;
             if (kt >= STAGES) mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
             mbar_expect_tx(full(s), st_bytes);
             const unsigned dst = base + s * st_bytes;
-            const int k = kt * bk;
-            tma_load(dst, amap, K_INNER ? k : a0, K_INNER ? a0 : k, full(s));
-            tma_load(dst + a_bytes, bmap, K_INNER ? k : b0, K_INNER ? b0 : k, full(s));
+            const int pass = kt / ktiles, k = (kt - pass * ktiles) * bk;
+            const int ar = a0 + (PASSES == 3 && pass == 0 ? a_lo : 0);
+            const int br = b0 + (PASSES == 3 && pass == 1 ? b_lo : 0);
+            tma_load(dst, amap, K_INNER ? k : ar, K_INNER ? ar : k, full(s));
+            tma_load(dst + a_bytes, bmap, K_INNER ? k : br, K_INNER ? br : k, full(s));
         }
     }
 };
 
-template <int BN, int STAGES>
+// One k-tile of `wgt_gemm`'s warpgroup (BK = 32): four wgmma steps into d
+// from the stage at `st`, committed as one group; FRESH: the first step
+// overwrites d instead of adding to it.
+template <int BN, bool FRESH = false>
+__device__ __forceinline__ void wgt_ktile(float* d, unsigned st, unsigned a_bytes, int wg) {
+    constexpr int R = BN / 2;
+    wg_fence_regs<R>(d);
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+        const u64 da = wg_desc(st + wg * 64 * 128 + kk * 32);
+        const u64 db = wg_desc(st + a_bytes + kk * 32);
+        static_assert(BN == 256 || BN == 128, "no such wgmma shape here");
+        constexpr int ACC = FRESH ? 0 : 1;
+        if (BN == 256) {
+            if (FRESH && kk == 0) {
+                wgmma_m64n256k8<ACC>(d, da, db);
+            } else {
+                wgmma_m64n256k8(d, da, db);
+            }
+        } else {
+            if (FRESH && kk == 0) {
+                wgmma_m64n128k8<ACC>(d, da, db);
+            } else {
+                wgmma_m64n128k8(d, da, db);
+            }
+        }
+    }
+    wg_commit();
+    wg_fence_regs<R>(d);
+}
+
+// One k-tile of the consumers' loop: wait for stage kt % STAGES, queue its
+// MMAs into d, and release the previous k-tile's stage once its MMAs are done.
+template <int BN, int STAGES, bool FRESH = false>
+__device__ __forceinline__ void wgt_step(const TmaRing<STAGES>& ring, unsigned base,
+                                         unsigned st_bytes, unsigned a_bytes, int kt, int wg,
+                                         int lane, float* d) {
+    const int s = kt % STAGES;
+    mbar_wait(ring.full(s), (kt / STAGES) & 1);
+    wgt_ktile<BN, FRESH>(d, base + s * st_bytes, a_bytes, wg);
+    wg_wait<1>();
+    if (kt > 0 && lane == 0) mbar_arrive(ring.empty((kt - 1) % STAGES));
+}
+
+// The consumers' k loop of the 3xTF32 product over `tiles` k-tiles: the
+// tensor cores' f32 sums drop the low bits of their addends (measured: a
+// bias growing with k, 1.9e-5 relative at k = 8192 against strict SGEMM's
+// 1.6e-6), so the MMAs sum PROMOTE k-tiles at a time into `part` (the first
+// MMA of each run overwriting it), which is then added into `acc` with f32
+// adds, rounded to nearest. Measured on the H200 at k = 4096: relative error
+// 3.5e-7 / 6.4e-7 / 1.2e-6 at PROMOTE 4 / 8 / 16 (strict SGEMM 1.15e-6), the
+// product about 3% slower at 4 than at 8 or 16. WGX_PROMOTE is the one used.
+constexpr int WGX_PROMOTE = 8;
+template <int BN, int STAGES, int PROMOTE>
+__device__ __forceinline__ void wgx_consume(const TmaRing<STAGES>& ring, unsigned base,
+                                            unsigned st_bytes, unsigned a_bytes, int tiles,
+                                            float* acc) {
+    constexpr int R = BN / 2;
+    const int wg = threadIdx.x >> 7, lane = threadIdx.x & 31;
+    float part[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) part[i] = 0.0f;
+    for (int k0 = 0; k0 < tiles; k0 += PROMOTE) {
+        wgt_step<BN, STAGES, true>(ring, base, st_bytes, a_bytes, k0, wg, lane, part);
+        if (k0 + PROMOTE <= tiles) {
+#pragma unroll
+            for (int j = 1; j < PROMOTE; ++j)
+                wgt_step<BN, STAGES>(ring, base, st_bytes, a_bytes, k0 + j, wg, lane, part);
+        } else {
+            for (int kt = k0 + 1; kt < tiles; ++kt)
+                wgt_step<BN, STAGES>(ring, base, st_bytes, a_bytes, kt, wg, lane, part);
+        }
+        wg_wait<0>();
+        wg_fence_regs<R>(part);
+#pragma unroll
+        for (int i = 0; i < R; ++i) acc[i] += part[i];
+    }
+}
+
+// PASSES == 3 is the 3xTF32 product (`gemm_wx...` entries): each operand
+// arrives split by `gemm_split_f32` into TF32 hi and lo parts (x = hi + lo,
+// lo exact in f32, then rounded to TF32 by the map), stacked in one map, and
+// C = A_lo B_hi + A_hi B_lo + A_hi B_hi, the small terms summed first: about
+// 22 bits of each operand instead of 11, at three tensor-core passes, the
+// MMAs' sums folded into f32 ones every WGX_PROMOTE k-tiles (`wgx_consume`).
+template <int BN, int STAGES, int PASSES = 1>
 __device__ __forceinline__ void wgt_gemm(int M, int N, int K, float alpha, const TmaMap* amap,
                                          const TmaMap* bmap, float beta, float* __restrict__ C,
-                                         long long ldc) {
+                                         long long ldc, int a_lo = 0, int b_lo = 0) {
     constexpr int BM = 128, BK = 32, R = BN / 2;
     constexpr unsigned A_BYTES = BM * 128, ST_BYTES = A_BYTES + BN * 128;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -1099,7 +1194,9 @@ __device__ __forceinline__ void wgt_gemm(int M, int N, int K, float alpha, const
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     ring.init();
     if (warp == 8) {
-        if (lane == 0) ring.template produce<true>(ktiles, BK, ST_BYTES, A_BYTES, amap, m0, bmap, n0);
+        if (lane == 0)
+            ring.template produce<true, PASSES>(ktiles, BK, ST_BYTES, A_BYTES, amap, m0, bmap, n0,
+                                                a_lo, b_lo);
         return;
     }
 
@@ -1107,31 +1204,14 @@ __device__ __forceinline__ void wgt_gemm(int M, int N, int K, float alpha, const
     float d[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) d[i] = 0.0f;
-    for (int kt = 0; kt < ktiles; ++kt) {
-        const int s = kt % STAGES;
-        mbar_wait(ring.full(s), (kt / STAGES) & 1);
-        const unsigned st = base + s * ST_BYTES;
+    if constexpr (PASSES == 3) {
+        wgx_consume<BN, STAGES, WGX_PROMOTE>(ring, base, ST_BYTES, A_BYTES, PASSES * ktiles, d);
+    } else {
+        for (int kt = 0; kt < ktiles; ++kt)
+            wgt_step<BN, STAGES>(ring, base, ST_BYTES, A_BYTES, kt, wg, lane, d);
+        wg_wait<0>();
         wg_fence_regs<R>(d);
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 8; ++kk) {
-            const u64 da = wg_desc(st + wg * 64 * 128 + kk * 32);
-            const u64 db = wg_desc(st + A_BYTES + kk * 32);
-            static_assert(BN == 256 || BN == 128, "no such wgmma shape here");
-            if (BN == 256) {
-                wgmma_m64n256k8(d, da, db);
-            } else {
-                wgmma_m64n128k8(d, da, db);
-            }
-        }
-        wg_commit();
-        wg_fence_regs<R>(d);
-        // The previous k-tile's MMAs are done: release its stage.
-        wg_wait<1>();
-        if (kt > 0 && lane == 0) mbar_arrive(ring.empty((kt - 1) % STAGES));
     }
-    wg_wait<0>();
-    wg_fence_regs<R>(d);
 
     const int w4 = warp & 3;
     const int g = lane >> 2, t = lane & 3;
@@ -1147,7 +1227,8 @@ __device__ __forceinline__ void wgt_gemm(int M, int N, int K, float alpha, const
         }
 }
 #define WGT_BODY(BN, ST) wgt_gemm<BN, ST>(M, N, K, alpha, &amap, &bmap, beta, C, ldc);
-#define WGT_BODY(BN, ST) wgt_gemm<BN, ST>(M, N, K, alpha, &amap, &bmap, beta, C, ldc);
+#define WGX_BODY(BN, ST) \
+    wgt_gemm<BN, ST, 3>(M, N, K, alpha, &amap, &bmap, beta, C, ldc, a_lo, b_lo);
 
 // Strict f32 SIMT product fed by TMA (`st_gemm`, entries
 // gemm_st{BM}x{BN}k{BK}s{STAGES}_f32): family 1's FFMA loop and layout
@@ -1201,6 +1282,7 @@ __device__ __forceinline__ void st_gemm(int M, int N, int K, float alpha, const 
 #else
 // Built for a target without wgmma and TMA: the host never launches these there.
 #define WGT_BODY(BN, ST) __trap();
+#define WGX_BODY(BN, ST) __trap();
 #define ST_BODY(BM, BN, BK, WM, ST) __trap();
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
@@ -1214,6 +1296,20 @@ __device__ __forceinline__ void st_gemm(int M, int N, int K, float alpha, const 
 
 WGT_ENTRY(gemm_wt128x256k32s4_f32, 256, 4)
 WGT_ENTRY(gemm_wt128x128k32s6_f32, 128, 6)
+
+// Entry gemm_wx128x128k32s6_f32 (3xTF32): as gemm_wt..., each map holding its
+// operand's hi rows and, `a_lo` / `b_lo` rows below, its lo rows. There is no
+// 128 x 256 one: its 128 accumulators a thread and as many partial sums do
+// not fit the registers (ptxas spilled and serialized the wgmma).
+#define WGX_ENTRY(NAME, BN, ST)                                                            \
+    extern "C" __global__ void __launch_bounds__(288, 1)                                   \
+        NAME(int M, int N, int K, float alpha, const __grid_constant__ TmaMap amap,        \
+             const __grid_constant__ TmaMap bmap, int a_lo, int b_lo, float beta,          \
+             float* __restrict__ C, long long ldc) {                                       \
+        WGX_BODY(BN, ST)                                                                   \
+    }
+
+WGX_ENTRY(gemm_wx128x128k32s6_f32, 128, 6)
 
 // Entries gemm_st{BM}x{BN}k{BK}s{STAGES}_f32: eight compute warps and one
 // producer warp; tensor maps of A^T (K x M) and B (K x N).
@@ -1230,18 +1326,44 @@ ST_ENTRY(gemm_st128x256k16s4_f32, 128, 256, 16, 2, 4, 1)
 ST_ENTRY(gemm_st128x128k16s4b2_f32, 128, 128, 16, 2, 4, 2)
 
 
+// x = hi + lo for the 3xTF32 product: hi is x rounded to nearest TF32 (10
+// mantissa bits; rounded toward zero where nearest would overflow to inf), lo
+// the exact f32 remainder, which the TF32 tensor map then rounds to its own
+// 11 significant bits.
+__device__ __forceinline__ void split_tf32(float x, float& hi, float& lo) {
+    unsigned h;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(h) : "f"(x));
+    hi = __uint_as_float(h);
+    if (isinf(hi) && !isinf(x)) hi = __uint_as_float(__float_as_uint(x) & 0xFFFFE000u);
+    lo = x - hi;
+}
+
 // P (R x ldp, row r along k) <- op(X), zero past K: trans == 0: X stored
 // R x K (ld ldx); trans != 0: X stored K x R. Blocks of 32 x 8 threads move
 // 32 x 32 tiles, transposed through shared memory. The bits are copied as
 // stored: the TF32 tensor maps round them as they do operands read in place,
-// so a packed and an in-place operand give the same product.
-template <typename T>
+// so a packed and an in-place operand give the same product. SPLIT (3xTF32):
+// P holds 2 * rp rows (rp >= R): hi parts in rows [0, R), lo parts in rows
+// [rp, rp + R), zeros in the rows between.
+template <typename T, bool SPLIT>
 __device__ __forceinline__ void pack_kmajor(int R, int K, int ldp, const T* __restrict__ X,
-                                            long long ldx, int trans, T* __restrict__ P) {
+                                            long long ldx, int trans, int rp,
+                                            T* __restrict__ P) {
     __shared__ T tile[32][33];
     const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
     const int k0 = blockIdx.x * 32;
-    for (int r0 = blockIdx.y * 32; r0 < R; r0 += gridDim.y * 32) {
+    const int rows = SPLIT ? rp : R;  // rows written
+    auto put = [&](int r, int k, T v) {
+        if (SPLIT) {
+            float hi, lo;
+            split_tf32(v, hi, lo);
+            P[(long long)r * ldp + k] = hi;
+            P[(long long)(rp + r) * ldp + k] = lo;
+        } else {
+            P[(long long)r * ldp + k] = v;
+        }
+    };
+    for (int r0 = blockIdx.y * 32; r0 < rows; r0 += gridDim.y * 32) {
         if (trans) {
 #pragma unroll
             for (int i = ty; i < 32; i += 8) {
@@ -1252,28 +1374,30 @@ __device__ __forceinline__ void pack_kmajor(int R, int K, int ldp, const T* __re
 #pragma unroll
             for (int i = ty; i < 32; i += 8) {
                 const int r = r0 + i, k = k0 + tx;
-                if (r < R && k < ldp) P[(long long)r * ldp + k] = tile[tx][i];
+                if (r < rows && k < ldp) put(r, k, tile[tx][i]);
             }
             __syncthreads();
         } else {
 #pragma unroll
             for (int i = ty; i < 32; i += 8) {
                 const int r = r0 + i, k = k0 + tx;
-                if (r < R && k < ldp)
-                    P[(long long)r * ldp + k] = k < K ? X[(long long)r * ldx + k] : T(0);
+                if (r < rows && k < ldp) put(r, k, (k < K && r < R) ? X[(long long)r * ldx + k] : T(0));
             }
         }
     }
 }
 
-#define PACK_ENTRY(NAME, T)                                                                   \
+// Entries gemm_pack_f32 (as stored) and gemm_split_f32 (hi and lo parts);
+// the packed operand's R rows take rp = R.
+#define PACK_ENTRY(NAME, T, SPLIT)                                                            \
     extern "C" __global__ void __launch_bounds__(256)                                         \
-        NAME(int R, int K, int ldp, const T* __restrict__ X, long long ldx, int trans,        \
+        NAME(int R, int K, int ldp, const T* __restrict__ X, long long ldx, int trans, int rp, \
              T* __restrict__ P) {                                                             \
-        pack_kmajor<T>(R, K, ldp, X, ldx, trans, P);                                          \
+        pack_kmajor<T, SPLIT>(R, K, ldp, X, ldx, trans, rp, P);                               \
     }
 
-PACK_ENTRY(gemm_pack_f32, float)
+PACK_ENTRY(gemm_pack_f32, float, false)
+PACK_ENTRY(gemm_split_f32, float, true)
 
 // C <- beta C over the M x N view: the whole call when alpha == 0 or K == 0
 // (A and B take no part, so an overflowing A B cannot leave 0 * inf = NaN in

@@ -1,7 +1,7 @@
 //! Benchmarks of the CUDA backend on the benchmark cases, against the vendor
 //! libraries on the same device buffers in the same run (cuBLAS SGEMM for
-//! strict f32 GEMM, SGEMM in TF32 tensor-op math mode for Tf32, DGEMM for f64;
-//! cuSPARSE SpGEMM for SpGEMM).
+//! strict f32 GEMM and for Tf32x3, SGEMM in TF32 tensor-op math mode for
+//! Tf32, DGEMM for f64; cuSPARSE SpGEMM for SpGEMM).
 //!
 //! Usage: `cuda_bench [--reps N] [FILTER...]`: runs the cases whose name
 //! contains one of the filters (all when none). `cuda_bench --write-mtx DIR`
@@ -77,6 +77,9 @@ enum GemmKind {
     Strict,
     /// f32, `Precision::Tf32`, vs SGEMM with `CUBLAS_TF32_TENSOR_OP_MATH`.
     Tf32,
+    /// f32, `Precision::Tf32x3`, vs SGEMM in default math (the accuracy it
+    /// claims), both judged against DGEMM of the same inputs.
+    Tf32x3,
     /// f64 vs DGEMM.
     F64,
 }
@@ -153,7 +156,7 @@ fn set_math_mode(h: &CudaBlas, mode: blas_sys::cublasMath_t) -> Result<()> {
     }
 }
 
-fn rel_diff<T: trident_core::Scalar>(x: &[T], y: &[T]) -> f64 {
+fn rel_diff<T: trident_core::Scalar, U: trident_core::Scalar>(x: &[T], y: &[U]) -> f64 {
     let (mut num, mut den) = (0.0f64, 0.0f64);
     for (a, b) in x.iter().zip(y) {
         num += (a.to_f64() - b.to_f64()).powi(2);
@@ -188,6 +191,7 @@ fn gemm_tiles(kind: GemmKind) -> &'static [GemmTile] {
             G::Wt128x256K32S4,
             G::Wt128x128K32S6,
         ],
+        GemmKind::Tf32x3 => &[G::Auto, G::Wx128x128K32S6],
         GemmKind::F64 => &[
             G::Auto,
             G::F64Simt,
@@ -209,7 +213,8 @@ fn gemm_case(ctx: &Bench, n: usize, kind: GemmKind) -> Result<Vec<Row>> {
 /// Our kernel shapes of one kind against cuBLAS on the same `n x n` device
 /// buffers. Strict and f64 rows check `|C - C_cublas| / |C_cublas|`; Tf32 rows
 /// check both TF32 results against strict SGEMM, in units of the contract's
-/// Tf32 tolerance.
+/// Tf32 tolerance; Tf32x3 rows check ours and cuBLAS SGEMM against DGEMM of
+/// the same inputs.
 fn gemm_rows<T: BlasGemm>(ctx: &Bench, n: usize, kind: GemmKind) -> Result<Vec<Row>>
 where
     CudaBackend: DenseGemm<T> + DenseGemmDevice<T>,
@@ -228,10 +233,10 @@ where
     let mut dc = mat(be.alloc::<T>(n * n, "C")?);
     let pc = be.alloc::<T>(n * n, "C (cuBLAS)")?;
     let p = GemmParams::<T> {
-        precision: if kind == GemmKind::Tf32 {
-            Precision::Tf32
-        } else {
-            Precision::Strict
+        precision: match kind {
+            GemmKind::Tf32 => Precision::Tf32,
+            GemmKind::Tf32x3 => Precision::Tf32x3,
+            _ => Precision::Strict,
         },
         ..Default::default()
     };
@@ -266,10 +271,23 @@ where
             },
         )
     };
+    // Tf32x3: the f64 product of the same (f32) inputs, the yardstick of
+    // both f32 results.
+    let exact: Vec<f64> = if kind == GemmKind::Tf32x3 {
+        let up = |x: &[T]| be.upload(&x.iter().map(|v| v.to_f64()).collect::<Vec<f64>>());
+        let (a64, b64) = (up(&a)?, up(&b)?);
+        let c64 = be.alloc::<f64>(n * n, "C (DGEMM)")?;
+        // SAFETY: three n*n f64 buffers on the backend's stream.
+        unsafe { f64::blas(&handle, ni, a64.ptr(), b64.ptr(), c64.ptr()) }?;
+        be.download_vec(&c64)?
+    } else {
+        Vec::new()
+    };
     let tol = trident_core::tol::GEMM_TF32;
     let label = match kind {
         GemmKind::Strict => "",
         GemmKind::Tf32 => " tf32",
+        GemmKind::Tf32x3 => " tf32x3",
         GemmKind::F64 => " f64",
     };
 
@@ -282,7 +300,13 @@ where
         let be = &tuned;
         let ours = ctx.time(|| be.gemm_device(&p, &da, &db, &mut dc))?;
         let out = be.download_vec(&dc.buf)?;
-        let check = if kind == GemmKind::Tf32 {
+        let check = if kind == GemmKind::Tf32x3 {
+            format!(
+                "|C-C_f64|/|C_f64|: ours {:.2e}, cuBLAS SGEMM {:.2e}",
+                rel_diff(&out, &exact),
+                rel_diff(&peer_out, &exact)
+            )
+        } else if kind == GemmKind::Tf32 {
             format!(
                 "vs strict SGEMM: ours {:.1e}, cuBLAS TF32 {:.1e} (Tf32 tolerance {tol:e})",
                 rel_diff(&out, &strict_out),
@@ -800,6 +824,8 @@ const CASES: &[(&str, CaseFn)] = &[
     ("gemm-8192", |c| gemm_case(c, 8192, GemmKind::Strict)),
     ("gemm-tf32-4096", |c| gemm_case(c, 4096, GemmKind::Tf32)),
     ("gemm-tf32-8192", |c| gemm_case(c, 8192, GemmKind::Tf32)),
+    ("gemm-tf32x3-4096", |c| gemm_case(c, 4096, GemmKind::Tf32x3)),
+    ("gemm-tf32x3-8192", |c| gemm_case(c, 8192, GemmKind::Tf32x3)),
     ("gemm-f64-4096", |c| gemm_case(c, 4096, GemmKind::F64)),
     ("gemm-f64-8192", |c| gemm_case(c, 8192, GemmKind::F64)),
     ("spgemm-poisson2d-2048", |c| {

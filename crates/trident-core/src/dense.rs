@@ -34,6 +34,14 @@ pub enum Precision {
     /// backend has them; backends without them compute `Strict`, which meets the
     /// looser bound too.
     Tf32,
+    /// Opt-in: f32 accuracy from TF32 tensor cores ("3xTF32"). Each f32
+    /// operand is split into a TF32 part and a TF32-rounded remainder,
+    /// `x = hi + lo`, and the product sums `lo_A hi_B + hi_A lo_B +
+    /// hi_A hi_B` in f32: three tensor-core products in place of strict
+    /// multiply-adds, judged by the strict bound. It needs scratch space for
+    /// both operands' two parts; backends without TF32 tensor cores, and f64,
+    /// compute `Strict`.
+    Tf32x3,
 }
 
 impl Op {

@@ -217,6 +217,8 @@ mod tests {
             round_trip(&p);
         }
         assert_eq!(serde_json::to_value(Precision::Strict).unwrap(), "strict");
+        assert_eq!(serde_json::to_value(Precision::Tf32x3).unwrap(), "tf32x3");
+        round_trip(&Precision::Tf32x3);
     }
 
     #[test]

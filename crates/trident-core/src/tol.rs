@@ -180,13 +180,13 @@ pub fn ratio(err: f64, bound: f64) -> f64 {
 }
 
 /// The GEMM Frobenius tolerance for scalar `T` at `precision`:
-/// [`GEMM_TF32`] for Tf32, else [`GEMM_STRICT_F32`] or [`GEMM_F64`], each
+/// [`GEMM_TF32`] for Tf32, else (Strict, Tf32x3) [`GEMM_STRICT_F32`] or [`GEMM_F64`], each
 /// with the [`GEMM_ABS`] floor.
 pub fn gemm<T: crate::Scalar>(precision: crate::Precision) -> Tol {
     let rel = match precision {
         crate::Precision::Tf32 => GEMM_TF32,
-        crate::Precision::Strict if T::NAME == "f32" => GEMM_STRICT_F32,
-        crate::Precision::Strict => GEMM_F64,
+        crate::Precision::Strict | crate::Precision::Tf32x3 if T::NAME == "f32" => GEMM_STRICT_F32,
+        crate::Precision::Strict | crate::Precision::Tf32x3 => GEMM_F64,
     };
     Tol::new(rel, GEMM_ABS)
 }

@@ -8,6 +8,12 @@
 //! - `Precision::Tf32` f32 on compute capability 9.0 (Hopper): warpgroup MMA
 //!   (`wgmma`) fed by TMA, operands rounded to TF32 by the tensor maps; an
 //!   operand not stored k-major is first packed by `gemm_pack_f32`;
+//! - `Precision::Tf32x3` f32 on compute capability 9.0: the same kernel
+//!   walking k three times over operands split by `gemm_split_f32` into
+//!   TF32 hi and lo parts (`lo_A hi_B + hi_A lo_B + hi_A hi_B`), its
+//!   tensor-core sums folded into f32 ones every 256 of k (H200, k = 4096:
+//!   6.4e-7 from DGEMM against strict SGEMM's 1.15e-6); the strict kernels
+//!   serve it elsewhere;
 //! - `Precision::Tf32` f32 elsewhere: tensor cores through `mma.sync`
 //!   m16n8k8 (operands rounded to TF32, f32 sums), within the contract's Tf32
 //!   tolerance;
@@ -86,10 +92,12 @@ pub(crate) const ENTRY_POINTS: &[&str] = &[
     "gemm_tt_d128x64k16s3b2_f64",
     "gemm_wt128x256k32s4_f32",
     "gemm_wt128x128k32s6_f32",
+    "gemm_wx128x128k32s6_f32",
     "gemm_st128x128k16s6_f32",
     "gemm_st128x256k16s4_f32",
     "gemm_st128x128k16s4b2_f32",
     "gemm_pack_f32",
+    "gemm_split_f32",
     "gemm_scale_f32",
     "gemm_scale_f64",
 ];
@@ -133,6 +141,10 @@ pub enum GemmTile {
     Wt128x256K32S4,
     /// As `Wt128x256K32S4`, 128 x 128 x 32, 6 stages.
     Wt128x128K32S6,
+    /// `Precision::Tf32x3` on `wgmma` (compute capability 9.0 only): the
+    /// `Wt128x128K32S6` kernel walking k three times over split operands,
+    /// its tensor-core sums added into f32 ones every 256 of k.
+    Wx128x128K32S6,
     /// Strict f32 SIMT fed by TMA (compute capability 9.0 only): 128 x 128 x
     /// 16, 6 stages, eight compute warps of 64 x 32 and a producer warp.
     St128x128K16S6,
@@ -161,6 +173,9 @@ pub enum GemmTile {
 enum Class {
     Strict32,
     Tf32,
+    /// `Precision::Tf32x3` f32 (served by the strict shapes where the device
+    /// has no `wgmma`).
+    Tf32x3,
     F64,
 }
 
@@ -222,7 +237,7 @@ const fn shape(
     }
 }
 
-use Class::{F64, Strict32, Tf32};
+use Class::{F64, Strict32, Tf32, Tf32x3};
 use GemmTile as G;
 
 /// Every shape, matching the entry macros of the kernel file.
@@ -348,6 +363,15 @@ const SHAPES: &[Shape] = &[
         G::Wt128x128K32S6,
         Tf32,
         "wt128x128k32s6",
+        (128, 128, 32, 6),
+        288,
+        true,
+        Smem::Tma,
+    ),
+    shape(
+        G::Wx128x128K32S6,
+        Tf32x3,
+        "wx128x128k32s6",
         (128, 128, 32, 6),
         288,
         true,
@@ -481,6 +505,7 @@ impl CudaBackend {
             Strict32 => G::T64x64,
             Tf32 if wgmma && tiles(128, 256) >= sms => G::Wt128x256K32S4,
             Tf32 if wgmma => G::Wt128x128K32S6,
+            Tf32x3 => G::Wx128x128K32S6,
             Tf32 if tiles(128, 256) >= sms => G::Tc128x256K16S4,
             Tf32 => G::Tc128x128K16S4,
             F64 if tiles(128, 64) >= sms / 2 => G::D128x64K16S3B2,
@@ -540,6 +565,10 @@ impl CudaBackend {
         let class = match (T::NAME, p.precision) {
             ("f32", Precision::Strict) => Class::Strict32,
             ("f32", Precision::Tf32) => Class::Tf32,
+            // Without wgmma the strict kernels serve it: f32 accuracy, which
+            // is what the mode promises.
+            ("f32", Precision::Tf32x3) if self.has_wgmma() => Class::Tf32x3,
+            ("f32", _) => Class::Strict32,
             _ => Class::F64,
         };
         self.pick_shape(class, !ta && !tb, d.m, d.n)
@@ -718,6 +747,19 @@ impl TmaMap {
     }
 }
 
+/// Rows from a split operand's hi rows to its lo rows: `rows` rounded up to
+/// whole 256-row boxes, so no box of hi rows reads lo ones.
+fn split_rows(rows: usize) -> Result<usize> {
+    rows.max(1)
+        .checked_next_multiple_of(256)
+        .filter(|&r| r <= i32::MAX as usize / 2)
+        .ok_or(Error::TooLarge {
+            field: "rows of a split Tf32x3 operand",
+            value: rows as u128,
+            limit: (i32::MAX / 2) as u128,
+        })
+}
+
 /// Leading dimension of a packed k-major TF32 operand: K rounded up to whole
 /// 16-byte chunks (the `wgmma` kernels copy 16 bytes at a time).
 fn packed_ld(k: usize) -> usize {
@@ -744,6 +786,7 @@ impl CudaBackend {
     ) -> Result<()> {
         let in_place = |ptr: u64, ld: usize| ptr.is_multiple_of(16) && ld.is_multiple_of(4);
         let tf32 = s.smem == Smem::Tma;
+        let split = s.class == Class::Tf32x3;
         // What each kernel reads: rows x cols with cols contiguous, and
         // whether op(X) is stored that way (else it is laid out first).
         let (a_rows, a_cols, a_stored) = if tf32 {
@@ -757,17 +800,32 @@ impl CudaBackend {
             (d.k, d.n, !tb)
         };
         // An operand as its kernel reads it: in place, or laid out into a
-        // temporary buffer (kept alive until the launch is queued).
+        // temporary buffer (kept alive until the launch is queued); split
+        // into hi and lo rows for Tf32x3, the lo rows `lo` rows below.
         let operand = |x: u64, ld: usize, rows: usize, cols: usize, stored: bool, what: &str| {
-            if stored && in_place(x, ld) {
-                return Ok((None, x, ld));
+            if split {
+                let lo = split_rows(rows)?;
+                let buf = self.pack_kmajor(rows, cols, (x, ld), !stored, Some(lo), what)?;
+                let ptr = buf.ptr();
+                return Ok((Some(buf), ptr, packed_ld(cols), lo));
             }
-            let buf = self.pack_kmajor(rows, cols, (x, ld), !stored, what)?;
+            if stored && in_place(x, ld) {
+                return Ok((None, x, ld, 0));
+            }
+            let buf = self.pack_kmajor(rows, cols, (x, ld), !stored, None, what)?;
             let ptr = buf.ptr();
-            Ok::<_, Error>((Some(buf), ptr, packed_ld(cols)))
+            Ok::<_, Error>((Some(buf), ptr, packed_ld(cols), 0))
         };
-        let (_pa, a, lda) = operand(a, lda, a_rows, a_cols, a_stored, "gemm A laid out for TMA")?;
-        let (_pb, b, ldb) = operand(b, ldb, b_rows, b_cols, b_stored, "gemm B laid out for TMA")?;
+        let (_pa, a, lda, a_lo) =
+            operand(a, lda, a_rows, a_cols, a_stored, "gemm A laid out for TMA")?;
+        let (_pb, b, ldb, b_lo) =
+            operand(b, ldb, b_rows, b_cols, b_stored, "gemm B laid out for TMA")?;
+        // A split operand's map spans its hi and lo rows.
+        let (a_rows, b_rows) = if split {
+            (2 * a_lo, 2 * b_lo)
+        } else {
+            (a_rows, b_rows)
+        };
         let (m, n, k) = (to_i32("m", d.m)?, to_i32("n", d.n)?, to_i32("k", d.k)?);
         let cfg = LaunchConfig {
             grid_dim: (
@@ -791,6 +849,16 @@ impl CudaBackend {
             )
         };
         let ldc = ldc as i64;
+        if split {
+            let (a_lo, b_lo) = (to_i32("m", a_lo)?, to_i32("n", b_lo)?);
+            // Arguments as the `gemm_wx...` entries: int x3, float, two
+            // tensor maps by value, int x2, float, ptr, i64.
+            launch_kernel!(
+                self, &KERNEL, &name, cfg, &m, &n, &k, &alpha, &amap, &bmap, &a_lo, &b_lo, &beta,
+                &c, &ldc
+            );
+            return Ok(());
+        }
         // Arguments as the entries of `wgt_gemm` and `st_gemm`: int x3,
         // float, two tensor maps by value, float, ptr, i64.
         launch_kernel!(
@@ -801,47 +869,47 @@ impl CudaBackend {
 
     /// A new `rows x packed_ld(k)` buffer holding `op(X)` k-major, zero past
     /// k: X is stored `rows x k` (`trans == false`) or `k x rows`
-    /// (`trans == true`) at `x` with leading dimension `ldx`.
+    /// (`trans == true`) at `x` with leading dimension `ldx`. With
+    /// `split == Some(lo)` (Tf32x3) the buffer has `2 lo` rows: each value's
+    /// TF32 hi part in rows `[0, rows)`, its lo part `lo` rows below, zeros
+    /// between.
     fn pack_kmajor(
         &self,
         rows: usize,
         k: usize,
         (x, ldx): (u64, usize),
         trans: bool,
+        split: Option<usize>,
         what: &str,
     ) -> Result<CudaBuffer<f32>> {
         let ldp = packed_ld(k);
-        let len = rows.checked_mul(ldp).ok_or(Error::TooLarge {
+        let (written, entry) = match split {
+            Some(lo) => (lo, "gemm_split_f32"),
+            None => (rows, "gemm_pack_f32"),
+        };
+        let stored = if split.is_some() { 2 * written } else { rows };
+        let len = stored.checked_mul(ldp).ok_or(Error::TooLarge {
             field: "packed TF32 operand",
-            value: rows as u128 * ldp as u128,
+            value: stored as u128 * ldp as u128,
             limit: usize::MAX as u128,
         })?;
         let out = self.alloc::<f32>(len, what)?;
         let (r, kk, ldp32) = (to_i32("rows", rows)?, to_i32("k", k)?, to_i32("k", ldp)?);
+        let rp = to_i32("rows", written)?;
         let (ldx, tr, po) = (ldx.max(1) as i64, i32::from(trans), out.ptr());
         let cfg = LaunchConfig {
             grid_dim: (
                 count_u32("pack blocks", ldp.div_ceil(32))?,
-                count_u32("pack blocks", rows.div_ceil(32).clamp(1, 65535))?,
+                count_u32("pack blocks", written.div_ceil(32).clamp(1, 65535))?,
                 1,
             ),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        // Arguments as `gemm_pack_tf32(int, int, int, ptr, i64, int, ptr)`;
-        // `out` holds rows x ldp floats.
+        // Arguments as the `PACK_ENTRY` kernels (int x3, ptr, i64, int x2,
+        // ptr); `out` holds `stored` rows of ldp floats.
         launch_kernel!(
-            self,
-            &KERNEL,
-            "gemm_pack_f32",
-            cfg,
-            &r,
-            &kk,
-            &ldp32,
-            &x,
-            &ldx,
-            &tr,
-            &po
+            self, &KERNEL, entry, cfg, &r, &kk, &ldp32, &x, &ldx, &tr, &rp, &po
         );
         Ok(out)
     }

@@ -24,7 +24,7 @@
 //! ## Primitives
 //! | primitive | kernel file | notes |
 //! | --- | --- | --- |
-//! | DenseGemm f32/f64 | `kernels/dense_gemm.cu` | strict f32: multistage `cp.async` SIMT (FFMA only); `Precision::Tf32`: `mma.sync` m16n8k8 tensor cores; f64: DMMA `mma.sync` m16n8k4 (sm_90; two m8n8k4 on sm_80); register-staged / plain kernels for small products; compiled one entry point at a time |
+//! | DenseGemm f32/f64 | `kernels/dense_gemm.cu` | strict f32: multistage `cp.async` SIMT (FFMA only); `Precision::Tf32`: `mma.sync` m16n8k8 tensor cores (`wgmma` fed by TMA on sm_90); `Precision::Tf32x3`: the `wgmma` kernel over operands split into TF32 hi and lo parts, three passes (sm_90; strict elsewhere); f64: DMMA `mma.sync` m16n8k4 (sm_90; two m8n8k4 on sm_80); register-staged / plain kernels for small products; compiled one entry point at a time |
 //! | NearestPairs f32/f64 | `kernels/nearest_pairs.cu` | uniform grid on B built on the device, exact ring search per query, device top-k; radius search over the same grid (cells of at least r / 2): count, u64 offsets, `max_pairs` checked before allocating, fill, rows sorted by `(d2, j)` in registers or by tiled bitonic sort and merges; compiled one entry point at a time |
 //! | MaxFlow | `kernels/max_flow.cu` | push-relabel over an active list (grids: implicit 4/6 neighbours; networks: CSR), global relabel by device BFS from the sink, canonical cut by device BFS; `i32` counters when the capacity sum fits, else `i64` |
 //! | SparseCoder f32/f64 | `kernels/sparse_coder.cu` | Batch-OMP: `G = D^T D` and `alpha0 = D^T X` by one f64 tiled kernel, then one warp per signal (correlations from G's rows in L2, Cholesky grown one row per step, f64 throughout) |

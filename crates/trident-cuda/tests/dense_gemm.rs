@@ -118,7 +118,10 @@ fn run_case<T: Scalar>(be: &CudaBackend, p: &GemmParams<T>, cs: &Case<T>, tol: f
     // alpha a b and beta c cancel, no TF32 product meets 5e-3 of |C|. Those
     // cases are judged against |alpha| |op(A)| |op(B)| + |beta| |C| instead
     // (docs/tolerances.md), which equals |C| wherever nothing cancels.
-    let scale = if p.precision == Precision::Tf32 && T::NAME == "f32" {
+    // Tf32x3's split operands keep about 22 bits: the same holds at its
+    // (strict) tolerance.
+    let split = matches!(p.precision, Precision::Tf32 | Precision::Tf32x3);
+    let scale = if split && T::NAME == "f32" {
         naive(p, cs, true)
     } else {
         want.clone()
@@ -203,6 +206,44 @@ fn sweep<T: Scalar>(be: &CudaBackend, rng: &mut Rng, precision: Precision, tol: 
     }
 }
 
+/// [`sweep`] of f32 with each of `tiles` forced in turn.
+fn sweep_tiles(
+    be: &CudaBackend,
+    rng: &mut Rng,
+    tiles: &[GemmTile],
+    precision: Precision,
+    tol: f64,
+) {
+    for &tile in tiles {
+        let be = be.tuned(Tuning {
+            gemm_tile: tile,
+            ..Tuning::default()
+        });
+        sweep::<f32>(&be, rng, precision, tol);
+    }
+}
+
+/// `C = A B` (as `p` says) of a dense `m x k` A and `k x n` B.
+fn product(
+    be: &CudaBackend,
+    p: &GemmParams<f32>,
+    a: &[f32],
+    b: &[f32],
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Vec<f32> {
+    let mut c = vec![0.0f32; m * n];
+    be.gemm(
+        p,
+        MatRef::dense(a, m, k).unwrap(),
+        MatRef::dense(b, k, n).unwrap(),
+        MatMut::dense(&mut c, m, n).unwrap(),
+    )
+    .unwrap();
+    c
+}
+
 #[test]
 fn f32_matches_naive_f64_for_every_tile_shape() {
     let Some(be) = backend("f32_matches_naive_f64_for_every_tile_shape") else {
@@ -210,7 +251,7 @@ fn f32_matches_naive_f64_for_every_tile_shape() {
     };
     let mut rng = Rng::new(seed("dense_gemm f32"));
     // NN-only shapes serve the NN cases and leave the rest to the default.
-    for tile in [
+    let tiles = [
         GemmTile::T64x64,
         GemmTile::S128x128K16S4,
         GemmTile::S128x256K16S3,
@@ -222,13 +263,14 @@ fn f32_matches_naive_f64_for_every_tile_shape() {
         GemmTile::St128x256K16S4,
         GemmTile::St128x128K16S4B2,
         GemmTile::Auto,
-    ] {
-        let be = be.tuned(Tuning {
-            gemm_tile: tile,
-            ..Tuning::default()
-        });
-        sweep::<f32>(&be, &mut rng, Precision::Strict, tol::GEMM_STRICT_F32);
-    }
+    ];
+    sweep_tiles(
+        &be,
+        &mut rng,
+        &tiles,
+        Precision::Strict,
+        tol::GEMM_STRICT_F32,
+    );
 }
 
 #[test]
@@ -237,7 +279,7 @@ fn tf32_matches_naive_f64_within_the_tf32_tolerance() {
         return;
     };
     let mut rng = Rng::new(seed("dense_gemm tf32"));
-    for tile in [
+    let tiles = [
         GemmTile::Tc128x256K16S4,
         GemmTile::Tc128x128K16S4,
         GemmTile::Tc128x256K16S4Z,
@@ -249,14 +291,67 @@ fn tf32_matches_naive_f64_within_the_tf32_tolerance() {
         GemmTile::Wt128x256K32S4,
         GemmTile::Wt128x128K32S6,
         GemmTile::Auto,
-    ] {
-        let be = be.tuned(Tuning {
-            gemm_tile: tile,
-            ..Tuning::default()
-        });
-        sweep::<f32>(&be, &mut rng, Precision::Tf32, tol::GEMM_TF32);
-    }
+    ];
+    sweep_tiles(&be, &mut rng, &tiles, Precision::Tf32, tol::GEMM_TF32);
     sweep::<f64>(&be, &mut rng, Precision::Tf32, tol::GEMM_F64);
+}
+
+#[test]
+fn tf32x3_matches_naive_f64_within_the_strict_tolerance() {
+    let Some(be) = backend("tf32x3_matches_naive_f64_within_the_strict_tolerance") else {
+        return;
+    };
+    let mut rng = Rng::new(seed("dense_gemm tf32x3"));
+    // The wgmma shapes serve only Hopper; elsewhere the strict kernels do.
+    let tiles = [GemmTile::Wx128x128K32S6, GemmTile::Auto];
+    sweep_tiles(
+        &be,
+        &mut rng,
+        &tiles,
+        Precision::Tf32x3,
+        tol::GEMM_STRICT_F32,
+    );
+    sweep::<f64>(&be, &mut rng, Precision::Tf32x3, tol::GEMM_F64);
+}
+
+#[test]
+fn tf32x3_keeps_the_bits_tf32_drops() {
+    // x = 1 + 2^-12 + 2^-23: TF32 rounds it to 1; split, hi = 1 and lo =
+    // 2^-12 + 2^-23, which the lo part's TF32 rounding (11 bits) takes to
+    // 2^-12 or 2^-12 + 2^-22. So x * 1 is 1 in Tf32, x in Strict, and within
+    // 2^-22 of x but not x from the three tensor-core products.
+    let Some(be) = backend("tf32x3_keeps_the_bits_tf32_drops") else {
+        return;
+    };
+    if !be.has_wgmma() {
+        eprintln!("skipped: Tf32x3 runs the strict kernels without wgmma");
+        return;
+    }
+    let x = 1.0f32 + f32::powi(2.0, -12) + f32::powi(2.0, -23);
+    let p = GemmParams {
+        precision: Precision::Tf32x3,
+        ..Default::default()
+    };
+    let c = product(&be, &p, &[x; 64], &[1.0; 64], 64, 1, 64);
+    let near = |v: f32| v != x && v != 1.0 && (v - x).abs() <= f32::powi(2.0, -22);
+    assert!(c.iter().all(|&v| near(v)), "{} against x = {x}", c[0]);
+    // Entries of magnitude f32::MAX round to inf as TF32: the split keeps
+    // them (hi rounded toward zero), so the product is finite and close.
+    let c = product(
+        &be,
+        &p,
+        &[f32::MAX; 64 * 8],
+        &[f32::powi(2.0, -20); 8 * 64],
+        64,
+        8,
+        64,
+    );
+    let want = f32::MAX as f64 * 8.0 * 2f64.powi(-20);
+    assert!(
+        c.iter().all(|&v| ((v as f64 - want) / want).abs() <= 1e-6),
+        "{} against {want}",
+        c[0]
+    );
 }
 
 #[test]
@@ -268,21 +363,12 @@ fn tf32_rounds_operands_on_tensor_cores() {
         return;
     };
     let x = 1.0f32 + f32::powi(2.0, -12);
-    let a = vec![x; 64];
-    let b = vec![1.0f32; 64];
     for (precision, want) in [(Precision::Tf32, 1.0f32), (Precision::Strict, x)] {
-        let mut c = vec![0.0f32; 64 * 64];
         let p = GemmParams {
             precision,
             ..Default::default()
         };
-        be.gemm(
-            &p,
-            MatRef::dense(&a, 64, 1).unwrap(),
-            MatRef::dense(&b, 1, 64).unwrap(),
-            MatMut::dense(&mut c, 64, 64).unwrap(),
-        )
-        .unwrap();
+        let c = product(&be, &p, &[x; 64], &[1.0; 64], 64, 1, 64);
         assert!(
             c.iter().all(|&v| v == want),
             "{precision:?}: {} != {want}",
@@ -514,5 +600,6 @@ fn pipelined_host_gemm_matches_the_device_product() {
     let mut rng = Rng::new(seed("pipelined_host_gemm"));
     check::<f32>(&be, &mut rng, Precision::Strict, Op::N);
     check::<f32>(&be, &mut rng, Precision::Tf32, Op::T);
+    check::<f32>(&be, &mut rng, Precision::Tf32x3, Op::T);
     check::<f64>(&be, &mut rng, Precision::Strict, Op::N);
 }

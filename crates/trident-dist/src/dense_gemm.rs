@@ -25,8 +25,9 @@ fn precision_code(p: Precision) -> u64 {
     match p {
         Precision::Strict => 0,
         Precision::Tf32 => 1,
+        Precision::Tf32x3 => 2,
         #[allow(unreachable_patterns)]
-        _ => 2,
+        _ => 3,
     }
 }
 

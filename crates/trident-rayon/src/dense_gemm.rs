@@ -39,8 +39,8 @@
 //! 2 cores (1024^3, 8 elements of padding, f32 and f64). The copies are
 //! O(mk + kn + mn) against the O(mnk) product.
 //!
-//! Precision: [`Precision::Tf32`](trident_core::Precision) computes strictly
-//! (a CPU has no TF32 units; strict meets the looser bound).
+//! Precision: [`Precision::Tf32`](trident_core::Precision) and `Tf32x3`
+//! compute strictly (a CPU has no TF32 units; strict meets both bounds).
 //!
 //! Determinism: k is never split across threads; every element of C is one
 //! chain of multiply-adds in a fixed k order, computed by the tile call that

@@ -14,7 +14,7 @@
 //!
 //! | kind | keys | arrays |
 //! | --- | --- | --- |
-//! | `gemm` | `m n k op_a op_b alpha beta precision a_rows a_cols lda b_rows b_cols ldb c_rows c_cols ldc` (`op` is `N`/`T`, `precision` `Strict`/`Tf32`) | `a b c` (row-major with leading dimension) |
+//! | `gemm` | `m n k op_a op_b alpha beta precision a_rows a_cols lda b_rows b_cols ldb c_rows c_cols ldc` (`op` is `N`/`T`, `precision` `Strict`/`Tf32`/`Tf32x3`) | `a b c` (row-major with leading dimension) |
 //! | `spgemm` | `a_rows a_cols b_rows b_cols` | `a_offsets:u64 a_indices:u32 a_values b_offsets b_indices b_values` (CSR) |
 //! | `points` | `knn_k pairs_k` | `a:f32:3*|A| b:f32:3*|B|` (xyz per point) |
 //! | `omp` | `n atoms count rule` (`sparsity:T`, `error:EPS` or `both:T:EPS`) | `dict` (row-major n x atoms; columns are atoms), `signals` (row-major count x n) |

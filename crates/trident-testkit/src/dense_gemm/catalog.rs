@@ -37,6 +37,12 @@ pub(crate) fn gemm_cases(size: Size) -> Vec<Case> {
         let prm = params(Op::N, Op::N, 1.0, 0.0, Precision::Tf32);
         Input::Gemm32(gemm_general(n32, n32, n32, prm, 0, s))
     });
+    // 3xTF32, transposed B and padded storage: the split operands are laid
+    // out from any stored form.
+    add(&mut v, format!("gemm-tf32x3-{n32}"), p, false, move |s| {
+        let prm = params(Op::N, Op::T, 1.0, -0.5, Precision::Tf32x3);
+        Input::Gemm32(gemm_general(n32, n32, n32, prm, 1, s))
+    });
     let (m, n, k) = pick(size, (37, 29, 41), (517, 389, 611));
     for (oa, ob, tag) in [
         (Op::T, Op::N, "tn"),
@@ -197,6 +203,45 @@ pub(crate) fn gemm_cases(size: Size) -> Vec<Case> {
         );
         Input::Gemm32(scaled(g, side(100), side(-100)))
     });
+    add(
+        &mut v,
+        "gemm-edge-range-tf32x3-f32".into(),
+        p,
+        true,
+        move |s| {
+            let g = gemm_general(
+                9,
+                8,
+                7,
+                params(Op::T, Op::N, 1.0, 0.5, Precision::Tf32x3),
+                1,
+                s,
+            );
+            Input::Gemm32(scaled(g, side(100), side(-100)))
+        },
+    );
+    // 3xTF32 on entries of magnitude f32::MAX, which round to inf as TF32:
+    // the split must keep them finite (hi rounded toward zero instead).
+    add(
+        &mut v,
+        "gemm-edge-max-tf32x3-f32".into(),
+        p,
+        true,
+        move |s| {
+            let mut g: GemmCase<f32> = gemm_general(
+                6,
+                5,
+                7,
+                params(Op::N, Op::N, 1.0, 0.0, Precision::Tf32x3),
+                0,
+                s,
+            );
+            for x in &mut g.a {
+                *x = f32::MAX.copysign(*x);
+            }
+            Input::Gemm32(scaled(g, |_, _| 1.0, |_, _| 2f64.powi(-20)))
+        },
+    );
     add(&mut v, "gemm-edge-range-f64".into(), p, true, move |s| {
         let g = gemm_general(
             9,

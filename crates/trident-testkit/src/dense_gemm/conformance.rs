@@ -43,7 +43,7 @@ where
     Ok(ok1 && c == f(&[26.0, 30.0, 38.0, 44.0]))
 }
 
-/// The DenseGemm suite (f32 Strict and Tf32, f64; see the module docs).
+/// The DenseGemm suite (f32 Strict, Tf32 and Tf32x3, f64; see the module docs).
 pub fn dense_gemm(b: &dyn Primitives) -> SuiteReport {
     let mut r = SuiteReport::new("dense_gemm", b);
     known(&mut r, "2x2 alpha=2 beta=-1 (f32)", gemm_known::<f32>(b));
@@ -59,7 +59,7 @@ pub fn dense_gemm(b: &dyn Primitives) -> SuiteReport {
             0usize..4,
             0usize..3,
         ),
-        (0u8..3, any::<u64>()),
+        (0u8..4, any::<u64>()),
     );
     run_random(
         &mut r,
@@ -69,10 +69,10 @@ pub fn dense_gemm(b: &dyn Primitives) -> SuiteReport {
             let alpha = [1.0, 0.0, -0.5, 2.25][ai];
             let beta = [0.0, 1.0, 0.5, -3.0][bi];
             let op = |t: bool| if t { Op::T } else { Op::N };
-            let prec = if kind == 2 {
-                Precision::Tf32
-            } else {
-                Precision::Strict
+            let prec = match kind {
+                2 => Precision::Tf32,
+                3 => Precision::Tf32x3,
+                _ => Precision::Strict,
             };
             if kind == 1 {
                 let p = GemmParams {
