@@ -28,10 +28,11 @@
 // 3. The register-staged SIMT f32 kernel (gemm_{ops}_64x64_f32, for small
 //    products) and the plain f64 kernel (gemm_{ops}_f64, likewise).
 // 4. Hopper (sm_90a), fed by TMA from a producer warp: Tf32 on wgmma
-//    (`wgt_gemm`, entries gemm_wt128x{BN}k32s{STAGES}_f32) and strict f32 on
-//    family 1's FFMA loop (`st_gemm`, gemm_st..._f32), with `gemm_pack_f32`
-//    to lay out an operand first where it is not stored as the kernel reads
-//    it.
+//    (`wgt_gemm`, entries gemm_wt128x{BN}k32s{STAGES}_f32), Tf32x3 on the
+//    same kernel over split operands (gemm_wx128x128k32s6_f32, operands laid
+//    out by `gemm_split_f32`) and strict f32 on family 1's FFMA loop
+//    (`st_gemm`, gemm_st..._f32), with `gemm_pack_f32` to lay out an operand
+//    first where it is not stored as the kernel reads it.
 //
 // Kernels with dynamic shared memory check at entry that the launch gave them
 // enough (a mismatch with the host's size formula traps instead of corrupting
