@@ -13,9 +13,10 @@ const CALL: &str = "gemm";
 
 /// `alpha op(a) op(b) + beta c` as a new C-ordered array of the dtype of `a`
 /// and `b` (float32 or float64, the same for both, and for `c`); `c` is read
-/// only when `beta != 0` and is never written.
+/// only when `beta != 0` and is never written. `precision`: `"strict"`,
+/// `"tf32"` or `"tf32x3"` ([`Precision`]).
 #[pyfunction]
-#[pyo3(signature = (a, b, c, alpha, beta, trans_a, trans_b, backend))]
+#[pyo3(signature = (a, b, c, alpha, beta, trans_a, trans_b, backend, precision = "strict"))]
 #[allow(clippy::too_many_arguments)]
 pub fn gemm<'py>(
     py: Python<'py>,
@@ -27,12 +28,27 @@ pub fn gemm<'py>(
     trans_a: bool,
     trans_b: bool,
     backend: Option<&str>,
+    precision: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
     let ops = (trans_a, trans_b);
+    let precision = match precision {
+        "strict" => Precision::Strict,
+        "tf32" => Precision::Tf32,
+        "tf32x3" => Precision::Tf32x3,
+        other => {
+            return Err(errors::value(
+                CALL,
+                format!(
+                    "argument precision: {other:?} is not one of \"strict\", \"tf32\", \"tf32x3\""
+                ),
+            ));
+        }
+    };
+    let opts = (ops, precision);
     if let Ok(a) = a.cast::<PyArray2<f32>>() {
-        typed::<f32>(py, a, b, c, alpha, beta, ops, backend)
+        typed::<f32>(py, a, b, c, alpha, beta, opts, backend)
     } else if let Ok(a) = a.cast::<PyArray2<f64>>() {
-        typed::<f64>(py, a, b, c, alpha, beta, ops, backend)
+        typed::<f64>(py, a, b, c, alpha, beta, opts, backend)
     } else {
         Err(errors::type_error(
             CALL,
@@ -57,7 +73,7 @@ fn typed<'py, T: Scalar + Element>(
     c: Option<&Bound<'py, PyAny>>,
     alpha: f64,
     beta: f64,
-    (trans_a, trans_b): (bool, bool),
+    ((trans_a, trans_b), precision): ((bool, bool), Precision),
     backend: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>>
 where
@@ -135,7 +151,7 @@ where
         // its transpose: flip its op instead of copying it.
         op_a: op(trans_a != a_mat.transposed),
         op_b: op(trans_b != b_mat.transposed),
-        precision: Precision::Strict,
+        precision,
     };
     compute(py, CALL, backend, move |t| {
         let c = MatMut::dense(c_data, m, n)?;

@@ -110,6 +110,24 @@ def test_bad_inputs():
         tc.gemm(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), alpha=1e40)
 
 
+@pytest.mark.parametrize("precision", ["strict", "tf32", "tf32x3"])
+def test_precision(rng, precision):
+    # Tf32 is judged at its own bound (operands rounded to 10 mantissa bits);
+    # strict and tf32x3 at f32's. Backends without tensor cores compute
+    # strictly.
+    a = rng.standard_normal((64, 48)).astype(np.float32)
+    b = rng.standard_normal((48, 40)).astype(np.float32)
+    out = tc.gemm(a, b, precision=precision)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    rel = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    assert out.dtype == np.float32
+    assert rel <= (5e-3 if precision == "tf32" else 1e-5)
+    with pytest.raises(ValueError, match="argument precision"):
+        tc.gemm(a, b, precision="fp16")
+    with pytest.raises(TypeError, match="argument precision"):
+        tc.gemm(a, b, precision=None)
+
+
 def test_out_of_memory_is_memory_error():
     # A 2^20 x 2^21 float64 result (16 TiB): numpy's MemoryError, no crash.
     with pytest.raises(MemoryError):

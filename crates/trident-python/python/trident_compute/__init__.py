@@ -122,6 +122,7 @@ def gemm(
     trans_a: bool = False,
     trans_b: bool = False,
     backend: Optional[str] = None,
+    precision: str = "strict",
 ) -> np.ndarray:
     """``alpha * op(a) @ op(b) + beta * c`` as a new array, like
     ``scipy.linalg.blas.sgemm`` / ``dgemm`` (``op(x)`` is ``x.T`` when
@@ -130,6 +131,12 @@ def gemm(
     The result is float32 when ``a``, ``b`` (and ``c``) are all float32, else
     float64. ``c`` is read only when ``beta != 0`` and is never written.
     Strided views and transposes (``x.T``) are read in place.
+
+    ``precision`` (float32 only; float64 is always strict): ``"strict"``
+    (true f32 multiply-adds, the default), ``"tf32"`` (operands rounded to
+    TF32 on tensor cores, about 3 decimal digits) or ``"tf32x3"`` (f32
+    accuracy from TF32 tensor cores, each operand split in two); a backend
+    without tensor cores computes strictly.
     """
     call = "gemm"
     A, B = _dense(call, "a", a, 2), _dense(call, "b", b, 2)
@@ -147,7 +154,17 @@ def gemm(
         bool(trans_a),
         bool(trans_b),
         _backend(call, backend),
+        _choice(call, "precision", precision, ("strict", "tf32", "tf32x3")),
     )
+
+
+def _choice(call: str, name: str, x: Any, allowed: Tuple[str, ...]) -> str:
+    if isinstance(x, str) and x in allowed:
+        return x
+    options = ", ".join(repr(a) for a in allowed)
+    if isinstance(x, str):
+        raise ValueError(f"{call}: argument {name} = {x!r} must be one of {options}")
+    raise TypeError(f"{call}: argument {name} must be one of {options}, not {type(x).__name__}")
 
 
 def _csr(call: str, name: str, x: Any):

@@ -26,6 +26,7 @@ def gemm(
     trans_a: bool,
     trans_b: bool,
     backend: Optional[str],
+    precision: str = ...,
 ) -> npt.NDArray[np.floating]: ...
 
 _Csr = Tuple[npt.NDArray[np.integer], npt.NDArray[np.integer], npt.NDArray[np.floating], Tuple[int, int]]
