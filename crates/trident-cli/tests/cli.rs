@@ -253,6 +253,28 @@ fn gemm_npy_f32_and_f64() {
     let bytes = std::fs::read(&c).expect("c");
     let f = npyz::NpyFile::new(&bytes[..]).expect("npy");
     assert_eq!(f.into_vec::<f32>().expect("f32 output"), big);
+    // Small integers times the identity are exact in every mode (TF32 keeps
+    // them too).
+    for mode in ["strict", "tf32", "tf32x3"] {
+        let o = trident(&[
+            "gemm",
+            s(&a),
+            s(&b),
+            "-o",
+            s(&c),
+            "--precision",
+            mode,
+            "--json",
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(json(&o)["mode"], mode);
+        let bytes = std::fs::read(&c).expect("c");
+        let f = npyz::NpyFile::new(&bytes[..]).expect("npy");
+        assert_eq!(f.into_vec::<f32>().expect("f32 output"), big, "{mode}");
+    }
+    let o = trident(&["gemm", s(&a), s(&b), "-o", s(&c), "--precision", "fp16"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--precision"), "{}", stderr(&o));
 }
 
 #[test]

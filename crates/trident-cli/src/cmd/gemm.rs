@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::json;
-use trident::{DenseGemm, GemmParams, MatMut, MatRef, Scalar};
+use trident::{DenseGemm, GemmParams, MatMut, MatRef, Precision, Scalar};
 
 use super::secs;
 use crate::fail::{CliResult, Fail};
@@ -21,6 +21,40 @@ pub struct Args {
     /// Output m x n .npy.
     #[arg(short, long)]
     output: PathBuf,
+    /// Arithmetic of a float32 product (float64 is always strict); backends
+    /// without tensor cores compute strictly.
+    #[arg(long, value_enum, default_value_t = PrecisionArg::Strict)]
+    precision: PrecisionArg,
+}
+
+/// `--precision`: `trident::Precision` by name.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrecisionArg {
+    /// True f32 multiply-adds.
+    Strict,
+    /// Operands rounded to TF32 on tensor cores (about 3 decimal digits).
+    Tf32,
+    /// f32 accuracy from TF32 tensor cores (each operand split in two).
+    Tf32x3,
+}
+
+impl PrecisionArg {
+    /// The flag's value, as typed.
+    fn name(self) -> &'static str {
+        match self {
+            PrecisionArg::Strict => "strict",
+            PrecisionArg::Tf32 => "tf32",
+            PrecisionArg::Tf32x3 => "tf32x3",
+        }
+    }
+
+    fn get(self) -> Precision {
+        match self {
+            PrecisionArg::Strict => Precision::Strict,
+            PrecisionArg::Tf32 => Precision::Tf32,
+            PrecisionArg::Tf32x3 => Precision::Tf32x3,
+        }
+    }
 }
 
 /// Reads, multiplies, writes.
@@ -93,6 +127,10 @@ where
     #[cfg_attr(not(feature = "dist"), allow(unused_variables))]
     let (cluster, engine) = crate::ranks::setup(ctx)?;
     let lib = |e| Fail::from_lib("gemm", e);
+    let params = GemmParams {
+        precision: args.precision.get(),
+        ..GemmParams::default()
+    };
     let pb = ctx.progress.spinner(format!("gemm {m}x{k}x{n}"));
     let t1 = Instant::now();
     #[cfg(feature = "dist")]
@@ -102,7 +140,7 @@ where
         let rows = trident::dist::even_split(m, cluster.size(), cluster.rank());
         let mut mine = vec![T::ZERO; rows.len() * n];
         s.gemm(
-            &GemmParams::default(),
+            &params,
             MatRef::dense(&a[rows.start * k..rows.end * k], rows.len(), k).map_err(lib)?,
             MatRef::dense(b, k, n).map_err(lib)?,
             MatMut::dense(&mut mine, rows.len(), n).map_err(lib)?,
@@ -121,7 +159,7 @@ where
     if alone {
         engine
             .gemm(
-                &GemmParams::default(),
+                &params,
                 MatRef::dense(a, m, k).map_err(lib)?,
                 MatRef::dense(b, k, n).map_err(lib)?,
                 MatMut::dense(&mut c, m, n).map_err(lib)?,
@@ -143,6 +181,7 @@ where
         ),
         json: json!({
             "ok": true, "backend": engine.served_last(), "precision": T::NAME,
+            "mode": args.precision.name(),
             "m": m, "n": n, "k": k, "gflops": gflops,
             "output": args.output.display().to_string(),
             "timings": {"read_s": read_s, "compute_s": compute_s, "write_s": write_s},
