@@ -11,9 +11,9 @@
 //! - `Precision::Tf32x3` f32 on compute capability 9.0: the same kernel
 //!   walking k three times over operands split by `gemm_split_f32` into
 //!   TF32 hi and lo parts (`lo_A hi_B + hi_A lo_B + hi_A hi_B`), its
-//!   tensor-core sums folded into f32 ones every 256 of k (H200, k = 4096:
-//!   6.4e-7 from DGEMM against strict SGEMM's 1.15e-6); the strict kernels
-//!   serve it elsewhere;
+//!   tensor-core sums folded into f32 ones every 128 of k (H200, k = 4096:
+//!   3.5e-7 / 6.2e-7 from DGEMM on U[-1,1) / U[0,1) operands against strict
+//!   SGEMM's 1.15e-6 / 8.5e-7); the strict kernels serve it elsewhere;
 //! - `Precision::Tf32` f32 elsewhere: tensor cores through `mma.sync`
 //!   m16n8k8 (operands rounded to TF32, f32 sums), within the contract's Tf32
 //!   tolerance;
@@ -143,7 +143,7 @@ pub enum GemmTile {
     Wt128x128K32S6,
     /// `Precision::Tf32x3` on `wgmma` (compute capability 9.0 only): the
     /// `Wt128x128K32S6` kernel walking k three times over split operands,
-    /// its tensor-core sums added into f32 ones every 256 of k.
+    /// its tensor-core sums added into f32 ones every 128 of k.
     Wx128x128K32S6,
     /// Strict f32 SIMT fed by TMA (compute capability 9.0 only): 128 x 128 x
     /// 16, 6 stages, eight compute warps of 64 x 32 and a producer warp.
